@@ -1,0 +1,3 @@
+from codesynapse.cli import main
+
+raise SystemExit(main())
