@@ -1,0 +1,214 @@
+"""``codesynapse serve | index | query | demo | bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO if os.environ.get("CODESYNAPSE_LOG") else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _settings(args):
+    from codesynapse.settings import load_settings
+
+    over = {}
+    for k in ("data_dir", "tenant", "backend", "workers"):
+        v = getattr(args, k, None)
+        if v is not None:
+            over[k] = v
+    return load_settings(over)
+
+
+class _Bar:
+    """A progress bar on a terminal (stderr); silent otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if not self.tty or total == 0:
+            return
+        width = 30
+        fill = int(width * done / total)
+        rate = done / max(time.perf_counter() - self.t0, 1e-6)
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} files {rate:,.0f}/s ")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _summary(report, app) -> dict:
+    return {
+        "root": str(app.workspace.root),
+        "dataDir": str(app.workspace.data_dir),
+        "files": report.files,
+        "parsed": report.parsed,
+        "unchanged": report.files - report.parsed,
+        "deleted": report.deleted,
+        "languages": dict(sorted(report.languages.items())),
+        "skipped": dict(sorted((k, v) for k, v in report.skipped.items() if v)),
+        "symbols": report.symbols,
+        "edges": report.edges,
+        "lines": report.lines,
+        "seconds": round(report.seconds, 3),
+        "filesPerSecond": round(report.parsed / report.seconds, 1) if report.seconds > 0 else 0.0,
+        "policyFingerprint": getattr(app.policy, "fingerprint", ""),
+    }
+
+
+def _print_summary(s: dict) -> None:
+    out = sys.stdout
+    out.write(f"indexed {s['root']}\n")
+    out.write(f"  files: {s['files']} ({s['parsed']} parsed, {s['unchanged']} unchanged, {s['deleted']} deleted)\n")
+    out.write("  by language: " + ", ".join(f"{k} {v}" for k, v in s["languages"].items()) + "\n")
+    if s["skipped"]:
+        out.write("  skipped: " + ", ".join(f"{k} {v}" for k, v in s["skipped"].items()) + "\n")
+    out.write(f"  symbols: {s['symbols']}  edges: {s['edges']}  lines: {s['lines']}\n")
+    out.write(f"  time: {s['seconds']:.2f} s  ({s['filesPerSecond']:.0f} files/s)\n")
+    out.write(f"  index: {s['dataDir']}\n")
+
+
+def cmd_index(args) -> int:
+    from codesynapse.app import App
+
+    app = App(args.path, _settings(args))
+    try:
+        report = app.index(_Bar())
+        s = _summary(report, app)
+        if args.json:
+            json.dump(s, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            _print_summary(s)
+    finally:
+        app.close()
+    return 0
+
+
+def cmd_query(args) -> int:
+    from codesynapse.app import App
+    from codesynapse.errors import CodeSynapseError
+    from codesynapse.methods import call_method
+
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as e:
+        sys.stderr.write(f"--params is not valid JSON: {e}\n")
+        return 2
+    app = App(args.root, _settings(args))
+    try:
+        if not args.no_index:
+            app.index()
+        try:
+            result = call_method(app, args.method, params)
+        except CodeSynapseError as e:
+            from codesynapse.methods import error_payload
+
+            json.dump(error_payload(e), sys.stdout)
+            sys.stdout.write("\n")
+            return 1
+        json.dump(result, sys.stdout, ensure_ascii=False, separators=(",", ":") if args.compact else None,
+                  indent=None if args.compact else 2)
+        sys.stdout.write("\n")
+    finally:
+        app.close()
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from codesynapse.app import App
+    from codesynapse.methods import call_method
+
+    app = App(args.path, _settings(args))
+    try:
+        report = app.index(_Bar())
+        _print_summary(_summary(report, app))
+        samples = app.indexer.store.search("main", 3)
+        status = call_method(app, "codesynapse/indexStatus", {})
+        sys.stdout.write(f"\nindexStatus: {status['files']} files, {status['symbols']} symbols, "
+                         f"{status['edges']} edges, languages {status['languages']}\n")
+        from codesynapse.demo import sample_answers
+
+        for title, payload in sample_answers(app):
+            sys.stdout.write(f"\n== {title}\n{json.dumps(payload, indent=2, ensure_ascii=False)}\n")
+        del samples
+    finally:
+        app.close()
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from codesynapse.lsp.server import run_stdio
+
+    return run_stdio(_settings(args))
+
+
+def cmd_bench(args) -> int:
+    from codesynapse.bench.cli import run_bench
+
+    return run_bench(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="codesynapse", description="A code-context daemon and its tools.")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("--data-dir", dest="data_dir", help="where the index lives (default: user cache)")
+        sp.add_argument("--tenant", help="the organisation this daemon serves (default: local)")
+        sp.add_argument("--backend", choices=("sqlite", "neo4j"))
+        sp.add_argument("--workers", type=int)
+
+    sp = sub.add_parser("index", help="index a repository and print a summary")
+    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("--json", action="store_true")
+    common(sp)
+    sp.set_defaults(func=cmd_index)
+
+    sp = sub.add_parser("serve", help="run the language server over stdio")
+    sp.add_argument("--stdio", action="store_true", help="accepted for editor compatibility (stdio is the default)")
+    common(sp)
+    sp.set_defaults(func=cmd_serve)
+
+    sp = sub.add_parser("query", help="run one custom request in-process and print its JSON")
+    sp.add_argument("method")
+    sp.add_argument("--root", default=".")
+    sp.add_argument("--params", default="{}")
+    sp.add_argument("--no-index", action="store_true", help="use the index as it is (no catch-up)")
+    sp.add_argument("--compact", action="store_true")
+    common(sp)
+    sp.set_defaults(func=cmd_query)
+
+    sp = sub.add_parser("demo", help="index a repository and print a summary and sample answers")
+    sp.add_argument("path", nargs="?", default=".")
+    common(sp)
+    sp.set_defaults(func=cmd_demo)
+
+    sp = sub.add_parser("bench", help="benchmarks (results go to docs/)")
+    sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "all"))
+    sp.add_argument("--corpus", action="append", default=[], help="corpus path (repeatable)")
+    sp.add_argument("--workload")
+    sp.add_argument("--out", default="docs")
+    sp.add_argument("--quick", action="store_true")
+    common(sp)
+    sp.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    return int(args.func(args) or 0)

@@ -1,0 +1,44 @@
+"""Extraction: file bytes → FileExtraction (metadata only)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+from codesynapse.extract.engine import extract_tree
+from codesynapse.extract.languages import detect, load
+from codesynapse.extract.model import FileExtraction
+
+__all__ = ["extract_source", "content_hash", "detect"]
+
+_local = threading.local()
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def _parser(name: str):
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    p = parsers.get(name)
+    if p is None:
+        p = parsers[name] = load(name).parser()
+    return p
+
+
+def extract_source(root: str, relpath: str, data: bytes, language: str, redact_extra=()) -> FileExtraction:
+    """Parse ``data`` (the bytes of ``relpath`` under ``root``) and extract its graph facts."""
+    loaded = load(language)
+    h = content_hash(data)
+    hooks = loaded.hooks
+    module = hooks.module_name(relpath, root)  # type: ignore[attr-defined]
+    if loaded.spec.kind == "doc":
+        return hooks.extract(relpath=relpath, src=data, parser=_parser(language), module=module,  # type: ignore[attr-defined]
+                             file_hash=h, language=language, redact_extra=redact_extra)
+    tree = _parser(language).parse(data)
+    return extract_tree(
+        tree=tree, src=data, query=loaded.query, hooks=hooks, relpath=relpath,  # type: ignore[arg-type]
+        language=language, module=module, file_hash=h, redact_extra=redact_extra,
+    )

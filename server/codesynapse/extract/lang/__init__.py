@@ -1,0 +1,1 @@
+"""Per-language hooks (see ``codesynapse.extract.hooks``)."""

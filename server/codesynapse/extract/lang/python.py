@@ -1,0 +1,249 @@
+"""Python: packages by ``__init__.py``, docstrings, relative imports, constructor hints."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from tree_sitter import Node
+
+from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, text
+from codesynapse.extract.model import ImportRef
+
+_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
+_HEADER_END = re.compile(r":\s*(#[^\n]*\s*)*$")
+
+
+def _norm(node: Node, src: bytes, depth: int) -> str:
+    t = node.type
+    if depth > 12:
+        return "?"
+    if t == "identifier":
+        return text(node, src)
+    if t == "attribute":
+        obj = node.child_by_field_name("object")
+        attr = node.child_by_field_name("attribute")
+        return f"{_norm(obj, src, depth + 1) if obj is not None else '?'}.{text(attr, src)}"
+    if t == "call":
+        fn = node.child_by_field_name("function")
+        return f"{_norm(fn, src, depth + 1) if fn is not None else '?'}()"
+    if t == "subscript":
+        val = node.child_by_field_name("value")
+        return f"{_norm(val, src, depth + 1) if val is not None else '?'}[]"
+    if t == "parenthesized_expression" and node.named_children:
+        return _norm(node.named_children[0], src, depth + 1)
+    return "?"
+
+
+_SKIP = frozenset({"function_definition", "class_definition", "lambda", "decorated_definition"})
+
+
+@lru_cache(maxsize=65536)
+def _has_init(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
+def _string_value(node: Node, src: bytes) -> str:
+    raw = text(node, src)
+    m = re.match(r"^[rRbBuUfF]*('''|\"\"\"|'|\")", raw)
+    if not m:
+        return raw
+    q = m.group(1)
+    body = raw[m.end():]
+    if body.endswith(q):
+        body = body[: -len(q)]
+    return body
+
+
+class PythonHooks(LanguageHooks):
+    sep = "."
+    comment_types = frozenset({"comment"})
+
+    def module_name(self, relpath: str, root: str) -> str:
+        p = PurePosixPath(relpath)
+        parts = list(p.parent.parts)
+        stem = p.stem
+        names = [] if stem == "__init__" else [stem]
+        # climb while the directory is a package
+        while parts and _has_init(os.path.join(root, *parts)):
+            names.insert(0, parts.pop())
+        if not names:  # __init__.py of a directory that is not itself a package
+            names = [p.parent.name or stem]
+        return ".".join(names)
+
+    def is_package(self, relpath: str) -> bool:
+        return relpath.endswith("__init__.py")
+
+    def refine_kind(self, kind: str, node: Node, parent_kind: str) -> str:
+        if kind == "function" and parent_kind == "class":
+            return "method"
+        return kind
+
+    def constant_ok(self, name: str, node: Node) -> bool:
+        return bool(_CONST.match(name))
+
+    def signature(self, node: Node, src: bytes) -> str:
+        if node.type == "assignment":  # constant: the name (and annotation), never the value
+            left = node.child_by_field_name("left")
+            typ = node.child_by_field_name("type")
+            return text(left, src) + (f": {text(typ, src)}" if typ is not None else "")
+        body = node.child_by_field_name("body")
+        end = body.start_byte if body is not None else node.end_byte
+        sig = src[node.start_byte:end].decode("utf-8", "replace")
+        sig = _HEADER_END.sub("", sig)
+        return squash(sig)
+
+    def callee_text(self, callee: Node, src: bytes) -> str:
+        """``a.b.c`` for plain chains; calls in the receiver become ``()``, other
+        expressions ``?`` (so ``Foo(x).run`` → ``Foo().run``, ``xs[0].f`` → ``xs[].f``)."""
+        return _norm(callee, src, 0)
+
+    def _docstring(self, body: Node | None, src: bytes) -> str:
+        if body is None:
+            return ""
+        for child in body.named_children:
+            if child.type == "comment":
+                continue
+            if child.type == "string":
+                return first_sentence(_string_value(child, src))
+            if child.type == "expression_statement" and child.named_children and \
+                    child.named_children[0].type == "string":
+                return first_sentence(_string_value(child.named_children[0], src))
+            return ""
+        return ""
+
+    def summary(self, node: Node, src: bytes) -> str:
+        if node.type in ("function_definition", "class_definition"):
+            doc = self._docstring(node.child_by_field_name("body"), src)
+            if doc:
+                return doc
+        target = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+        return super().summary(target, src)
+
+    def summary_module(self, root: Node, src: bytes) -> str:
+        return self._docstring(root, src)
+
+    def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
+        if kind not in ("function", "method") or not name.startswith("test"):
+            return False
+        base = relpath.rsplit("/", 1)[-1]
+        return (
+            base.startswith("test_") or base.endswith("_test.py") or base == "tests.py"
+            or parent.startswith("Test") or "/tests/" in f"/{relpath}" or "/test/" in f"/{relpath}"
+        )
+
+    def exported(self, name: str, node: Node, src: bytes) -> bool:
+        return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+    def imports(self, nodes: list[Node], src: bytes, module: str, relpath: str) -> list[ImportRef]:
+        out: list[ImportRef] = []
+        package = module if self.is_package(relpath) else module.rpartition(".")[0]
+        for node in nodes:
+            line = node.start_point[0] + 1
+            if node.type == "import_statement":
+                for child in node.named_children:
+                    if child.type == "dotted_name":
+                        out.append(ImportRef(module=text(child, src), line=line))
+                    elif child.type == "aliased_import":
+                        out.append(ImportRef(
+                            module=text(child.child_by_field_name("name"), src),
+                            alias=text(child.child_by_field_name("alias"), src), line=line))
+            elif node.type == "import_from_statement":
+                mod_node = node.child_by_field_name("module_name")
+                mod = ""
+                if mod_node is not None and mod_node.type == "relative_import":
+                    dots = 0
+                    rel = ""
+                    for c in mod_node.children:
+                        if c.type == "import_prefix":
+                            dots = len(text(c, src).strip())
+                        elif c.type == "dotted_name":
+                            rel = text(c, src)
+                    base = package.split(".") if package else []
+                    if dots > 1:
+                        base = base[: len(base) - (dots - 1)] if dots - 1 <= len(base) else []
+                    mod = ".".join([*base, rel] if rel else base)
+                elif mod_node is not None:
+                    mod = text(mod_node, src)
+                for child in node.named_children:
+                    if child == mod_node or child.start_byte == (mod_node.start_byte if mod_node else -1):
+                        continue
+                    if child.type == "wildcard_import":
+                        out.append(ImportRef(module=mod, name="*", line=line))
+                    elif child.type == "dotted_name":
+                        out.append(ImportRef(module=mod, name=text(child, src), line=line))
+                    elif child.type == "aliased_import":
+                        out.append(ImportRef(
+                            module=mod, name=text(child.child_by_field_name("name"), src),
+                            alias=text(child.child_by_field_name("alias"), src), line=line))
+        return out
+
+    def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
+        """``x = Foo(...)``, ``x: Foo``, ``def f(x: Foo)``, ``with Foo() as x``, ``self.x = Foo()``."""
+        hints: dict[str, str] = {}
+        conflicts: set[str] = set()
+
+        def put(var: str, typ: str) -> None:
+            typ = typ.strip().strip("'\"")
+            if not var or not typ or var in conflicts:
+                return
+            typ = re.sub(r"^(Optional\[|typing\.Optional\[)(.*)\]$", r"\2", typ)
+            if not re.match(r"^[A-Za-z_][\w.]*$", typ):
+                return
+            if var in hints and hints[var] != typ:
+                conflicts.add(var)
+                del hints[var]
+                return
+            hints[var] = typ
+
+        params = unit.child_by_field_name("parameters")
+        if params is not None:
+            for p in params.named_children:
+                if p.type in ("typed_parameter", "typed_default_parameter"):
+                    t = p.child_by_field_name("type")
+                    name_node = p.child_by_field_name("name")
+                    if name_node is None:
+                        name_node = next((c for c in p.named_children if c.type == "identifier"), None)
+                    put(text(name_node, src), text(t, src))
+        body = unit.child_by_field_name("body")
+        if body is None:
+            return hints
+        stack = list(reversed(body.named_children))
+        while stack:
+            n = stack.pop()
+            if n.type in _SKIP:
+                continue
+            if n.type == "assignment":
+                left = n.child_by_field_name("left")
+                right = n.child_by_field_name("right")
+                typ = n.child_by_field_name("type")
+                if left is not None and left.type in ("identifier", "attribute"):
+                    var = text(left, src)
+                    if typ is not None:
+                        put(var, text(typ, src))
+                    elif right is not None and right.type == "call":
+                        fn = right.child_by_field_name("function")
+                        if fn is not None and fn.type in ("identifier", "attribute"):
+                            ctor = text(fn, src)
+                            if ctor.rsplit(".", 1)[-1][:1].isupper():
+                                put(var, ctor)
+                            else:
+                                conflicts.add(var)
+                                hints.pop(var, None)
+                    elif right is not None:
+                        conflicts.add(var)
+                        hints.pop(var, None)
+            elif n.type == "with_item":
+                val = n.child_by_field_name("value")
+                if val is not None and val.type == "as_pattern":
+                    call = val.named_children[0] if val.named_children else None
+                    alias = val.child_by_field_name("alias")
+                    if call is not None and call.type == "call" and alias is not None:
+                        fn = call.child_by_field_name("function")
+                        ctor = text(fn, src)
+                        if ctor.rsplit(".", 1)[-1][:1].isupper():
+                            put(text(alias, src).strip(), ctor)
+            stack.extend(reversed(n.named_children))
+        return hints

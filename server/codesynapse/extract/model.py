@@ -1,0 +1,83 @@
+"""What extraction produces for one file: metadata only, never source bodies.
+
+Lines are 1-based and inclusive; columns are 0-based byte offsets within the line. The LSP
+layer converts to UTF-16 positions at the edge.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# Symbol kinds. Code units: function, method, class, struct, interface, trait, enum, type,
+# constant, module, test. Documents: section (markdown heading), key (config key path).
+CODE_KINDS = frozenset(
+    {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "constant",
+     "module", "test"}
+)
+UNIT_KINDS = frozenset({"function", "method", "test"})  # calls inside are attributed to them
+TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type"})
+DOC_KINDS = frozenset({"section", "key"})
+
+
+class Symbol(msgspec.Struct, frozen=True, kw_only=True):
+    qname: str
+    name: str
+    kind: str
+    signature: str
+    start_line: int
+    end_line: int
+    start_col: int
+    end_col: int
+    hash: str  # sha1 of the definition's bytes: changes when the symbol changes
+    summary: str = ""  # redacted one-liner (docstring first sentence / leading comment)
+    parent: str = ""  # qname of the containing symbol ("" at module level)
+    is_test: bool = False
+    exported: bool = True
+
+
+class CallSite(msgspec.Struct, frozen=True, kw_only=True):
+    caller: str  # qname of the innermost unit (function/method/class body/module)
+    callee: str  # callee expression as written, whitespace removed: "self.save", "os.path.join"
+    name: str  # last segment: "save", "join"
+    line: int
+    col: int
+    receiver_hint: str = ""  # type the extractor inferred for the receiver, as written ("ArgumentParser")
+    kind: str = "call"  # call | new
+
+
+class ImportRef(msgspec.Struct, frozen=True, kw_only=True):
+    module: str  # absolute module as the language names it ("os.path", "net/http", "./util" resolved)
+    name: str = ""  # imported name ("" for the whole module); "*" for a star import
+    alias: str = ""  # local binding if different
+    line: int = 0
+
+    @property
+    def binding(self) -> str:
+        """The local name this import binds."""
+        if self.alias:
+            return self.alias
+        if self.name and self.name != "*":
+            return self.name
+        return self.module.split(".")[0] if "/" not in self.module else self.module.rsplit("/", 1)[-1]
+
+
+class Inherit(msgspec.Struct, frozen=True, kw_only=True):
+    child: str  # qname of the class/type
+    base: str  # base expression as written
+    kind: str = "inherits"  # inherits | implements
+    line: int = 0
+
+
+class FileExtraction(msgspec.Struct, kw_only=True):
+    path: str  # relative to the repository root, '/' separated
+    language: str
+    hash: str
+    size: int
+    lines: int
+    module: str = ""  # the module/package qname this file defines
+    symbols: list[Symbol] = []
+    calls: list[CallSite] = []
+    imports: list[ImportRef] = []
+    inherits: list[Inherit] = []
+    partial: bool = False  # the parse had syntax errors; what parsed is kept
+    error: str = ""

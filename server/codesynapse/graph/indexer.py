@@ -1,0 +1,448 @@
+"""The indexer: walk → policy → extract (process pool) → resolve → store.
+
+Full and incremental indexing share one path, ``Indexer.apply``: a full index is an
+incremental update from an empty graph. That is what makes "incremental equals full" hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codesynapse.extract import content_hash, extract_source
+from codesynapse.extract.languages import BY_NAME, available, detect
+from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
+from codesynapse.graph.model import FileRow, Resolution
+from codesynapse.graph.resolve import Resolver, SymbolIndex
+from codesynapse.graph.store import GraphStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+
+POOL_THRESHOLD = 16  # fewer changed files than this are parsed in-process
+WRITE_BATCH = 256
+MAX_DEFERRED_CALLS = 1_500_000  # ≈ 150 MB of call sites held for resolution
+
+
+@dataclass
+class Candidate:
+    path: str
+    language: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkResult:
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: list[FileRow] = field(default_factory=list)
+    ignored: Counter = field(default_factory=Counter)  # not stored: unsupported, excluded
+
+
+@dataclass
+class IndexReport:
+    files: int = 0
+    parsed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    languages: Counter = field(default_factory=Counter)
+    symbols: int = 0
+    edges: int = 0
+    seconds: float = 0.0
+    lines: int = 0
+
+
+def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
+    return policy.excluded(rel, is_dir=is_dir) if policy is not None else None
+
+
+def walk(root: Path, policy=None) -> WalkResult:
+    """Every indexable file under root. Never follows symlinked directories (no loops);
+    symlinked files are kept only when they resolve inside the root."""
+    out = WalkResult()
+    max_bytes = getattr(policy, "max_file_bytes", 1_048_576) if policy is not None else 1_048_576
+    root_real = os.path.realpath(root)
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        abs_dir = os.path.join(root, rel_dir) if rel_dir else str(root)
+        try:
+            entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
+        except OSError as e:
+            out.ignored[f"unreadable directory ({e.__class__.__name__})"] += 1
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                if entry.is_dir(follow_symlinks=False):
+                    if _policy_excluded(policy, rel, True):
+                        out.ignored["excluded"] += 1
+                        continue
+                    stack.append(rel)
+                    continue
+                if is_link:
+                    target = os.path.realpath(entry.path)
+                    if not (target + os.sep).startswith(root_real + os.sep):
+                        if detect(rel):
+                            out.skipped.append(FileRow(path=rel, status="skipped", reason="symlink outside workspace"))
+                        continue
+                    if os.path.isdir(target):
+                        out.ignored["symlinked directory"] += 1
+                        continue
+                    st = os.stat(entry.path)
+                else:
+                    st = entry.stat(follow_symlinks=False)
+            except OSError as e:
+                if detect(rel):
+                    out.skipped.append(FileRow(path=rel, status="skipped",
+                                               reason=f"unreadable ({e.__class__.__name__})"))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            override = policy.language_override(rel) if policy is not None else None
+            spec = BY_NAME.get(override) if override else detect(rel)
+            if spec is None:
+                out.ignored["unsupported language"] += 1
+                continue
+            reason = _policy_excluded(policy, rel, False)
+            if reason:
+                out.ignored["excluded"] += 1
+                continue
+            if st.st_size > max_bytes:
+                out.skipped.append(FileRow(path=rel, language=spec.name, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                           status="skipped", reason=f"too large ({st.st_size} > {max_bytes} bytes)"))
+                continue
+            out.candidates.append(Candidate(rel, spec.name, st.st_size, st.st_mtime_ns))
+    out.candidates.sort(key=lambda c: c.path)
+    out.skipped.sort(key=lambda s: s.path)
+    return out
+
+
+def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequence[str] = (),
+                     data: bytes | None = None) -> FileExtraction | FileRow:
+    """Worker entry point: read a file and extract it, or say why it is skipped."""
+    try:
+        if data is None:
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
+    except OSError as e:
+        return FileRow(path=rel, language=language, status="skipped", reason=f"unreadable ({e.__class__.__name__})")
+    if b"\x00" in data[:8192]:
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason="binary (NUL byte)")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason="not UTF-8")
+    if not available(language):
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason=f"no extractor for {language}")
+    extra = _compiled(tuple(redact_patterns))
+    try:
+        return extract_source(root, rel, data, language, extra)
+    except RecursionError:
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason="too deeply nested")
+    except Exception as e:  # a grammar or hook bug must not stop the index
+        log.exception("extraction failed for %s", rel)
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason=f"extraction error ({e.__class__.__name__})")
+
+
+_PAT_CACHE: dict[tuple[str, ...], tuple] = {}
+
+
+def _compiled(patterns: tuple[str, ...]):
+    import re
+
+    if patterns not in _PAT_CACHE:
+        _PAT_CACHE[patterns] = tuple(re.compile(p) for p in patterns)
+    return _PAT_CACHE[patterns]
+
+
+def _worker(args):
+    return read_and_extract(*args)
+
+
+def _names_of(fx_symbols: Iterable[str]) -> set[str]:
+    out = set()
+    for q in fx_symbols:
+        for sep in ("::", "."):
+            if sep in q:
+                q = q.rsplit(sep, 1)[-1]
+        out.add(q.rsplit("/", 1)[-1])
+    return out
+
+
+class Indexer:
+    """Keeps one GraphStore and its SymbolIndex in step with a workspace tree."""
+
+    def __init__(self, root: Path, store: GraphStore, policy=None, workers: int | None = None):
+        self.root = Path(root)
+        self.store = store
+        self.policy = policy
+        self.workers = workers or min(2, os.cpu_count() or 1)
+        self.index = SymbolIndex()
+        self.resolver = Resolver(self.index)
+        self.lock = threading.RLock()  # one apply at a time
+        self._inherits_by_file: dict[str, list[tuple[str, str]]] = {}
+        self._overlaid: set[str] = set()  # paths whose stored graph comes from an unsaved buffer
+        self._loaded = False
+
+    # -- loading -----------------------------------------------------------------------
+    def load(self) -> None:
+        """Build the in-memory index from what the store already holds."""
+        with self.lock:
+            if self._loaded:
+                return
+            syms: dict[str, list[tuple[str, str, str]]] = {}
+            for s in self.store.all_symbols():
+                syms.setdefault(s.path, []).append((s.qname, s.kind, s.parent))
+            imps: dict[str, list[ImportRef]] = {}
+            for im in self.store.imports():
+                imps.setdefault(im.path, []).append(ImportRef(module=im.module, name=im.name, alias=im.alias,
+                                                              line=im.line))
+            for f in self.store.files():
+                if f.status == "skipped":
+                    continue
+                self.index.add_file(f.path, f.module, f.language, syms.get(f.path, ()), imps.get(f.path, ()))
+            for ih in self.store.inherits():
+                if ih.target:
+                    self._inherits_by_file.setdefault(ih.path, []).append((ih.child, ih.target))
+            self.index.set_bases(self._bases())
+            self._loaded = True
+        if self.store.get_meta("resolution_pending") == "1":
+            log.warning("the last update stopped before resolution finished; re-resolving every edge")
+            self.resolve_all()
+
+    def _bases(self) -> dict[str, list[str]]:
+        bases: dict[str, list[str]] = {}
+        for path in sorted(self._inherits_by_file):
+            for child, target in self._inherits_by_file[path]:
+                bases.setdefault(child, []).append(target)
+        return bases
+
+    # -- planning ----------------------------------------------------------------------
+    def plan(self, walked: WalkResult) -> tuple[list[Candidate], list[str], list[FileRow]]:
+        """(changed or new candidates, deleted paths, skipped rows to store)."""
+        stored = {f.path: f for f in self.store.files()}
+        changed = []
+        for c in walked.candidates:
+            f = stored.get(c.path)
+            if f is not None and f.status != "skipped" and f.size == c.size and f.mtime_ns == c.mtime_ns:
+                continue
+            changed.append(c)
+        present = {c.path for c in walked.candidates} | {s.path for s in walked.skipped}
+        deleted = sorted(p for p in stored if p not in present)
+        skipped = [s for s in walked.skipped
+                   if not (s.path in stored and stored[s.path].status == "skipped"
+                           and stored[s.path].reason == s.reason and stored[s.path].mtime_ns == s.mtime_ns)]
+        return changed, deleted, skipped
+
+    # -- the one update path ---------------------------------------------------------------
+    def index_tree(self, progress: Progress | None = None) -> IndexReport:
+        """Bring the store in line with the tree on disk (full index, or catch-up)."""
+        t0 = time.perf_counter()
+        self.load()
+        walked = walk(self.root, self.policy)
+        changed, deleted, skipped = self.plan(walked)
+        report = self.update(changed, deleted, skipped, progress=progress)
+        report.files = len(walked.candidates)
+        for reason, n in walked.ignored.items():
+            report.skipped[reason] += n
+        for s in walked.skipped:
+            report.skipped[s.reason.split(" (")[0]] += 0  # counted below from the stored rows
+        for f in self.store.files():
+            if f.status == "skipped":
+                report.skipped[f.reason.split(" (")[0]] += 1
+            else:
+                report.languages[f.language] += 1
+                report.lines += f.lines
+        st = self.store.stats()
+        report.symbols = st.symbols
+        report.edges = st.resolved_calls + st.imports + st.inherits
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def extract(self, changed: Sequence[Candidate], progress: Progress | None = None,
+                overlays: dict[str, bytes] | None = None) -> Iterable[FileExtraction | FileRow]:
+        """Results in order, streamed: memory stays bounded by the write batch, not the tree."""
+        patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
+        overlays = overlays or {}
+        args = [(str(self.root), c.path, c.language, patterns, overlays.get(c.path)) for c in changed]
+        total = len(args)
+        if total < POOL_THRESHOLD or self.workers <= 1:
+            for i, a in enumerate(args):
+                yield _worker(a)
+                if progress and (i % 50 == 0 or i == total - 1):
+                    progress(i + 1, total, a[1])
+            return
+        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+            for i, r in enumerate(pool.map(_worker, args, chunksize=4)):
+                yield r
+                if progress and (i % 25 == 0 or i == total - 1):
+                    progress(i + 1, total, r.path)
+
+    def update(self, changed: Sequence[Candidate], deleted: Sequence[str], skipped: Sequence[FileRow] = (),
+               progress: Progress | None = None, overlays: dict[str, bytes] | None = None) -> IndexReport:
+        """Re-extract ``changed``, drop ``deleted``, store ``skipped``; then re-resolve every
+        edge whose resolution may depend on what changed."""
+        report = IndexReport()
+        mtimes = {c.path: c.mtime_ns for c in changed}
+        with self.lock:
+            self.load()
+            stored = {f.path: f for f in self.store.files()} if changed else {}
+            idx = self.index
+            affected: set[str] = set()
+            changed_paths: list[str] = []
+            removed = sorted(set(deleted) | {s.path for s in skipped})
+            self.store.set_meta({"resolution_pending": "1"})
+            for p in removed:
+                fi = idx.files.get(p)
+                if fi is not None:
+                    affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
+                idx.remove_file(p)
+                self._inherits_by_file.pop(p, None)
+            if deleted:
+                self.store.delete_files([p for p in deleted if p not in {s.path for s in skipped}])
+            batch: list[tuple[FileExtraction, int]] = []
+            late_skips: list[FileRow] = []
+            # Calls are held back and inserted once resolved (no second write), unless there
+            # are so many that memory matters: then they are written unresolved and fixed up.
+            deferred: list[tuple[str, list]] = []
+            deferred_n = 0
+
+            def flush() -> None:
+                nonlocal batch, late_skips, deferred_n
+                if batch or late_skips:
+                    defer = deferred_n < MAX_DEFERRED_CALLS
+                    self.store.write_files(batch, late_skips, with_calls=not defer)
+                    if defer:
+                        for fx, _ in batch:
+                            deferred.append((fx.path, fx.calls))
+                            deferred_n += len(fx.calls)
+                batch, late_skips = [], []
+
+            for r in self.extract(changed, progress, overlays):
+                if isinstance(r, FileRow):
+                    fi = idx.files.get(r.path)
+                    if fi is not None:
+                        affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
+                        idx.remove_file(r.path)
+                        self._inherits_by_file.pop(r.path, None)
+                    late_skips.append(FileRow(path=r.path, language=r.language, size=r.size, hash=r.hash,
+                                              mtime_ns=mtimes.get(r.path, 0), status="skipped", reason=r.reason))
+                    continue
+                prev = stored.get(r.path)
+                if prev is not None and prev.hash == r.hash and prev.status != "skipped" \
+                        and not (overlays and r.path in overlays) and r.path not in self._overlaid:
+                    report.unchanged += 1
+                    continue
+                self._overlaid.discard(r.path)
+                if overlays and r.path in overlays:
+                    self._overlaid.add(r.path)
+                fi = idx.files.get(r.path)
+                if fi is not None:
+                    affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
+                idx.add_file(r.path, r.module, r.language, ((s.qname, s.kind, s.parent) for s in r.symbols),
+                             r.imports)
+                affected |= _names_of(s.qname for s in r.symbols) | {im.binding for im in r.imports}
+                changed_paths.append(r.path)
+                batch.append((r, mtimes.get(r.path, 0)))
+                if len(batch) >= WRITE_BATCH:
+                    flush()
+            if skipped:
+                late_skips.extend(skipped)
+            flush()
+            affected.discard("")
+            report.parsed = len(changed_paths)
+            report.deleted = len(deleted)
+            self._resolve(set(changed_paths), set(removed), affected, deferred)
+            self.store.set_meta({"resolution_pending": "0"})
+        return report
+
+    def resolve_all(self) -> None:
+        """Re-resolve every edge (after a crash between write and resolution)."""
+        with self.lock:
+            self.load()
+            self._resolve(set(self.index.files), set(), set())
+            self.store.set_meta({"resolution_pending": "0"})
+
+    def _resolve(self, changed: set[str], removed: set[str], affected: set[str],
+                 deferred: Sequence[tuple[str, list]] = ()) -> None:
+        idx = self.index
+        res = self.resolver
+        # 1. bases first: method lookup through bases depends on them
+        inh_updates: list[tuple[int, Resolution]] = []
+        touched: set[str] = set()
+        for row_id, ih in self.store.all_inherits():
+            if ih.path not in changed:
+                base = ih.base.split("[")[0].split("<")[0]
+                if not affected or not ((_names_of([base]) | {base.split(".")[0]}) & affected):
+                    continue
+            r = res.resolve_base(ih.path, ih.child, ih.base)
+            if r.target != ih.target or r.resolution != ih.resolution or r.confidence != ih.confidence:
+                inh_updates.append((row_id, r))
+            touched.add(ih.path)
+        self.store.update_inherit_targets(inh_updates)
+        for path in touched | changed:
+            pairs = [(ih.child, ih.target) for ih in self.store.inherits(path) if ih.target] if path in touched else []
+            if pairs:
+                self._inherits_by_file[path] = pairs
+            else:
+                self._inherits_by_file.pop(path, None)
+        old_bases = idx.bases
+        new_bases = self._bases()
+        idx.set_bases(new_bases)
+        everything = new_bases != old_bases and len(changed) < len(idx.files)
+
+        # 2. calls: the changed files' own, and those elsewhere that name what changed
+        items: list[tuple[str, CallSite, Resolution]] = []
+        for path, sites in deferred:
+            for c in sites:
+                items.append((path, c, res.resolve_call(path, c.caller, c.callee, c.receiver_hint)))
+            if len(items) >= 20_000:
+                self.store.insert_calls(items)
+                items = []
+        self.store.insert_calls(items)
+        held = {path for path, _ in deferred}
+        if everything:
+            calls: Iterable = self.store.all_calls()
+        else:
+            calls = list(self.store.calls_in_files(sorted(changed - held)))
+            if affected and len(changed) < len(idx.files):
+                calls += [c for c in self.store.calls_touching(affected) if c.path not in changed]
+        updates: list[tuple[int, Resolution]] = []
+        for c in calls:
+            r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
+            if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
+                updates.append((c.id, r))
+                if len(updates) >= 20_000:
+                    self.store.update_call_targets(updates)
+                    updates = []
+        self.store.update_call_targets(updates)
+
+        # 3. imports
+        imp_updates: list[tuple[int, str]] = []
+        changed_modules = {fi.module for p in changed if (fi := idx.files.get(p))}
+        for row_id, im in self.store.all_imports():
+            if im.path not in changed and not (
+                    {im.name, im.alias, im.module.split(".")[0], im.module.rsplit(".", 1)[-1]} & affected
+                    or im.module in changed_modules or removed):
+                continue
+            t = res.resolve_import(im.path, ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line))
+            if t != im.target:
+                imp_updates.append((row_id, t))
+        self.store.update_import_targets(imp_updates)

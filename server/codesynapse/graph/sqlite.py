@@ -1,0 +1,508 @@
+"""The embedded default backend: SQLite in WAL mode with FTS5 over symbol names.
+
+One writer at a time (a lock); readers use their own per-thread connections, so requests
+never wait for an index batch. Every query binds ``graph_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from codesynapse.errors import StoreError
+from codesynapse.extract.model import CallSite, FileExtraction
+from codesynapse.graph.model import (
+    CallRow,
+    FileRow,
+    GraphStats,
+    ImportRow,
+    InheritRow,
+    Resolution,
+    SymbolRow,
+)
+from codesynapse.graph.store import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(
+  graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(graph_id, key));
+CREATE TABLE IF NOT EXISTS files(
+  graph_id TEXT NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, size INTEGER,
+  mtime_ns INTEGER, lines INTEGER, module TEXT, status TEXT NOT NULL, reason TEXT,
+  indexed_at REAL, PRIMARY KEY(graph_id, path));
+CREATE TABLE IF NOT EXISTS symbols(
+  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, qname TEXT NOT NULL,
+  name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT, start_line INTEGER, end_line INTEGER,
+  start_col INTEGER, end_col INTEGER, hash TEXT, summary TEXT, parent TEXT, is_test INTEGER,
+  exported INTEGER, language TEXT, terms TEXT);
+CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols(graph_id, path, start_line);
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
+  name, qname, terms, content='symbols', content_rowid='id', tokenize="unicode61 tokenchars '_'");
+CREATE TRIGGER IF NOT EXISTS symbols_ai AFTER INSERT ON symbols BEGIN
+  INSERT INTO symbols_fts(rowid, name, qname, terms) VALUES (new.id, new.name, new.qname, new.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS symbols_ad AFTER DELETE ON symbols BEGIN
+  INSERT INTO symbols_fts(symbols_fts, rowid, name, qname, terms)
+  VALUES ('delete', old.id, old.name, old.qname, old.terms);
+END;
+CREATE TABLE IF NOT EXISTS calls(
+  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
+  callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
+  hint_name TEXT NOT NULL, line INTEGER, col INTEGER, kind TEXT, target TEXT NOT NULL,
+  resolution TEXT NOT NULL, confidence REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target);
+CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller);
+CREATE INDEX IF NOT EXISTS calls_name ON calls(graph_id, name);
+CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head);
+CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name);
+CREATE INDEX IF NOT EXISTS calls_path ON calls(graph_id, path);
+CREATE TABLE IF NOT EXISTS imports(
+  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL,
+  name TEXT NOT NULL, alias TEXT NOT NULL, line INTEGER, target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS imports_path ON imports(graph_id, path);
+CREATE TABLE IF NOT EXISTS inherits(
+  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, child TEXT NOT NULL,
+  base TEXT NOT NULL, kind TEXT NOT NULL, line INTEGER, target TEXT NOT NULL,
+  resolution TEXT NOT NULL, confidence REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS inherits_path ON inherits(graph_id, path);
+CREATE INDEX IF NOT EXISTS inherits_target ON inherits(graph_id, target);
+CREATE INDEX IF NOT EXISTS inherits_child ON inherits(graph_id, child);
+"""
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def name_terms(name: str, qname: str) -> str:
+    """Searchable terms: the identifier split on case and underscores, lower-cased."""
+    parts: list[str] = []
+    for piece in re.split(r"[^A-Za-z0-9]+", name):
+        parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
+    return " ".join(dict.fromkeys(parts))
+
+
+def _fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 query: quoted tokens OR-ed (prefix on the last)."""
+    toks = [t for t in re.split(r"[^\w]+", text) if t]
+    terms: list[str] = []
+    for t in toks[:32]:
+        terms.append(f'"{t}"')
+        low = [m.group(0).lower() for m in _CAMEL.finditer(t)]
+        if len(low) > 1:
+            terms.extend(f'"{x}"' for x in low)
+    if not terms:
+        return ""
+    return " OR ".join(dict.fromkeys(terms))
+
+
+def _head(callee: str) -> str:
+    return re.split(r"[.(\[:]|->", callee, maxsplit=1)[0]
+
+
+class SqliteGraphStore:
+    """GraphStore on one SQLite file. Thread-safe: per-thread connections, one writer."""
+
+    def __init__(self, path: Path | str, graph_id: str):
+        self.path = str(path)
+        self.graph_id = graph_id
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        try:
+            conn = self._conn()
+            with self._write_lock:
+                conn.executescript(_SCHEMA)
+                version = self.get_meta("schema_version")
+                if version is not None and int(version) != SCHEMA_VERSION:
+                    raise StoreError(
+                        f"index schema version {version} != {SCHEMA_VERSION}; delete the data folder to rebuild"
+                    )
+                if version is None:
+                    self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open graph store {self.path}: {e}") from e
+
+    # -- connections -------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA cache_size=-32000")
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for c in self._conns:
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            self._conns.clear()
+        self._local = threading.local()
+
+    def _q(self, sql: str, params: Sequence = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise StoreError(f"graph query failed: {e}") from e
+
+    # -- meta --------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE graph_id=? AND key=?", (self.graph_id, key))
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._write_lock:
+            self._set_meta_locked(self._conn(), values)
+
+    def _set_meta_locked(self, conn: sqlite3.Connection, values: dict[str, str]) -> None:
+        conn.executemany(
+            "INSERT INTO meta(graph_id, key, value) VALUES (?,?,?) "
+            "ON CONFLICT(graph_id, key) DO UPDATE SET value=excluded.value",
+            [(self.graph_id, k, str(v)) for k, v in values.items()],
+        )
+
+    # -- writes ------------------------------------------------------------------------
+    def _delete_paths(self, conn: sqlite3.Connection, paths: Sequence[str]) -> None:
+        g = self.graph_id
+        for table in ("symbols", "calls", "imports", "inherits", "files"):
+            conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND path=?", [(g, p) for p in paths])
+
+    def write_files(
+        self,
+        extractions: Sequence[tuple[FileExtraction, int]],
+        skipped: Sequence[FileRow] = (),
+        call_targets: dict[tuple[str, int], Resolution] | None = None,
+        inherit_targets: dict[tuple[str, int], Resolution] | None = None,
+        import_targets: dict[tuple[str, int], str] | None = None,
+        with_calls: bool = True,
+    ) -> None:
+        g = self.graph_id
+        call_targets = call_targets or {}
+        inherit_targets = inherit_targets or {}
+        import_targets = import_targets or {}
+        now = time.time()
+        unresolved = Resolution("", "unresolved", 0.0)
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                self._delete_paths(conn, [fx.path for fx, _ in extractions] + [s.path for s in skipped])
+                file_rows = []
+                sym_rows = []
+                call_rows = []
+                imp_rows = []
+                inh_rows = []
+                for fx, mtime in extractions:
+                    file_rows.append((g, fx.path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
+                                      "partial" if fx.partial else "indexed",
+                                      fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now))
+                    for s in fx.symbols:
+                        sym_rows.append((g, fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line,
+                                         s.start_col, s.end_col, s.hash, s.summary, s.parent, int(s.is_test),
+                                         int(s.exported), fx.language, name_terms(s.name, s.qname)))
+                    for i, c in enumerate(fx.calls if with_calls else ()):
+                        r = call_targets.get((fx.path, i), unresolved)
+                        hint_name = c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else ""
+                        call_rows.append((g, fx.path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+                                          hint_name, c.line, c.col, c.kind, r.target, r.resolution, r.confidence))
+                    for i, im in enumerate(fx.imports):
+                        imp_rows.append((g, fx.path, im.module, im.name, im.alias, im.line,
+                                         import_targets.get((fx.path, i), "")))
+                    for i, ih in enumerate(fx.inherits):
+                        r = inherit_targets.get((fx.path, i), unresolved)
+                        inh_rows.append((g, fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
+                                         r.confidence))
+                for s in skipped:
+                    file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
+                                      "skipped", s.reason, now))
+                conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", file_rows)
+                conn.executemany(
+                    "INSERT INTO symbols(graph_id, path, qname, name, kind, signature, start_line, end_line, "
+                    "start_col, end_col, hash, summary, parent, is_test, exported, language, terms) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", sym_rows)
+                conn.executemany(
+                    "INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
+                    "target, resolution, confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", call_rows)
+                conn.executemany(
+                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target) VALUES (?,?,?,?,?,?,?)",
+                    imp_rows)
+                conn.executemany(
+                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)", inh_rows)
+                conn.execute("COMMIT")
+            except BaseException as e:
+                conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise StoreError(f"graph write failed: {e}") from e
+                raise
+
+    def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
+        """Add call sites (with their resolution) for files written with ``with_calls=False``."""
+        g = self.graph_id
+        rows = [(g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+                 r.target, r.resolution, r.confidence) for path, c, r in items]
+        self._update(
+            "INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
+            "target, resolution, confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        paths = list(paths)
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                self._delete_paths(conn, paths)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"graph delete failed: {e}") from e
+
+    def _update(self, sql: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(sql, rows)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"graph update failed: {e}") from e
+
+    def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("UPDATE calls SET target=?, resolution=?, confidence=? WHERE graph_id=? AND id=?",
+                     [(r.target, r.resolution, r.confidence, self.graph_id, i) for i, r in updates])
+
+    def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("UPDATE inherits SET target=?, resolution=?, confidence=? WHERE graph_id=? AND id=?",
+                     [(r.target, r.resolution, r.confidence, self.graph_id, i) for i, r in updates])
+
+    def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
+        self._update("UPDATE imports SET target=? WHERE graph_id=? AND id=?",
+                     [(t, self.graph_id, i) for i, t in updates])
+
+    # -- reads -------------------------------------------------------------------------
+    @staticmethod
+    def _file(r: sqlite3.Row) -> FileRow:
+        return FileRow(path=r["path"], language=r["language"] or "", hash=r["hash"] or "", size=r["size"] or 0,
+                       mtime_ns=r["mtime_ns"] or 0, lines=r["lines"] or 0, module=r["module"] or "",
+                       status=r["status"], reason=r["reason"] or "", indexed_at=r["indexed_at"] or 0.0)
+
+    @staticmethod
+    def _sym(r: sqlite3.Row) -> SymbolRow:
+        return SymbolRow(id=r["id"], path=r["path"], qname=r["qname"], name=r["name"], kind=r["kind"],
+                         signature=r["signature"] or "", start_line=r["start_line"], end_line=r["end_line"],
+                         start_col=r["start_col"], end_col=r["end_col"], hash=r["hash"] or "",
+                         summary=r["summary"] or "", parent=r["parent"] or "", is_test=bool(r["is_test"]),
+                         exported=bool(r["exported"]), language=r["language"] or "")
+
+    @staticmethod
+    def _call(r: sqlite3.Row) -> CallRow:
+        return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
+                       line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
+                       resolution=r["resolution"], confidence=r["confidence"])
+
+    @staticmethod
+    def _imp(r: sqlite3.Row) -> ImportRow:
+        return ImportRow(path=r["path"], module=r["module"], name=r["name"], alias=r["alias"], line=r["line"],
+                         target=r["target"])
+
+    @staticmethod
+    def _inh(r: sqlite3.Row) -> InheritRow:
+        return InheritRow(path=r["path"], child=r["child"], base=r["base"], kind=r["kind"], line=r["line"],
+                          target=r["target"], resolution=r["resolution"], confidence=r["confidence"])
+
+    _SYM_ORDER = " ORDER BY qname, path, start_line"
+    _CALL_ORDER = " ORDER BY path, line, col, callee, id"
+
+    def files(self) -> list[FileRow]:
+        return [self._file(r) for r in self._q("SELECT * FROM files WHERE graph_id=? ORDER BY path", (self.graph_id,))]
+
+    def file(self, path: str) -> FileRow | None:
+        rows = self._q("SELECT * FROM files WHERE graph_id=? AND path=?", (self.graph_id, path))
+        return self._file(rows[0]) if rows else None
+
+    def symbols_in_file(self, path: str) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._q(
+            "SELECT * FROM symbols WHERE graph_id=? AND path=? ORDER BY start_line, start_col, qname",
+            (self.graph_id, path))]
+
+    def all_symbols(self) -> Iterable[SymbolRow]:
+        cur = self._conn().execute("SELECT * FROM symbols WHERE graph_id=?" + self._SYM_ORDER, (self.graph_id,))
+        for r in cur:
+            yield self._sym(r)
+
+    def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._q(
+            "SELECT * FROM symbols WHERE graph_id=? AND qname=?" + self._SYM_ORDER, (self.graph_id, qname))]
+
+    def symbols_by_name(self, name: str, limit: int = 50) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._q(
+            "SELECT * FROM symbols WHERE graph_id=? AND name=?" + self._SYM_ORDER + " LIMIT ?",
+            (self.graph_id, name, limit))]
+
+    def symbol_by_id(self, symbol_id: int) -> SymbolRow | None:
+        rows = self._q("SELECT * FROM symbols WHERE graph_id=? AND id=?", (self.graph_id, symbol_id))
+        return self._sym(rows[0]) if rows else None
+
+    def symbol_at(self, path: str, line: int) -> SymbolRow | None:
+        rows = self._q(
+            "SELECT * FROM symbols WHERE graph_id=? AND path=? AND start_line<=? AND end_line>=? AND kind!='module' "
+            "ORDER BY (end_line-start_line), start_line DESC LIMIT 1",
+            (self.graph_id, path, line, line))
+        return self._sym(rows[0]) if rows else None
+
+    def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        q = _fts_query(text)
+        if not q:
+            return []
+        rows = self._q(
+            "SELECT s.*, bm25(symbols_fts, 4.0, 2.0, 1.0) AS score FROM symbols_fts "
+            "JOIN symbols s ON s.id = symbols_fts.rowid "
+            "WHERE symbols_fts MATCH ? AND s.graph_id=? "
+            "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
+            (q, self.graph_id, limit, offset))
+        return [(self._sym(r), -float(r["score"])) for r in rows]
+
+    def count_search(self, text: str) -> int:
+        q = _fts_query(text)
+        if not q:
+            return 0
+        rows = self._q(
+            "SELECT count(*) AS n FROM symbols_fts JOIN symbols s ON s.id = symbols_fts.rowid "
+            "WHERE symbols_fts MATCH ? AND s.graph_id=?", (q, self.graph_id))
+        return rows[0]["n"]
+
+    def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:
+        return [self._call(r) for r in self._q(
+            "SELECT * FROM calls WHERE graph_id=? AND target=?" + self._CALL_ORDER + " LIMIT ?",
+            (self.graph_id, qname, limit))]
+
+    def count_callers(self, qname: str) -> int:
+        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND target=?", (self.graph_id, qname))[0]["n"]
+
+    def callees(self, caller: str, limit: int = 1000) -> list[CallRow]:
+        return [self._call(r) for r in self._q(
+            "SELECT * FROM calls WHERE graph_id=? AND caller=?" + self._CALL_ORDER + " LIMIT ?",
+            (self.graph_id, caller, limit))]
+
+    def count_callees(self, caller: str) -> int:
+        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND caller=?", (self.graph_id, caller))[0]["n"]
+
+    def unresolved_named(self, name: str, limit: int = 100) -> list[CallRow]:
+        return [self._call(r) for r in self._q(
+            "SELECT * FROM calls WHERE graph_id=? AND name=? AND target='' AND resolution='unresolved'"
+            + self._CALL_ORDER + " LIMIT ?", (self.graph_id, name, limit))]
+
+    def count_unresolved_named(self, name: str) -> int:
+        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND name=? AND target='' "
+                       "AND resolution='unresolved'", (self.graph_id, name))[0]["n"]
+
+    def calls_in_files(self, paths: Iterable[str]) -> list[CallRow]:
+        out: list[CallRow] = []
+        for p in paths:
+            out.extend(self._call(r) for r in self._q(
+                "SELECT * FROM calls WHERE graph_id=? AND path=?" + self._CALL_ORDER, (self.graph_id, p)))
+        return out
+
+    def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names))
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), 300):
+            chunk = names[i:i + 300]
+            marks = ",".join("?" * len(chunk))
+            for col in ("name", "head", "hint_name"):
+                for r in self._q(f"SELECT * FROM calls WHERE graph_id=? AND {col} IN ({marks})",
+                                 (self.graph_id, *chunk)):
+                    out[r["id"]] = self._call(r)
+        return [out[k] for k in sorted(out)]
+
+    def all_calls(self) -> Iterable[CallRow]:
+        cur = self._conn().execute("SELECT * FROM calls WHERE graph_id=? ORDER BY id", (self.graph_id,))
+        for r in cur:
+            yield self._call(r)
+
+    def imports(self, path: str | None = None) -> list[ImportRow]:
+        if path is None:
+            rows = self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY path, line, module, name", (self.graph_id,))
+        else:
+            rows = self._q("SELECT * FROM imports WHERE graph_id=? AND path=? ORDER BY line, module, name",
+                           (self.graph_id, path))
+        return [self._imp(r) for r in rows]
+
+    def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
+        for r in self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY id", (self.graph_id,)):
+            yield r["id"], self._imp(r)
+
+    def inherits(self, path: str | None = None) -> list[InheritRow]:
+        if path is None:
+            rows = self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY path, line, child, base", (self.graph_id,))
+        else:
+            rows = self._q("SELECT * FROM inherits WHERE graph_id=? AND path=? ORDER BY line, child, base",
+                           (self.graph_id, path))
+        return [self._inh(r) for r in rows]
+
+    def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
+        for r in self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY id", (self.graph_id,)):
+            yield r["id"], self._inh(r)
+
+    def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
+        return [self._inh(r) for r in self._q(
+            "SELECT * FROM inherits WHERE graph_id=? AND target=? ORDER BY child, path LIMIT ?",
+            (self.graph_id, qname, limit))]
+
+    def stats(self) -> GraphStats:
+        g = (self.graph_id,)
+        langs = {r["language"]: r["n"] for r in self._q(
+            "SELECT language, count(*) AS n FROM files WHERE graph_id=? AND status!='skipped' GROUP BY language "
+            "ORDER BY language", g)}
+        kinds = {r["kind"]: r["n"] for r in self._q(
+            "SELECT kind, count(*) AS n FROM symbols WHERE graph_id=? GROUP BY kind ORDER BY kind", g)}
+        one = lambda sql: self._q(sql, g)[0]["n"]  # noqa: E731
+        return GraphStats(
+            files=one("SELECT count(*) AS n FROM files WHERE graph_id=? AND status!='skipped'"),
+            skipped=one("SELECT count(*) AS n FROM files WHERE graph_id=? AND status='skipped'"),
+            symbols=one("SELECT count(*) AS n FROM symbols WHERE graph_id=?"),
+            calls=one("SELECT count(*) AS n FROM calls WHERE graph_id=?"),
+            resolved_calls=one("SELECT count(*) AS n FROM calls WHERE graph_id=? AND target!=''"),
+            imports=one("SELECT count(*) AS n FROM imports WHERE graph_id=?"),
+            inherits=one("SELECT count(*) AS n FROM inherits WHERE graph_id=?"),
+            languages=langs,
+            kinds=kinds,
+        )
+
+    def dump(self) -> dict[str, list[tuple]]:
+        g = (self.graph_id,)
+        return {
+            "files": sorted(tuple(r) for r in self._q(
+                "SELECT path, language, hash, size, lines, module, status, reason FROM files WHERE graph_id=?", g)),
+            "symbols": sorted(tuple(r) for r in self._q(
+                "SELECT path, qname, name, kind, signature, start_line, end_line, start_col, end_col, hash, summary, "
+                "parent, is_test, exported, language FROM symbols WHERE graph_id=?", g)),
+            "calls": sorted(tuple(r) for r in self._q(
+                "SELECT path, caller, callee, name, hint, line, col, kind, target, resolution, confidence "
+                "FROM calls WHERE graph_id=?", g)),
+            "imports": sorted(tuple(r) for r in self._q(
+                "SELECT path, module, name, alias, line, target FROM imports WHERE graph_id=?", g)),
+            "inherits": sorted(tuple(r) for r in self._q(
+                "SELECT path, child, base, kind, line, target, resolution, confidence FROM inherits WHERE graph_id=?",
+                g)),
+        }
