@@ -150,16 +150,20 @@ class NativeHybridIndex:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return
-        expr, params = scope_filter(scope, templated=self.vectors.templated_filters,
-                                    extra=f"id in {ids_literal(ids)}")
-        kw: dict[str, Any] = {"filter_params": params} if params else {}
+        extra = f"id in {ids_literal(ids)}"
 
-        def op(c: Any) -> None:
-            for name in c.list_collections():
-                if name.startswith(HYBRID_PREFIX):
-                    c.delete(name, filter=expr, **kw)
+        def build(templated: bool) -> Any:
+            expr, params = scope_filter(scope, templated=templated, extra=extra)
+            kw: dict[str, Any] = {"filter_params": params} if params else {}
 
-        self.vectors._call("hybrid delete", op)
+            def op(c: Any) -> None:
+                for name in c.list_collections():
+                    if name.startswith(HYBRID_PREFIX):
+                        c.delete(name, filter=expr, **kw)
+
+            return op
+
+        self.vectors.filtered("hybrid delete", build)
 
     def search(self, scope: Scope, query: str, qvec: Sequence[float] | None, *,
                limit: int = 10, timeout: float | None = None) -> list[VectorHit]:
@@ -171,27 +175,31 @@ class NativeHybridIndex:
         text = hybrid_query(query)
         if not text:
             return []
-        templated = self.vectors.templated_filters
-        expr, params = scope_filter(scope, templated=templated)
-        dexpr, dparams = scope_filter(scope, templated=templated, extra="has_vec == true")
-        kw: dict[str, Any] = {"expr_params": params} if params else {}
-        dkw: dict[str, Any] = {"expr_params": dparams} if dparams else {}
+        def build(templated: bool) -> Any:
+            expr, params = scope_filter(scope, templated=templated)
+            dexpr, dparams = scope_filter(scope, templated=templated, extra="has_vec == true")
+            kw: dict[str, Any] = {"expr_params": params} if params else {}
+            dkw: dict[str, Any] = {"expr_params": dparams} if dparams else {}
 
-        def op(c: Any) -> Any:
-            sparse = AnnSearchRequest(data=[text], anns_field="sparse",
-                                      param={"metric_type": "BM25"}, limit=limit, expr=expr, **kw)
-            if qvec is None:
-                fkw = {"filter_params": params} if params else {}
-                return c.search(name, data=[text], anns_field="sparse", limit=limit,
-                                filter=expr, output_fields=OUTPUT_FIELDS, timeout=timeout,
-                                search_params={"metric_type": "BM25"}, **fkw)
-            dense = AnnSearchRequest(data=[list(qvec)], anns_field="vec",
-                                     param={"metric_type": "COSINE"}, limit=limit, expr=dexpr,
-                                     **dkw)
-            return c.hybrid_search(name, [sparse, dense], ranker=RRFRanker(60), limit=limit,
-                                   output_fields=OUTPUT_FIELDS, timeout=timeout)
+            def op(c: Any) -> Any:
+                if qvec is None:
+                    fkw = {"filter_params": params} if params else {}
+                    return c.search(name, data=[text], anns_field="sparse", limit=limit,
+                                    filter=expr, output_fields=OUTPUT_FIELDS, timeout=timeout,
+                                    search_params={"metric_type": "BM25"}, **fkw)
+                sparse = AnnSearchRequest(data=[text], anns_field="sparse",
+                                          param={"metric_type": "BM25"}, limit=limit,
+                                          expr=expr, **kw)
+                dense = AnnSearchRequest(data=[list(qvec)], anns_field="vec",
+                                         param={"metric_type": "COSINE"}, limit=limit,
+                                         expr=dexpr, **dkw)
+                return c.hybrid_search(name, [sparse, dense], ranker=RRFRanker(60),
+                                       limit=limit, output_fields=OUTPUT_FIELDS,
+                                       timeout=timeout)
 
-        res = self.vectors._call("hybrid search", op)
+            return op
+
+        res = self.vectors.filtered("hybrid search", build)
         hits: list[VectorHit] = []
         for h in (res[0] if res else []):
             ent = h.get("entity") or {}

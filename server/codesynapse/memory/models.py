@@ -69,16 +69,17 @@ class EntityIn(msgspec.Struct, **_STRUCT):
 
 
 class FactIn(msgspec.Struct, **_STRUCT):
-    """subject –predicate→ object. Subject and object are entity names, aliases or ids;
-    an unknown name creates an entity with the fact's durability. ``durable`` defaults to
-    true only when both endpoints are durable entities."""
+    """subject –predicate→ object. Subject and object are entity names, aliases or ids.
+    A fact is session memory unless ``durable``; a durable fact links durable entities
+    only. An endpoint that names no visible entity creates one with the fact's
+    durability."""
 
     subject: Name
     predicate: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PREDICATE_CHARS)]
     object: Name
     confidence: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 1.0
     source_client: Annotated[str, msgspec.Meta(max_length=MAX_SOURCE_CLIENT_CHARS)] = ""
-    durable: bool | None = None
+    durable: bool = False
 
 
 class RememberParams(msgspec.Struct, **_STRUCT):
@@ -133,7 +134,7 @@ class LegReport(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     reason: str = ""
 
 
-class Legs(msgspec.Struct, **_OUT):
+class Legs(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     exact: LegReport
     lexical: LegReport
     dense: LegReport

@@ -284,6 +284,20 @@ class MilvusVectors:
                 raise VectorsUnavailable(f"Milvus {what} failed: {msg}") from e
             raise StoreError(f"Milvus {what} failed: {msg}") from e
 
+    def filtered(self, what: str, build: Any) -> Any:
+        """Run ``build(templated)(client)``: with filter templating when this backend is
+        believed to support it, and once more with literal server-derived digests if the
+        backend rejects the template (milvus-lite served by URI does)."""
+        try:
+            return self._call(what, build(self.templated_filters))
+        except StoreError as e:
+            if not self.templated_filters or "{" not in str(e):
+                raise
+            log.info("Milvus at %s does not bind filter parameters; using validated "
+                     "literal digests", self.uri)
+            self.templated_filters = False
+            return self._call(what, build(False))
+
     def _stop_owner(self) -> None:
         if self._server is not None:
             try:
@@ -380,17 +394,16 @@ class MilvusVectors:
     ) -> list[VectorHit]:
         """Nearest rows in the active collection, inside the scope; every hit re-checked."""
         name = self.ensure_collection(model_key, dim)
-        expr, params = scope_filter(scope, templated=self.templated_filters,
-                                    extra="has_vec == true")
-        kwargs: dict[str, Any] = {"filter_params": params} if params else {}
 
-        def op(c: Any) -> Any:
-            return c.search(name, data=[list(vector)], anns_field="vec", limit=limit,
-                            filter=expr, output_fields=OUTPUT_FIELDS, timeout=timeout,
-                            search_params={"metric_type": "COSINE"},
-                            consistency_level="Strong", **kwargs)
+        def build(templated: bool) -> Any:
+            expr, params = scope_filter(scope, templated=templated, extra="has_vec == true")
+            kwargs: dict[str, Any] = {"filter_params": params} if params else {}
+            return lambda c: c.search(
+                name, data=[list(vector)], anns_field="vec", limit=limit, filter=expr,
+                output_fields=OUTPUT_FIELDS, timeout=timeout,
+                search_params={"metric_type": "COSINE"}, consistency_level="Strong", **kwargs)
 
-        res = self._call("search", op)
+        res = self.filtered("search", build)
         hits: list[VectorHit] = []
         for h in (res[0] if res else []):
             ent = h.get("entity") or {}
@@ -411,10 +424,13 @@ class MilvusVectors:
         if not ids:
             return
         extra = f"id in {ids_literal(ids)}"
-        expr, params = scope_filter(scope, templated=self.templated_filters, extra=extra)
-        kwargs: dict[str, Any] = {"filter_params": params} if params else {}
         for name in self.collections():
-            self._call("delete", lambda c, name=name: c.delete(name, filter=expr, **kwargs))
+            def build(templated: bool, name: str = name) -> Any:
+                expr, params = scope_filter(scope, templated=templated, extra=extra)
+                kwargs: dict[str, Any] = {"filter_params": params} if params else {}
+                return lambda c: c.delete(name, filter=expr, **kwargs)
+
+            self.filtered("delete", build)
 
     def count(self, model_key: str) -> int:
         name = collection_name(model_key)
