@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,14 @@ class Server:
     start_seconds: float
     _stop_signal: int = signal.SIGTERM
     _stdin: IO[bytes] | None = None
+    _stops_on_stdin_eof: bool = False
+
+    def _close_stdin(self) -> bool:
+        if self._stdin is None or self._stdin.closed:
+            return False
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        return True
 
     @property
     def pid(self) -> int:
@@ -95,26 +104,25 @@ class Server:
         return self.process.poll() is None
 
     def stop(self, grace: float = 30.0) -> int | None:
-        """Stop the server and every process in its group; return the exit code."""
+        """Stop the server and every process in its group; return the leader's exit code.
+
+        A server that stops on stdin EOF (the Neo4j launcher) gets that first and exits 0;
+        then the stop signal, then SIGKILL once ``grace`` seconds have passed.
+        """
         _REGISTRY.discard(self)
         proc = self.process
+        if proc.poll() is None and self._stops_on_stdin_eof and self._close_stdin():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=min(grace, 10.0))
         if proc.poll() is None:
             _signal_group(proc.pid, self._stop_signal)
-            if self._stdin is not None:
-                with contextlib.suppress(OSError):
-                    self._stdin.close()
             try:
                 proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 logger.warning("%s (pid %d) ignored signal %d for %.0fs; killing", self.name, proc.pid, self._stop_signal, grace)
                 _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        else:
-            # The leader is gone; make sure nothing it started lingers in its group.
-            _signal_group(proc.pid, signal.SIGKILL)
-        if self._stdin is not None:
-            with contextlib.suppress(OSError):
-                self._stdin.close()
+        self._close_stdin()
         return proc.returncode
 
     def log_tail(self, lines: int = 30) -> str:
@@ -144,6 +152,8 @@ atexit.register(_stop_all)
 
 
 def _signal_group(pid: int, sig: int) -> None:
+    """Signal the group led by ``pid``. Callers do so only while the leader is unreaped
+    (alive or a zombie of ours), so the group id cannot belong to anybody else yet."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
@@ -155,13 +165,16 @@ except (OSError, AttributeError):
     _PRCTL = None
 
 
-def _child_setup() -> None:
-    """Runs in the child between fork and exec; keep it tiny."""
-    # A parent started with SIGINT ignored (a background shell job) would pass that on,
-    # and milvus-lite stops gracefully only on SIGINT.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+def _child_setup(parent_death_signal: bool) -> Callable[[], None]:
+    def setup() -> None:
+        """Runs in the child between fork and exec; keep it tiny."""
+        # A parent started with SIGINT ignored (a background shell job) would pass that
+        # on, and milvus-lite stops gracefully only on SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if parent_death_signal and _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+    return setup
 
 
 def _spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -180,7 +193,9 @@ def _spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) -
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=_child_setup,
+            # The kernel sends the parent-death signal when the spawning *thread* ends, so
+            # only a child of the main thread may ask for it.
+            preexec_fn=_child_setup(threading.current_thread() is threading.main_thread()),
         )
 
 
@@ -255,9 +270,11 @@ def _launcher_is_built() -> bool:
     launcher_class = NEO4J_CLASSES / Path(*NEO4J_MAIN_CLASS.split(".")).with_suffix(".class")
     if not (launcher_class.exists() and NEO4J_CLASSPATH_FILE.exists()):
         return False
-    built = min(launcher_class.stat().st_mtime, NEO4J_CLASSPATH_FILE.stat().st_mtime)
-    sources = [NEO4J_POM, *NEO4J_SOURCES.rglob("*.java")]
-    if any(src.stat().st_mtime > built for src in sources):
+    pom_time = NEO4J_POM.stat().st_mtime
+    if NEO4J_CLASSPATH_FILE.stat().st_mtime < pom_time:
+        return False
+    newest_input = max([pom_time, *(src.stat().st_mtime for src in NEO4J_SOURCES.rglob("*.java"))])
+    if launcher_class.stat().st_mtime < newest_input:
         return False
     # The jars live in the local Maven repository; a wiped ~/.m2 means rebuild.
     return all(Path(jar).exists() for jar in _read_classpath())
@@ -294,6 +311,9 @@ def build_neo4j_launcher(force: bool = False) -> list[str]:
                     )
                 except subprocess.TimeoutExpired as e:
                     raise ServerStartError(f"Maven build of the Neo4j launcher took over {BUILD_TIMEOUT:.0f}s") from e
+            if result.returncode == 0 and NEO4J_CLASSPATH_FILE.exists():
+                # Maven leaves an unchanged classpath file untouched; mark it current.
+                NEO4J_CLASSPATH_FILE.touch()
             if result.returncode != 0 or not _launcher_is_built():
                 raise ServerStartError(
                     f"Maven build of the Neo4j launcher failed (exit {result.returncode}); {log_path}:\n{_tail(log_path, 30)}"
@@ -344,6 +364,7 @@ def start_neo4j(
         start_seconds=0.0,
         _stop_signal=signal.SIGTERM,  # the launcher's shutdown hook stops Neo4j cleanly
         _stdin=proc.stdin,
+        _stops_on_stdin_eof=True,
     )
     _REGISTRY.add(server)
     try:

@@ -6,10 +6,12 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.configuration.connectors.ConnectorPortRegister;
 import org.neo4j.configuration.connectors.ConnectorType;
 import org.neo4j.configuration.helpers.SocketAddress;
@@ -52,6 +54,9 @@ public final class Launcher {
                 .setConfig(BoltConnector.advertised_address, new SocketAddress(HOST, port))
                 .setConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
                 .setConfig(BoltConnector.server_bolt_telemetry_enabled, false)
+                // Bolt waits 5 s twice on shutdown by default; a test server has nothing to drain.
+                .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ofMillis(500))
+                .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofMillis(500))
                 .setConfig(GraphDatabaseSettings.auth_enabled, false)
                 .setConfig(GraphDatabaseSettings.udc_enabled, false)
                 .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
