@@ -1,0 +1,199 @@
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  State,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
+import { currentSettings } from './config';
+import type { Method, ParamsByMethod } from './protocol';
+import {
+  installCommand,
+  preflight,
+  preflightMessage,
+  resolveServerCommand,
+  spawnFailureMessage,
+  type ServerCommand,
+} from './serverCommand';
+
+/** Languages whose documents the client syncs to the server (open buffers count as fresh). */
+export const DOCUMENT_SELECTOR = [
+  'python',
+  'javascript',
+  'javascriptreact',
+  'typescript',
+  'typescriptreact',
+  'go',
+  'rust',
+  'java',
+  'c',
+  'cpp',
+].map((language) => ({ scheme: 'file', language }));
+
+export type ConnectionState =
+  | { kind: 'stopped' }
+  | { kind: 'starting' }
+  | { kind: 'running'; command: ServerCommand }
+  | { kind: 'failed'; message: string };
+
+export class NotRunningError extends Error {
+  constructor(state: ConnectionState) {
+    super(
+      state.kind === 'failed'
+        ? `CodeSynapse server is not running: ${state.message}`
+        : state.kind === 'starting'
+          ? 'CodeSynapse server is still starting; try again in a moment.'
+          : 'CodeSynapse server is not running. Run "CodeSynapse: Restart Server".',
+    );
+    this.name = 'NotRunningError';
+  }
+}
+
+/** Owns the language client: start, stop, restart and typed custom requests. */
+export class ServerConnection implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private _state: ConnectionState = { kind: 'stopped' };
+  private readonly stateEmitter = new vscode.EventEmitter<ConnectionState>();
+  readonly onDidChangeState = this.stateEmitter.event;
+  private starting: Promise<void> | undefined;
+  private generation = 0;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  private setState(state: ConnectionState): void {
+    this._state = state;
+    this.stateEmitter.fire(state);
+  }
+
+  start(): Promise<void> {
+    if (!this.starting) {
+      this.starting = this.doStart().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    const generation = ++this.generation;
+    this.setState({ kind: 'starting' });
+    const { settings, warnings } = currentSettings();
+    for (const w of warnings) this.log.warn(`setting ${w.key}: ${w.message}`);
+
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const cmd = resolveServerCommand({
+      serverCommand: settings.serverCommand,
+      pythonPath: settings.pythonPath,
+      workspaceFolders: folders,
+    });
+    const env = { ...process.env, ...settings.serverEnv };
+    const cwd = folders[0];
+    this.log.info(`starting server: ${[cmd.command, ...cmd.args].join(' ')} (${cmd.source})`);
+
+    if (cmd.python !== null) {
+      const check = await preflight(cmd.python, env, cwd);
+      if (generation !== this.generation) return;
+      if (!check.ok) {
+        const message = preflightMessage(check, cmd);
+        this.log.error(`${message} [${check.detail}]`);
+        this.setState({ kind: 'failed', message });
+        void this.offerFix(message, check.reason === 'package-missing' ? installCommand(cmd.python) : undefined);
+        return;
+      }
+      this.log.info(`codesynapse package found${check.version ? ` (version ${check.version})` : ''}`);
+    }
+
+    const serverOptions: ServerOptions = {
+      run: { command: cmd.command, args: cmd.args, options: { env, cwd } },
+      debug: { command: cmd.command, args: cmd.args, options: { env, cwd } },
+    };
+    let crashes = 0;
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [...DOCUMENT_SELECTOR, { scheme: 'file', pattern: '**/.codesynapse.yaml' }],
+      outputChannel: this.log,
+      initializationOptions: settings.initializationOptions,
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue }),
+        closed: () => {
+          crashes += 1;
+          if (crashes <= 3) {
+            this.log.warn(`server exited; restarting (${crashes}/3)`);
+            return { action: CloseAction.Restart };
+          }
+          const message = 'The CodeSynapse server exited 4 times; it is not restarted. See the log.';
+          this.setState({ kind: 'failed', message });
+          return { action: CloseAction.DoNotRestart, message, handled: false };
+        },
+      },
+    };
+    const client = new LanguageClient('codesynapse', 'CodeSynapse', serverOptions, clientOptions);
+    this.client = client;
+    client.onDidChangeState((e) => {
+      if (this.client !== client) return;
+      if (e.newState === State.Running) this.setState({ kind: 'running', command: cmd });
+      else if (e.newState === State.Starting) this.setState({ kind: 'starting' });
+      else if (e.newState === State.Stopped && this._state.kind !== 'failed') this.setState({ kind: 'stopped' });
+    });
+    try {
+      await client.start();
+      if (this.client === client) this.setState({ kind: 'running', command: cmd });
+    } catch (error) {
+      if (this.client !== client) return;
+      const message = spawnFailureMessage(cmd, error);
+      this.log.error(message);
+      this.setState({ kind: 'failed', message });
+      void this.offerFix(message);
+    }
+  }
+
+  private async offerFix(message: string, install?: string): Promise<void> {
+    const actions = ['Open Settings', 'Show Log', ...(install ? ['Copy Install Command'] : [])];
+    const choice = await vscode.window.showErrorMessage(message, ...actions);
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'codesynapse.pythonPath');
+    } else if (choice === 'Show Log') {
+      this.log.show();
+    } else if (choice === 'Copy Install Command' && install) {
+      await vscode.env.clipboard.writeText(install);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.generation++;
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.log.warn(`stopping the server: ${String(error)}`);
+      }
+    }
+    this.setState({ kind: 'stopped' });
+  }
+
+  async restart(): Promise<void> {
+    this.log.info('restarting server');
+    await this.stop();
+    await this.start();
+  }
+
+  /** Send a custom request; fails with NotRunningError when no server is running. */
+  async request<M extends Method>(method: M, params: ParamsByMethod[M], token?: vscode.CancellationToken): Promise<unknown> {
+    if (this.starting) await this.starting;
+    const client = this.client;
+    if (!client || this._state.kind !== 'running') throw new NotRunningError(this._state);
+    return token ? client.sendRequest(method, params, token) : client.sendRequest(method, params);
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.stateEmitter.dispose();
+  }
+}

@@ -1,0 +1,346 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { ServerConnection } from './client';
+import { currentSettings } from './config';
+import { currentDiff } from './git';
+import { MAX_RECALL_QUERY_BYTES, Methods, asString, isRecord, looksLikeCard, type Selector } from './protocol';
+import {
+  checkSelector,
+  describeSelector,
+  loadMoreQuery,
+  nameFromSelection,
+  queryBudget,
+  taskParams,
+  truncateUtf8,
+  type Query,
+} from './queries';
+import type { IndexStatusBar } from './statusBar';
+import type { ContextPanel, PanelMessage } from './views/panel';
+import { renderBusy, renderError, renderResult } from './views/render';
+
+export const COMMANDS = {
+  showSymbolCard: 'codesynapse.showSymbolCard',
+  showSymbolContext: 'codesynapse.showSymbolContext',
+  showCallers: 'codesynapse.showCallers',
+  showCallees: 'codesynapse.showCallees',
+  contextForTask: 'codesynapse.contextForTask',
+  contextForDiff: 'codesynapse.contextForDiff',
+  rememberSelection: 'codesynapse.rememberSelection',
+  recall: 'codesynapse.recall',
+  showIndexStatus: 'codesynapse.showIndexStatus',
+  restartServer: 'codesynapse.restartServer',
+  showLog: 'codesynapse.showLog',
+} as const;
+
+function workspaceRoot(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+function relativePath(uri: string): string {
+  try {
+    return vscode.workspace.asRelativePath(vscode.Uri.parse(uri), false);
+  } catch {
+    return uri;
+  }
+}
+
+/** Runs queries and shows their answers in the panel; remembers the last one for "load more". */
+export class ContextController implements vscode.Disposable {
+  private last: Query | undefined;
+  private seq = 0;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly connection: ServerConnection,
+    private readonly panel: ContextPanel,
+    private readonly statusBar: IndexStatusBar,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.disposables.push(panel.onDidReceiveMessage((m) => void this.onMessage(m)));
+  }
+
+  async run(query: Query): Promise<unknown> {
+    const id = ++this.seq;
+    this.last = query;
+    await this.panel.show(renderBusy(query.title));
+    try {
+      const result = await this.connection.request(query.method, query.params);
+      if (id !== this.seq) return result;
+      const more = loadMoreQuery(query);
+      let subtitle = query.subtitle;
+      if (isRecord(result)) {
+        const subject: unknown = looksLikeCard(result) ? result : result.card;
+        const qn = isRecord(subject) ? asString(subject.qualifiedName) : null;
+        if (qn && qn !== subtitle) subtitle = `${qn}  (${subtitle})`;
+      }
+      await this.panel.show(
+        renderResult({ title: query.title, subtitle, result, budget: queryBudget(query), more: more ? { label: more.label } : null }),
+      );
+      return result;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log.warn(`${query.method} failed: ${message}`);
+      if (id === this.seq) await this.panel.show(renderError(query.title, message));
+      return undefined;
+    }
+  }
+
+  async loadMore(): Promise<void> {
+    if (!this.last) return;
+    const next = loadMoreQuery(this.last);
+    if (next) await this.run(next.query);
+  }
+
+  private async onMessage(message: PanelMessage): Promise<void> {
+    switch (message.type) {
+      case 'card':
+        await this.symbolCard(message.selector);
+        break;
+      case 'more':
+        await this.loadMore();
+        break;
+      case 'task':
+        await this.task(message.task);
+        break;
+      case 'open':
+        await this.open(message.path, message.line);
+        break;
+      case 'ready':
+        break;
+    }
+  }
+
+  async open(file: string, line: number | null): Promise<void> {
+    let uri: vscode.Uri;
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) uri = vscode.Uri.parse(file);
+    else if (path.isAbsolute(file)) uri = vscode.Uri.file(file);
+    else {
+      const root = workspaceRoot();
+      if (!root) return;
+      uri = vscode.Uri.file(path.join(root, file));
+    }
+    // Card line numbers are 1-based (see protocol.ts); editor positions are 0-based.
+    const pos = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);
+    await vscode.window.showTextDocument(uri, { selection: new vscode.Range(pos, pos), preview: true });
+  }
+
+  async symbolCard(selector: Selector): Promise<unknown> {
+    const { settings } = currentSettings();
+    return this.run({
+      title: 'Symbol card',
+      subtitle: describeSelector(selector, relativePath),
+      method: Methods.symbolCard,
+      params: { selector, maxTokens: settings.budgets.symbolCard },
+    });
+  }
+
+  async symbolContext(selector: Selector): Promise<unknown> {
+    const { settings } = currentSettings();
+    return this.run({
+      title: 'Symbol context',
+      subtitle: describeSelector(selector, relativePath),
+      method: Methods.symbolContext,
+      params: { selector, maxTokens: settings.budgets.symbolContext },
+    });
+  }
+
+  async callGraph(selector: Selector, direction: 'callers' | 'callees'): Promise<unknown> {
+    const { settings } = currentSettings();
+    return this.run({
+      title: direction === 'callers' ? 'Callers' : 'Callees',
+      subtitle: describeSelector(selector, relativePath),
+      method: Methods.callGraph,
+      params: {
+        selector,
+        direction,
+        depth: settings.callGraphDepth,
+        limit: settings.callGraphLimit,
+        maxTokens: settings.budgets.callGraph,
+      },
+    });
+  }
+
+  async task(task: string): Promise<unknown> {
+    const { settings } = currentSettings();
+    const { params, truncated } = taskParams(task, settings.budgets.minimalContext);
+    if (truncated) void vscode.window.showWarningMessage('The task text was cut to 8 KiB.');
+    return this.run({ title: 'Context for a task', subtitle: params.task, method: Methods.minimalContext, params });
+  }
+
+  async diff(): Promise<unknown> {
+    const root = workspaceRoot();
+    if (!root) {
+      void vscode.window.showWarningMessage('Open a folder to get the context of its git diff.');
+      return undefined;
+    }
+    const d = await currentDiff(root);
+    if (!d.ok) {
+      if (d.reason === 'empty') void vscode.window.showInformationMessage(d.message);
+      else await this.panel.show(renderError('Context for the current git diff', d.message));
+      return undefined;
+    }
+    const { settings } = currentSettings();
+    const files = (d.diff.match(/^diff --git /gm) ?? []).length;
+    return this.run({
+      title: 'Context for the current git diff',
+      subtitle: `${files} changed file${files === 1 ? '' : 's'}, ${d.bytes.toLocaleString('en-US')} bytes of diff`,
+      method: Methods.prContext,
+      params: { diff: d.diff, maxTokens: settings.budgets.prContext },
+    });
+  }
+
+  async recall(query: string): Promise<unknown> {
+    const q = truncateUtf8(query.trim(), MAX_RECALL_QUERY_BYTES).text;
+    return this.run({ title: 'Recall', subtitle: q, method: Methods.recall, params: { query: q } });
+  }
+
+  async remember(subject: string, text: string, type: string): Promise<unknown> {
+    const object = truncateUtf8(text.trim(), 2048).text;
+    return this.run({
+      title: 'Remembered',
+      subtitle: `${subject}: ${object.length > 80 ? `${object.slice(0, 80)}…` : object}`,
+      method: Methods.remember,
+      params: {
+        entities: [{ name: subject, type }],
+        facts: [{ subject, predicate: 'note', object, sourceClient: 'vscode' }],
+      },
+    });
+  }
+
+  async indexStatus(): Promise<void> {
+    await this.panel.show(renderBusy('Index status'));
+    try {
+      const raw = await this.connection.request(Methods.indexStatus, {});
+      void this.statusBar.refresh();
+      await this.panel.show(renderResult({ title: 'Index status', result: raw, budget: null, more: null }));
+    } catch (error) {
+      await this.panel.show(renderError('Index status', error instanceof Error ? error.message : String(error)));
+    }
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** The symbol the user means: a command argument, the selected name, the cursor, or a typed name. */
+async function pickSelector(arg: unknown, prompt: string): Promise<Selector | undefined> {
+  if (typeof arg === 'string' && arg.trim()) return arg.trim();
+  const editor = vscode.window.activeTextEditor;
+  if (editor) {
+    const selected = nameFromSelection(editor.document.getText(editor.selection));
+    if (selected) return selected;
+    const pos = editor.selection.active;
+    return { uri: editor.document.uri.toString(), line: pos.line, character: pos.character };
+  }
+  const typed = await vscode.window.showInputBox({
+    title: prompt,
+    prompt: 'Qualified name (package.module.Class.method) or bare name',
+    placeHolder: 'package.module.function',
+    ignoreFocusOut: true,
+  });
+  return typed?.trim() ? typed.trim() : undefined;
+}
+
+async function enclosingSymbolName(editor: vscode.TextEditor): Promise<string | null> {
+  try {
+    const symbols = await vscode.commands.executeCommand<(vscode.DocumentSymbol | vscode.SymbolInformation)[] | undefined>(
+      'vscode.executeDocumentSymbolProvider',
+      editor.document.uri,
+    );
+    const pos = editor.selection.start;
+    let best: string | null = null;
+    const walk = (list: vscode.DocumentSymbol[], prefix: string): void => {
+      for (const s of list) {
+        if (s.range.contains(pos)) {
+          best = prefix + s.name;
+          walk(s.children ?? [], `${prefix}${s.name}.`);
+        }
+      }
+    };
+    if (symbols && symbols.length > 0 && 'children' in (symbols[0] as object)) walk(symbols as vscode.DocumentSymbol[], '');
+    return best;
+  } catch {
+    return null;
+  }
+}
+
+export function registerCommands(
+  controller: ContextController,
+  connection: ServerConnection,
+  log: vscode.LogOutputChannel,
+): vscode.Disposable[] {
+  const check = (selector: Selector): boolean => {
+    const problem = checkSelector(selector);
+    if (problem) void vscode.window.showWarningMessage(problem);
+    return problem === null;
+  };
+  return [
+    vscode.commands.registerCommand(COMMANDS.showSymbolCard, async (arg?: unknown) => {
+      const s = await pickSelector(arg, 'CodeSynapse: symbol card');
+      if (s !== undefined && check(s)) return controller.symbolCard(s);
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.showSymbolContext, async (arg?: unknown) => {
+      const s = await pickSelector(arg, 'CodeSynapse: symbol context');
+      if (s !== undefined && check(s)) return controller.symbolContext(s);
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.showCallers, async (arg?: unknown) => {
+      const s = await pickSelector(arg, 'CodeSynapse: callers of');
+      if (s !== undefined && check(s)) return controller.callGraph(s, 'callers');
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.showCallees, async (arg?: unknown) => {
+      const s = await pickSelector(arg, 'CodeSynapse: callees of');
+      if (s !== undefined && check(s)) return controller.callGraph(s, 'callees');
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.contextForTask, async (arg?: unknown) => {
+      const task =
+        typeof arg === 'string' && arg.trim()
+          ? arg
+          : await vscode.window.showInputBox({
+              title: 'CodeSynapse: context for a task',
+              prompt: 'Describe the task in plain words',
+              placeHolder: 'e.g. add retry with backoff to the HTTP client',
+              ignoreFocusOut: true,
+            });
+      if (task?.trim()) return controller.task(task);
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.contextForDiff, () => controller.diff()),
+    vscode.commands.registerCommand(COMMANDS.rememberSelection, async () => {
+      const editor = vscode.window.activeTextEditor;
+      const text = editor ? editor.document.getText(editor.selection) : '';
+      if (!editor || !text.trim()) {
+        void vscode.window.showInformationMessage('Select the text to remember first.');
+        return undefined;
+      }
+      const symbol = await enclosingSymbolName(editor);
+      const subject = await vscode.window.showInputBox({
+        title: 'CodeSynapse: remember selection',
+        prompt: 'What is this a fact about? (symbol, file or topic)',
+        value: symbol ?? vscode.workspace.asRelativePath(editor.document.uri, false),
+        ignoreFocusOut: true,
+      });
+      if (!subject?.trim()) return undefined;
+      return controller.remember(subject.trim(), text, symbol && subject.trim() === symbol ? 'symbol' : 'topic');
+    }),
+    vscode.commands.registerCommand(COMMANDS.recall, async (arg?: unknown) => {
+      const query =
+        typeof arg === 'string' && arg.trim()
+          ? arg
+          : await vscode.window.showInputBox({
+              title: 'CodeSynapse: recall',
+              prompt: 'What should be recalled from this session’s memory?',
+              ignoreFocusOut: true,
+            });
+      if (query?.trim()) return controller.recall(query);
+      return undefined;
+    }),
+    vscode.commands.registerCommand(COMMANDS.showIndexStatus, () => controller.indexStatus()),
+    vscode.commands.registerCommand(COMMANDS.restartServer, () => connection.restart()),
+    vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
+  ];
+}

@@ -1,0 +1,384 @@
+/**
+ * The custom requests of the CodeSynapse server, in one place.
+ *
+ * Method names, parameter shapes and the result shapes the views read are declared here and
+ * nowhere else, so aligning with a changed server means editing this module. Results are
+ * typed loosely on purpose (`unknown` plus optional known fields): the panel renders whatever
+ * arrives, and the normalizers below turn an unknown value into the few shapes the views need
+ * without ever throwing.
+ */
+
+export const Methods = {
+  indexStatus: 'codesynapse/indexStatus',
+  symbolCard: 'codesynapse/symbolCard',
+  symbolContext: 'codesynapse/symbolContext',
+  callGraph: 'codesynapse/callGraph',
+  minimalContext: 'codesynapse/minimalContext',
+  prContext: 'codesynapse/prContext',
+  search: 'codesynapse/search',
+  snippet: 'codesynapse/snippet',
+  remember: 'codesynapse/memory/remember',
+  recall: 'codesynapse/memory/recall',
+  forget: 'codesynapse/memory/forget',
+  listMemory: 'codesynapse/memory/list',
+} as const;
+
+export type Method = (typeof Methods)[keyof typeof Methods];
+
+/** Budgets the server accepts (DESIGN.md "Budgets and limits"): any maxTokens is normalized to this range. */
+export const MIN_TOKENS = 256;
+export const MAX_TOKENS = 20_000;
+/** Input caps of the server; the client trims or refuses before sending. */
+export const MAX_TASK_BYTES = 8 * 1024;
+export const MAX_SELECTOR_BYTES = 4 * 1024;
+export const MAX_DIFF_BYTES = 4 * 1024 * 1024;
+export const MAX_PATHS = 100;
+export const MAX_RECALL_QUERY_BYTES = 4 * 1024;
+
+/** A symbol named by qualified or bare name, or the symbol at an LSP position (0-based line and character). */
+export type PositionSelector = { uri: string; line: number; character: number };
+export type Selector = string | PositionSelector;
+
+export interface SymbolCardParams {
+  selector: Selector;
+  maxTokens?: number;
+}
+export interface SymbolContextParams {
+  selector: Selector;
+  maxTokens?: number;
+}
+export type CallDirection = 'callers' | 'callees' | 'both';
+export interface CallGraphParams {
+  selector: Selector;
+  direction: CallDirection;
+  depth?: number;
+  limit?: number;
+  maxTokens?: number;
+}
+export interface MinimalContextParams {
+  task: string;
+  paths?: string[];
+  maxTokens?: number;
+}
+export interface PrContextParams {
+  diff?: string;
+  base?: string;
+  head?: string;
+  maxTokens?: number;
+}
+export interface SearchParams {
+  query: string;
+  mode?: 'full' | 'compact' | 'summary';
+  limit?: number;
+  offset?: number;
+}
+export interface SnippetParams {
+  selector: Selector;
+  mode?: 'signature' | 'head_tail' | 'full';
+  maxLines?: number;
+}
+export interface MemoryEntityInput {
+  name: string;
+  aliases?: string[];
+  type?: string;
+  durable?: boolean;
+}
+export interface MemoryFactInput {
+  subject: string;
+  predicate: string;
+  object: string;
+  confidence?: number;
+  sourceClient?: string;
+}
+export interface RememberParams {
+  entities: MemoryEntityInput[];
+  facts: MemoryFactInput[];
+}
+export interface RecallParams {
+  query: string;
+}
+export type ForgetParams = { names: string[] } | { ids: string[] };
+
+export interface ParamsByMethod {
+  [Methods.indexStatus]: Record<string, never>;
+  [Methods.symbolCard]: SymbolCardParams;
+  [Methods.symbolContext]: SymbolContextParams;
+  [Methods.callGraph]: CallGraphParams;
+  [Methods.minimalContext]: MinimalContextParams;
+  [Methods.prContext]: PrContextParams;
+  [Methods.search]: SearchParams;
+  [Methods.snippet]: SnippetParams;
+  [Methods.remember]: RememberParams;
+  [Methods.recall]: RecallParams;
+  [Methods.forget]: ForgetParams;
+  [Methods.listMemory]: Record<string, never>;
+}
+
+/** Requests whose answers carry the budget envelope and may be re-asked with a larger budget. */
+export const BUDGETED_METHODS: ReadonlySet<Method> = new Set<Method>([
+  Methods.symbolCard,
+  Methods.symbolContext,
+  Methods.callGraph,
+  Methods.minimalContext,
+  Methods.prContext,
+]);
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+export interface IndexStatus {
+  files: number;
+  symbols: number;
+  edges: number;
+  languages: Record<string, number>;
+  indexedCommit: string | null;
+  dirty: boolean;
+  openBuffers: string[];
+  pending: number;
+  lastUpdate: string | null;
+  /** "indexing" or "ready" (other values are shown as they come). */
+  state: string;
+  policyFingerprint: string | null;
+}
+
+export interface Omission {
+  what: string;
+  count: number | null;
+  hint: string | null;
+}
+
+/** The budget envelope every context answer carries. Fields the server did not send are null. */
+export interface Envelope {
+  tokens: number | null;
+  maxTokens: number | null;
+  rawTokens: number | null;
+  truncated: boolean;
+  omitted: Omission[];
+  resultBytes: number | null;
+  provenance: { legs: string[]; freshness: unknown } | null;
+}
+
+/** Keys of the envelope; the views show them in the meter and leave them out of the body. */
+export const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
+  'tokens',
+  'maxTokens',
+  'rawTokens',
+  'truncated',
+  'omitted',
+  'provenance',
+  'resultBytes',
+  '_result_bytes',
+  '_est_tokens',
+  'estTokens',
+]);
+
+/** A reference to a symbol inside a card's callers/callees list. */
+export interface SymbolRef {
+  label: string;
+  selector: string | null;
+  path: string | null;
+  line: number | null;
+  detail: string | null;
+}
+
+export interface Card {
+  qualifiedName: string | null;
+  name: string | null;
+  kind: string | null;
+  signature: string | null;
+  path: string | null;
+  startLine: number | null;
+  endLine: number | null;
+  summary: string | null;
+  annotations: string[];
+  counts: Record<string, number>;
+  callers: SymbolRef[];
+  callees: SymbolRef[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defensive readers: never throw, return null/empty for anything unexpected.
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function asNumber(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+export function asString(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+function asStringList(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const out: string[] = [];
+  for (const item of value) {
+    const s = asString(item);
+    if (s !== null) out.push(s);
+    else if (isRecord(item)) {
+      const text = asString(item.text) ?? asString(item.value) ?? asString(item.note) ?? asString(item.name);
+      if (text !== null) out.push(text);
+    }
+  }
+  return out;
+}
+
+export function readIndexStatus(value: unknown): IndexStatus | null {
+  if (!isRecord(value)) return null;
+  const languages: Record<string, number> = {};
+  if (isRecord(value.languages)) {
+    for (const [lang, count] of Object.entries(value.languages)) {
+      const n = asNumber(count);
+      if (n !== null) languages[lang] = n;
+    }
+  }
+  return {
+    files: asNumber(value.files) ?? 0,
+    symbols: asNumber(value.symbols) ?? 0,
+    edges: asNumber(value.edges) ?? 0,
+    languages,
+    indexedCommit: asString(value.indexedCommit),
+    dirty: value.dirty === true,
+    openBuffers: asStringList(value.openBuffers),
+    pending: asNumber(value.pending) ?? 0,
+    lastUpdate: asString(value.lastUpdate),
+    state: asString(value.state) ?? 'ready',
+    policyFingerprint: asString(value.policyFingerprint),
+  };
+}
+
+export function readEnvelope(value: unknown): Envelope {
+  const r = isRecord(value) ? value : {};
+  const omitted: Omission[] = [];
+  if (Array.isArray(r.omitted)) {
+    for (const item of r.omitted) {
+      if (isRecord(item)) {
+        omitted.push({
+          what: asString(item.what) ?? asString(item.kind) ?? 'items',
+          count: asNumber(item.count),
+          hint: asString(item.hint),
+        });
+      } else {
+        const s = asString(item);
+        if (s !== null) omitted.push({ what: s, count: null, hint: null });
+      }
+    }
+  }
+  let provenance: Envelope['provenance'] = null;
+  if (isRecord(r.provenance)) {
+    provenance = { legs: asStringList(r.provenance.legs), freshness: r.provenance.freshness ?? null };
+  }
+  return {
+    tokens: asNumber(r.tokens) ?? asNumber(r._est_tokens) ?? asNumber(r.estTokens),
+    maxTokens: asNumber(r.maxTokens),
+    rawTokens: asNumber(r.rawTokens),
+    truncated: r.truncated === true,
+    omitted,
+    resultBytes: asNumber(r.resultBytes) ?? asNumber(r._result_bytes),
+    provenance,
+  };
+}
+
+/** True when a value looks like a symbol card (it names a symbol). */
+export function looksLikeCard(value: unknown): boolean {
+  if (!isRecord(value)) return false;
+  return (
+    typeof value.qualifiedName === 'string' ||
+    (typeof value.name === 'string' && (typeof value.kind === 'string' || typeof value.signature === 'string'))
+  );
+}
+
+function readLine(value: unknown): number | null {
+  return asNumber(value);
+}
+
+export function readRef(value: unknown): SymbolRef | null {
+  if (typeof value === 'string') return value ? { label: value, selector: value, path: null, line: null, detail: null } : null;
+  if (!isRecord(value)) return null;
+  const qn = asString(value.qualifiedName) ?? asString(value.qualified_name);
+  const name = asString(value.name);
+  const label = qn ?? name ?? asString(value.label) ?? asString(value.id);
+  if (label === null) return null;
+  const range = isRecord(value.range) ? value.range : null;
+  const line = readLine(value.line) ?? (range ? readLine(range.startLine) : null);
+  const resolution = asString(value.resolution);
+  const confidence = asNumber(value.confidence);
+  let detail: string | null = null;
+  if (resolution !== null || confidence !== null) {
+    detail = [resolution, confidence !== null ? `confidence ${confidence}` : null].filter(Boolean).join(', ');
+  }
+  return { label, selector: qn ?? name, path: asString(value.path), line, detail };
+}
+
+function readRefs(value: unknown): SymbolRef[] {
+  if (!Array.isArray(value)) return [];
+  const out: SymbolRef[] = [];
+  for (const item of value) {
+    const ref = readRef(item);
+    if (ref) out.push(ref);
+  }
+  return out;
+}
+
+export function readCard(value: unknown): Card | null {
+  if (!isRecord(value)) return null;
+  const range = isRecord(value.range) ? value.range : {};
+  const counts: Record<string, number> = {};
+  if (isRecord(value.counts)) {
+    for (const [k, v] of Object.entries(value.counts)) {
+      const n = asNumber(v);
+      if (n !== null) counts[k] = n;
+    }
+  }
+  let annotations = asStringList(value.annotations);
+  if (annotations.length === 0 && isRecord(value.annotations)) {
+    annotations = Object.entries(value.annotations).map(([k, v]) => `${k}: ${asString(v) ?? JSON.stringify(v)}`);
+  }
+  return {
+    qualifiedName: asString(value.qualifiedName),
+    name: asString(value.name),
+    kind: asString(value.kind),
+    signature: asString(value.signature),
+    path: asString(value.path),
+    startLine: asNumber(range.startLine) ?? asNumber(value.startLine) ?? asNumber(value.line),
+    endLine: asNumber(range.endLine) ?? asNumber(value.endLine),
+    summary: asString(value.summary),
+    annotations,
+    counts,
+    callers: readRefs(value.callers),
+    callees: readRefs(value.callees),
+  };
+}
+
+/** A fact of session memory, as recall and list answer it. */
+export interface Fact {
+  subject: string;
+  predicate: string;
+  object: string;
+  confidence: number | null;
+}
+
+export function looksLikeFact(value: unknown): boolean {
+  return isRecord(value) && typeof value.subject !== 'undefined' && typeof value.predicate === 'string';
+}
+
+export function readFact(value: unknown): Fact | null {
+  if (!isRecord(value) || !looksLikeFact(value)) return null;
+  const name = (v: unknown): string => asString(v) ?? (isRecord(v) ? (asString(v.name) ?? asString(v.id) ?? '?') : '?');
+  return {
+    subject: name(value.subject),
+    predicate: asString(value.predicate) ?? '?',
+    object: name(value.object),
+    confidence: asNumber(value.confidence),
+  };
+}
+
+/** Clamp a budget to what the server accepts. */
+export function clampTokens(n: number): number {
+  if (!Number.isFinite(n)) return MAX_TOKENS;
+  return Math.min(MAX_TOKENS, Math.max(MIN_TOKENS, Math.round(n)));
+}

@@ -1,0 +1,145 @@
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** How the server process is started. */
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  /** The interpreter when the command is `<python> -m codesynapse serve`; null for a full override. */
+  python: string | null;
+  /** Where the choice came from, for the log and for error messages. */
+  source: 'serverCommand' | 'pythonPath' | 'workspaceVenv' | 'default';
+}
+
+export const DEFAULT_PYTHON = 'python3';
+
+/** Interpreter paths of a workspace virtual environment, in the order they are tried. */
+export function venvPythonCandidates(folder: string, platform: NodeJS.Platform = process.platform): string[] {
+  if (platform === 'win32') return [path.join(folder, '.venv', 'Scripts', 'python.exe')];
+  return [path.join(folder, '.venv', 'bin', 'python')];
+}
+
+/**
+ * Choose the server command: a full `serverCommand` override wins; then `pythonPath`
+ * (a relative path is taken from the first workspace folder); then the workspace's
+ * `.venv` interpreter if it exists; then `python3` from PATH.
+ */
+export function resolveServerCommand(
+  opts: { serverCommand: string[]; pythonPath: string; workspaceFolders: string[] },
+  exists: (p: string) => boolean = fs.existsSync,
+  platform: NodeJS.Platform = process.platform,
+): ServerCommand {
+  if (opts.serverCommand.length > 0) {
+    const [command, ...args] = opts.serverCommand;
+    return { command: command as string, args, python: null, source: 'serverCommand' };
+  }
+  const serve = ['-m', 'codesynapse', 'serve'];
+  if (opts.pythonPath) {
+    let python = opts.pythonPath;
+    const looksRelative = !path.isAbsolute(python) && (python.includes('/') || python.includes('\\'));
+    if (looksRelative && opts.workspaceFolders.length > 0) {
+      python = path.join(opts.workspaceFolders[0] as string, python);
+    }
+    return { command: python, args: serve, python, source: 'pythonPath' };
+  }
+  for (const folder of opts.workspaceFolders) {
+    for (const candidate of venvPythonCandidates(folder, platform)) {
+      if (exists(candidate)) return { command: candidate, args: serve, python: candidate, source: 'workspaceVenv' };
+    }
+  }
+  return { command: DEFAULT_PYTHON, args: serve, python: DEFAULT_PYTHON, source: 'default' };
+}
+
+export type PreflightResult =
+  | { ok: true; version: string | null }
+  | { ok: false; reason: 'python-missing' | 'package-missing' | 'python-error'; detail: string };
+
+/**
+ * Check that the interpreter runs and can import `codesynapse`, before the language client
+ * starts it; a missing interpreter or package becomes a message with a fix instead of a
+ * server that dies on start. Only meaningful when the command is `<python> -m codesynapse`.
+ */
+export function preflight(
+  python: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string | undefined,
+  timeoutMs = 15_000,
+): Promise<PreflightResult> {
+  const script =
+    'import importlib.metadata as m, sys\n' +
+    'import codesynapse\n' +
+    'try:\n    print(m.version("codesynapse"))\nexcept Exception:\n    print("")\n';
+  return new Promise((resolve) => {
+    execFile(python, ['-c', script], { env, cwd, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
+      if (!error) {
+        const version = stdout.trim();
+        resolve({ ok: true, version: version || null });
+        return;
+      }
+      const err = error as NodeJS.ErrnoException & { code?: string | number };
+      if (err.code === 'ENOENT' || err.code === 'EACCES') {
+        resolve({ ok: false, reason: 'python-missing', detail: `${python}: ${err.code}` });
+        return;
+      }
+      const text = stderr || err.message;
+      if (/ModuleNotFoundError|No module named/.test(text) && /codesynapse/.test(text)) {
+        resolve({ ok: false, reason: 'package-missing', detail: lastLine(text) });
+        return;
+      }
+      resolve({ ok: false, reason: 'python-error', detail: lastLine(text) });
+    });
+  });
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split(/\r?\n/);
+  return lines[lines.length - 1] ?? text;
+}
+
+/** The message and the fix shown to the user when the preflight fails. */
+export function preflightMessage(result: Exclude<PreflightResult, { ok: true }>, cmd: ServerCommand): string {
+  const python = cmd.python ?? cmd.command;
+  switch (result.reason) {
+    case 'python-missing':
+      return (
+        `CodeSynapse could not run the Python interpreter "${python}" (${sourceLabel(cmd)}). ` +
+        'Set "codesynapse.pythonPath" to a Python 3.11+ interpreter, or create a .venv in the workspace.'
+      );
+    case 'package-missing':
+      return (
+        `The codesynapse package is not installed for "${python}". ` +
+        `Install it with: ${installCommand(python)} — or point "codesynapse.pythonPath" at an interpreter that has it.`
+      );
+    case 'python-error':
+      return `CodeSynapse could not import its server with "${python}": ${result.detail}. See the CodeSynapse log.`;
+  }
+}
+
+export function installCommand(python: string): string {
+  const quoted = /\s/.test(python) ? `"${python}"` : python;
+  return `${quoted} -m pip install codesynapse`;
+}
+
+function sourceLabel(cmd: ServerCommand): string {
+  switch (cmd.source) {
+    case 'pythonPath':
+      return 'from codesynapse.pythonPath';
+    case 'workspaceVenv':
+      return 'the workspace .venv';
+    case 'serverCommand':
+      return 'from codesynapse.serverCommand';
+    case 'default':
+      return 'the default; no .venv found';
+  }
+}
+
+/** Describe a failure to spawn a full `serverCommand` override. */
+export function spawnFailureMessage(cmd: ServerCommand, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') {
+    return `CodeSynapse could not find "${cmd.command}" (${sourceLabel(cmd)}). Fix the setting or install the package so that the command is on PATH.`;
+  }
+  const text = error instanceof Error ? error.message : String(error);
+  return `CodeSynapse server failed to start: ${text}. See the CodeSynapse log.`;
+}

@@ -1,0 +1,353 @@
+/**
+ * HTML for the CodeSynapse panel, built from whatever the server answered.
+ *
+ * Pure functions (no `vscode` import) so they are unit-tested directly. Every value from the
+ * server is escaped; unknown fields are shown generically instead of breaking the view.
+ */
+import {
+  ENVELOPE_KEYS,
+  asString,
+  isRecord,
+  looksLikeCard,
+  looksLikeFact,
+  readCard,
+  readEnvelope,
+  readFact,
+  readRef,
+  type Card,
+  type Envelope,
+  type SymbolRef,
+} from '../protocol';
+
+export function escapeHtml(value: string): string {
+  return value
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+const fmt = (n: number): string => n.toLocaleString('en-US');
+
+export interface Meter {
+  tokens: number | null;
+  budget: number;
+  raw: number | null;
+  /** Percent saved against reading the raw files, one decimal; null when not applicable. */
+  savedPercent: number | null;
+  /** Percent of the budget used, whole number; null when tokens are unknown. */
+  usedPercent: number | null;
+}
+
+/** The meter figures: returned tokens, the budget in force, and the raw-file cost. */
+export function meterFigures(env: Envelope, requestedBudget: number): Meter {
+  const budget = env.maxTokens ?? requestedBudget;
+  const tokens = env.tokens;
+  const raw = env.rawTokens;
+  const savedPercent =
+    tokens !== null && raw !== null && raw > 0 ? Math.round(((raw - tokens) / raw) * 1000) / 10 : null;
+  const usedPercent = tokens !== null && budget > 0 ? Math.round((tokens / budget) * 100) : null;
+  return { tokens, budget, raw, savedPercent, usedPercent };
+}
+
+function bar(kind: string, label: string, value: number | null, scale: number): string {
+  const fraction = value !== null && scale > 0 ? Math.min(1, value / scale) : 0;
+  return (
+    `<div class="meter-row meter-${kind}">` +
+    `<span class="meter-label">${label}</span>` +
+    `<span class="bar"><span class="fill" data-fraction="${fraction.toFixed(4)}"></span></span>` +
+    `<span class="meter-value">${value === null ? '—' : fmt(value)}</span>` +
+    `</div>`
+  );
+}
+
+export function renderMeter(env: Envelope, requestedBudget: number): string {
+  const m = meterFigures(env, requestedBudget);
+  const scale = Math.max(m.tokens ?? 0, m.budget, m.raw ?? 0);
+  const summary: string[] = [];
+  if (m.tokens !== null) summary.push(`${fmt(m.tokens)} of ${fmt(m.budget)} tokens (${m.usedPercent}% of budget)`);
+  else summary.push(`budget ${fmt(m.budget)} tokens; the answer did not report its size`);
+  if (m.raw !== null && m.raw > 0) {
+    summary.push(`raw files ${fmt(m.raw)} tokens`);
+    if (m.savedPercent !== null) summary.push(`${m.savedPercent}% saved`);
+  } else {
+    summary.push('raw file cost not reported');
+  }
+  return (
+    `<section class="meter" aria-label="Token meter" data-tokens="${m.tokens ?? ''}" data-budget="${m.budget}" data-raw="${m.raw ?? ''}">` +
+    bar('returned', 'Returned', m.tokens, scale) +
+    bar('budget', 'Budget', m.budget, scale) +
+    bar('raw', 'Raw files', m.raw, scale) +
+    `<p class="meter-summary">${escapeHtml(summary.join(' · '))}</p>` +
+    `</section>`
+  );
+}
+
+function locationLabel(path: string, start: number | null, end: number | null): string {
+  if (start === null) return path;
+  if (end === null || end === start) return `${path}:${start}`;
+  return `${path}:${start}–${end}`;
+}
+
+function renderRef(ref: SymbolRef): string {
+  const name = ref.selector
+    ? `<button class="link symbol" data-action="card" data-selector="${escapeHtml(ref.selector)}">${escapeHtml(ref.label)}</button>`
+    : `<span class="symbol">${escapeHtml(ref.label)}</span>`;
+  const where =
+    ref.path !== null
+      ? ` <button class="link location" data-action="open" data-path="${escapeHtml(ref.path)}" data-line="${ref.line ?? ''}">${escapeHtml(locationLabel(ref.path, ref.line, null))}</button>`
+      : '';
+  const detail = ref.detail ? ` <span class="detail">${escapeHtml(ref.detail)}</span>` : '';
+  return `<li class="ref">${name}${where}${detail}</li>`;
+}
+
+function renderRefList(title: string, cls: string, refs: SymbolRef[], total: number | undefined): string {
+  const shown = refs.length;
+  const count = total !== undefined && total > shown ? `${shown} of ${fmt(total)}` : `${shown}`;
+  if (shown === 0 && !total) return '';
+  return (
+    `<details class="refs ${cls}" open><summary>${escapeHtml(title)} (${count})</summary>` +
+    `<ul>${refs.map(renderRef).join('')}</ul></details>`
+  );
+}
+
+export function renderCard(card: Card): string {
+  const title = card.qualifiedName ?? card.name ?? '(unnamed symbol)';
+  const selector = card.qualifiedName ?? card.name;
+  const head =
+    `<header>` +
+    (card.kind ? `<span class="kind">${escapeHtml(card.kind)}</span> ` : '') +
+    (selector
+      ? `<button class="link symbol title" data-action="card" data-selector="${escapeHtml(selector)}">${escapeHtml(title)}</button>`
+      : `<span class="symbol title">${escapeHtml(title)}</span>`) +
+    `</header>`;
+  const sig = card.signature ? `<pre class="signature">${escapeHtml(card.signature)}</pre>` : '';
+  const loc = card.path
+    ? `<button class="link location" data-action="open" data-path="${escapeHtml(card.path)}" data-line="${card.startLine ?? ''}">${escapeHtml(locationLabel(card.path, card.startLine, card.endLine))}</button>`
+    : '';
+  const summary = card.summary ? `<p class="summary">${escapeHtml(card.summary)}</p>` : '';
+  const annotations =
+    card.annotations.length > 0
+      ? `<ul class="annotations">${card.annotations.map((a) => `<li>${escapeHtml(a)}</li>`).join('')}</ul>`
+      : '';
+  const countEntries = Object.entries(card.counts);
+  const counts =
+    countEntries.length > 0
+      ? `<p class="counts">${countEntries
+          .map(([k, v]) => `<span class="count" data-count="${escapeHtml(k)}">${fmt(v)} ${escapeHtml(k)}</span>`)
+          .join(' · ')}</p>`
+      : '';
+  const callers = renderRefList('Callers', 'callers', card.callers, card.counts.callers);
+  const callees = renderRefList('Callees', 'callees', card.callees, card.counts.callees);
+  return (
+    `<article class="card" data-qualified-name="${escapeHtml(title)}">` +
+    head +
+    sig +
+    loc +
+    summary +
+    annotations +
+    counts +
+    callers +
+    callees +
+    `</article>`
+  );
+}
+
+function humanize(key: string): string {
+  const words = key
+    .replace(/_/g, ' ')
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function renderScalar(value: unknown): string {
+  if (value === null || value === undefined) return '<span class="muted">—</span>';
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  const s = asString(value);
+  if (s !== null) return escapeHtml(typeof value === 'number' ? fmt(value) : s);
+  return `<code>${escapeHtml(truncateText(JSON.stringify(value), 400))}</code>`;
+}
+
+function truncateText(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function renderFacts(items: unknown[]): string {
+  const lines = items
+    .map(readFact)
+    .filter((f) => f !== null)
+    .map(
+      (f) =>
+        `<li class="fact"><span class="subject">${escapeHtml(f.subject)}</span> <span class="predicate">${escapeHtml(f.predicate)}</span> <span class="object">${escapeHtml(f.object)}</span>` +
+        (f.confidence !== null ? ` <span class="detail">(${f.confidence})</span>` : '') +
+        `</li>`,
+    );
+  return `<ul class="facts">${lines.join('')}</ul>`;
+}
+
+/** Render any value: cards as cards, facts as facts, names as links, the rest as fields. */
+export function renderValue(value: unknown, depth = 0): string {
+  if (isRecord(value) && looksLikeCard(value)) {
+    const card = readCard(value);
+    if (card) return renderCard(card) + renderExtraFields(value, CARD_KEYS, depth);
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '<p class="muted">none</p>';
+    if (value.every(looksLikeCard)) return value.map((v) => renderValue(v, depth + 1)).join('');
+    if (value.every(looksLikeFact)) return renderFacts(value);
+    const refs = value.map(readRef);
+    if (refs.every((r) => r !== null) && value.every((v) => typeof v === 'string' || (isRecord(v) && Object.keys(v).length <= 6))) {
+      return `<ul class="refs-plain">${(refs).map(renderRef).join('')}</ul>`;
+    }
+    return `<ul class="items">${value.map((v) => `<li>${depth >= 3 ? renderScalar(v) : renderValue(v, depth + 1)}</li>`).join('')}</ul>`;
+  }
+  if (isRecord(value)) {
+    if (depth >= 3) return renderScalar(value);
+    return renderFields(value, new Set(), depth + 1);
+  }
+  return renderScalar(value);
+}
+
+const CARD_KEYS = new Set([
+  'qualifiedName',
+  'name',
+  'kind',
+  'signature',
+  'path',
+  'range',
+  'startLine',
+  'endLine',
+  'line',
+  'summary',
+  'annotations',
+  'counts',
+  'callers',
+  'callees',
+  'id',
+]);
+
+function renderExtraFields(value: Record<string, unknown>, skip: ReadonlySet<string>, depth: number): string {
+  const rest = Object.keys(value).filter((k) => !skip.has(k) && !ENVELOPE_KEYS.has(k));
+  if (rest.length === 0 || depth >= 3) return '';
+  return renderFields(value, new Set([...skip, ...ENVELOPE_KEYS]), depth + 1);
+}
+
+function renderFields(value: Record<string, unknown>, skip: ReadonlySet<string>, depth: number): string {
+  const scalars: string[] = [];
+  const blocks: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (skip.has(key)) continue;
+    if (v === null || v === undefined || typeof v !== 'object') {
+      scalars.push(`<dt>${escapeHtml(humanize(key))}</dt><dd>${renderScalar(v)}</dd>`);
+    } else {
+      const count = Array.isArray(v) ? ` <span class="muted">(${v.length})</span>` : '';
+      blocks.push(
+        `<section class="field" data-key="${escapeHtml(key)}"><h3>${escapeHtml(humanize(key))}${count}</h3>${renderValue(v, depth)}</section>`,
+      );
+    }
+  }
+  return (scalars.length ? `<dl class="fields">${scalars.join('')}</dl>` : '') + blocks.join('');
+}
+
+export function renderOmitted(env: Envelope, more: LoadMore | null): string {
+  if (env.omitted.length === 0 && !env.truncated) return '';
+  const items = env.omitted
+    .map(
+      (o) =>
+        `<li class="omission"><span class="count">${o.count === null ? '' : fmt(o.count)}</span> <span class="what">${escapeHtml(o.what)}</span>` +
+        (o.hint ? ` <span class="hint">${escapeHtml(o.hint)}</span>` : '') +
+        `</li>`,
+    )
+    .join('');
+  const button = more
+    ? `<button class="more" data-action="more">${escapeHtml(more.label)}</button>`
+    : '<p class="muted">This is the largest budget the server accepts; narrow the request to see the rest.</p>';
+  return (
+    `<section class="omitted"><h3>Omitted${env.truncated ? ' <span class="badge">truncated</span>' : ''}</h3>` +
+    (items ? `<ul>${items}</ul>` : '') +
+    button +
+    `</section>`
+  );
+}
+
+function renderProvenance(env: Envelope): string {
+  const parts: string[] = [];
+  if (env.provenance && env.provenance.legs.length > 0) parts.push(`found by ${env.provenance.legs.join(', ')}`);
+  const fresh = env.provenance?.freshness;
+  if (fresh !== undefined && fresh !== null) {
+    if (typeof fresh === 'string') parts.push(`index ${fresh}`);
+    else if (isRecord(fresh)) {
+      const bits = Object.entries(fresh)
+        .filter(([, v]) => v !== null && typeof v !== 'object')
+        .map(([k, v]) => `${humanize(k).toLowerCase()} ${String(v)}`);
+      if (bits.length) parts.push(bits.join(', '));
+    }
+  }
+  if (env.resultBytes !== null) parts.push(`${fmt(env.resultBytes)} bytes`);
+  return parts.length ? `<p class="provenance">${escapeHtml(parts.join(' · '))}</p>` : '';
+}
+
+export interface LoadMore {
+  label: string;
+}
+
+export interface ResultView {
+  title: string;
+  subtitle?: string;
+  result: unknown;
+  budget: number | null;
+  more: LoadMore | null;
+}
+
+/** The panel body for one answer: title, token meter, content, omissions, provenance. */
+export function renderResult(view: ResultView): string {
+  const env = readEnvelope(view.result);
+  const head =
+    `<header class="result-head"><h2>${escapeHtml(view.title)}</h2>` +
+    (view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : '') +
+    `</header>`;
+  const budget = view.budget ?? env.maxTokens;
+  const meter = budget !== null ? renderMeter(env, budget) : '';
+  let body: string;
+  if (isRecord(view.result)) {
+    if (looksLikeCard(view.result)) body = renderValue(view.result);
+    else {
+      const content = renderFields(view.result, ENVELOPE_KEYS, 0);
+      body = content || '<p class="muted">The answer is empty.</p>';
+    }
+  } else if (view.result === null || view.result === undefined) {
+    body = '<p class="muted">No answer.</p>';
+  } else {
+    body = renderValue(view.result);
+  }
+  return (
+    `<div class="result">` +
+    head +
+    meter +
+    `<div class="body">${body}</div>` +
+    renderOmitted(env, view.more) +
+    renderProvenance(env) +
+    `</div>`
+  );
+}
+
+export function renderError(title: string, message: string): string {
+  return (
+    `<div class="result error-result"><header class="result-head"><h2>${escapeHtml(title)}</h2></header>` +
+    `<p class="error" role="alert">${escapeHtml(message)}</p></div>`
+  );
+}
+
+export function renderBusy(title: string): string {
+  return `<div class="result busy"><header class="result-head"><h2>${escapeHtml(title)}</h2></header><p class="muted">Asking the server…</p></div>`;
+}
+
+export function renderWelcome(): string {
+  return (
+    `<div class="welcome"><p>Put the cursor on a symbol and run <strong>CodeSynapse: Show Symbol Card</strong>, ` +
+    `<strong>Show Callers</strong> or <strong>Show Callees</strong> (editor context menu), or type a task above.</p>` +
+    `<p class="muted">Every answer shows its token cost against the budget and against reading the raw files.</p></div>`
+  );
+}

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { readEnvelope } from '../../src/protocol';
+import { escapeHtml, meterFigures, renderCard, renderMeter, renderResult, renderValue } from '../../src/views/render';
+import { readCard } from '../../src/protocol';
+
+describe('token meter', () => {
+  it('shows returned tokens against the budget and the raw-file cost', () => {
+    const env = readEnvelope({ tokens: 412, maxTokens: 2000, rawTokens: 9812 });
+    expect(meterFigures(env, 1500)).toEqual({ tokens: 412, budget: 2000, raw: 9812, savedPercent: 95.8, usedPercent: 21 });
+    const html = renderMeter(env, 1500);
+    expect(html).toContain('data-tokens="412" data-budget="2000" data-raw="9812"');
+    expect(html).toContain('412 of 2,000 tokens (21% of budget) · raw files 9,812 tokens · 95.8% saved');
+    // bars are scaled to the largest of the three figures (9812)
+    expect(html).toContain('<span class="fill" data-fraction="0.0420"></span></span><span class="meter-value">412</span>');
+    expect(html).toContain('<span class="fill" data-fraction="1.0000"></span></span><span class="meter-value">9,812</span>');
+  });
+
+  it('falls back to the requested budget and says when the raw cost is unknown', () => {
+    const html = renderMeter(readEnvelope({ tokens: 300 }), 1500);
+    expect(html).toContain('data-tokens="300" data-budget="1500" data-raw=""');
+    expect(html).toContain('300 of 1,500 tokens (20% of budget) · raw file cost not reported');
+  });
+
+  it('does not claim a saving when raw is zero', () => {
+    expect(meterFigures(readEnvelope({ tokens: 50, maxTokens: 256, rawTokens: 0 }), 256).savedPercent).toBeNull();
+  });
+});
+
+describe('cards', () => {
+  it('renders name, kind, signature, location, counts and clickable callers', () => {
+    const card = readCard({
+      qualifiedName: 'calc.ops.add',
+      kind: 'function',
+      signature: 'def add(a: int, b: int) -> int',
+      path: 'calc/ops.py',
+      range: { startLine: 3, endLine: 5 },
+      summary: 'Add two numbers.',
+      counts: { callers: 5, callees: 0 },
+      callers: ['calc.cli.main', 'calc.ops.sum_all'],
+    });
+    expect(card).not.toBeNull();
+    const html = renderCard(card!);
+    expect(html).toContain('<article class="card" data-qualified-name="calc.ops.add">');
+    expect(html).toContain('<span class="kind">function</span>');
+    expect(html).toContain('<pre class="signature">def add(a: int, b: int) -&gt; int</pre>');
+    expect(html).toContain('data-action="open" data-path="calc/ops.py" data-line="3">calc/ops.py:3–5</button>');
+    expect(html).toContain('<p class="summary">Add two numbers.</p>');
+    expect(html).toContain('<span class="count" data-count="callers">5 callers</span> · <span class="count" data-count="callees">0 callees</span>');
+    expect(html).toContain('<summary>Callers (2 of 5)</summary>');
+    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="calc.cli.main">calc.cli.main</button>');
+    expect(html).not.toContain('Callees (');
+  });
+
+  it('escapes everything that comes from the server', () => {
+    const html = renderCard(readCard({ name: '<img src=x onerror=alert(1)>', kind: 'function', summary: '"quoted" & <b>' })!);
+    expect(html).not.toContain('<img');
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(html).toContain('&quot;quoted&quot; &amp; &lt;b&gt;');
+    expect(escapeHtml(`'`)).toBe('&#39;');
+  });
+});
+
+describe('renderResult', () => {
+  it('renders a call graph answer with envelope, sections and a load-more button', () => {
+    const html = renderResult({
+      title: 'Callers',
+      subtitle: 'calc.ops.add',
+      budget: 1000,
+      more: { label: 'Load more (budget 2,000 tokens)' },
+      result: {
+        root: { qualifiedName: 'calc.ops.add', kind: 'function' },
+        callers: [{ qualifiedName: 'calc.cli.main', kind: 'function', path: 'calc/cli.py', range: { startLine: 10, endLine: 20 } }],
+        depth: 1,
+        tokens: 180,
+        maxTokens: 1000,
+        truncated: true,
+        omitted: [{ what: 'callers', count: 4, hint: 'raise limit' }],
+        provenance: { legs: ['graph'], freshness: { pending: 0 } },
+        resultBytes: 720,
+      },
+    });
+    expect(html).toContain('<h2>Callers</h2><p class="subtitle">calc.ops.add</p>');
+    expect(html).toContain('data-tokens="180" data-budget="1000" data-raw=""');
+    expect(html).toContain('<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="calc.ops.add">');
+    expect(html).toContain('<section class="field" data-key="callers"><h3>Callers <span class="muted">(1)</span></h3><article class="card" data-qualified-name="calc.cli.main">');
+    expect(html).toContain('<dt>Depth</dt><dd>1</dd>');
+    expect(html).toContain('<h3>Omitted <span class="badge">truncated</span></h3>');
+    expect(html).toContain('<li class="omission"><span class="count">4</span> <span class="what">callers</span> <span class="hint">raise limit</span></li>');
+    expect(html).toContain('<button class="more" data-action="more">Load more (budget 2,000 tokens)</button>');
+    expect(html).toContain('<p class="provenance">found by graph · pending 0 · 720 bytes</p>');
+    // envelope fields are not repeated as body fields
+    expect(html).not.toContain('<dt>Tokens</dt>');
+  });
+
+  it('says when no larger budget is possible', () => {
+    const html = renderResult({ title: 'T', result: { omitted: [{ what: 'tests', count: 2 }] }, budget: 20000, more: null });
+    expect(html).toContain('This is the largest budget the server accepts; narrow the request to see the rest.');
+  });
+
+  it('renders a top-level card answer as one card', () => {
+    const html = renderResult({
+      title: 'Symbol card',
+      result: { qualifiedName: 'calc.ops.add', kind: 'function', tokens: 90, maxTokens: 2000, extra: 'x' },
+      budget: 2000,
+      more: null,
+    });
+    expect(html.match(/<article class="card"/g)).toHaveLength(1);
+    expect(html).toContain('<dt>Extra</dt><dd>x</dd>');
+  });
+
+  it('renders memory facts and odd shapes without throwing', () => {
+    expect(renderValue([{ subject: 'Cart', predicate: 'note', object: 'rounds half-even' }])).toBe(
+      '<ul class="facts"><li class="fact"><span class="subject">Cart</span> <span class="predicate">note</span> <span class="object">rounds half-even</span></li></ul>',
+    );
+    for (const odd of [null, undefined, 7, 'text', [], [[1, [2, [3, [4]]]]], { a: { b: { c: { d: { e: 1 } } } } }, [null, {}, 'x']]) {
+      expect(() => renderResult({ title: 'x', result: odd, budget: null, more: null })).not.toThrow();
+    }
+    expect(renderResult({ title: 'x', result: null, budget: null, more: null })).toContain('No answer.');
+    expect(renderResult({ title: 'x', result: {}, budget: null, more: null })).toContain('The answer is empty.');
+  });
+});

@@ -1,0 +1,216 @@
+/**
+ * A small stand-in for the `vscode` module, for unit tests only (the module exists only inside
+ * the editor). It implements just what the extension's modules touch, with real behaviour
+ * where that is cheap (events, URIs, configuration lookups), and records registrations so
+ * tests can inspect them. The end-to-end test runs the extension in a real VS Code.
+ */
+import * as path from 'node:path';
+
+type Listener<T> = (e: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): Disposable => {
+    this.listeners.push(listener);
+    return new Disposable(() => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    });
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Disposable {
+  constructor(private readonly fn: () => void = () => undefined) {}
+  dispose(): void {
+    this.fn();
+  }
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
+  static file(p: string): Uri {
+    return new Uri('file', p);
+  }
+  static parse(value: string): Uri {
+    const m = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(value);
+    if (!m) return new Uri('file', value);
+    return new Uri(m[1] as string, decodeURIComponent(m[2] as string));
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, path.posix.join(base.path, ...parts));
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}://${this.path}`;
+  }
+}
+
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
+  contains(p: Position): boolean {
+    const after = p.line > this.start.line || (p.line === this.start.line && p.character >= this.start.character);
+    const before = p.line < this.end.line || (p.line === this.end.line && p.character <= this.end.character);
+    return after && before;
+  }
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export class LanguageModelTextPart {
+  constructor(readonly value: string) {}
+}
+
+export class LanguageModelToolResult {
+  constructor(readonly content: unknown[]) {}
+}
+
+// ---- configuration ---------------------------------------------------------------------------
+
+/** Values keyed by full setting id, e.g. "codesynapse.budget.symbolCard". Tests set them. */
+export const settingsStore = new Map<string, unknown>();
+
+export const workspace = {
+  workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
+  textDocuments: [] as { isDirty: boolean; uri: Uri }[],
+  getConfiguration(section: string) {
+    return {
+      get<T>(key: string, fallback?: T): T | undefined {
+        const id = `${section}.${key}`;
+        return settingsStore.has(id) ? (settingsStore.get(id) as T) : fallback;
+      },
+    };
+  },
+  asRelativePath(uri: Uri | string): string {
+    const p = typeof uri === 'string' ? uri : uri.fsPath;
+    const root = workspace.workspaceFolders?.[0]?.uri.fsPath;
+    return root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
+  },
+  onDidChangeConfiguration: () => new Disposable(),
+  onDidSaveTextDocument: () => new Disposable(),
+  onDidChangeTextDocument: () => new Disposable(),
+};
+
+// ---- window, commands, lm ----------------------------------------------------------------------
+
+export interface RecordedStatusItem {
+  id: string;
+  text: string;
+  tooltip: string | undefined;
+  name: string | undefined;
+  command: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  visible: boolean;
+  show(): void;
+  hide(): void;
+  dispose(): void;
+}
+
+export const statusItems: RecordedStatusItem[] = [];
+export const messages: { level: 'info' | 'warning' | 'error'; text: string }[] = [];
+
+export const window = {
+  activeTextEditor: undefined as unknown,
+  createStatusBarItem(id: string): RecordedStatusItem {
+    const item: RecordedStatusItem = {
+      id,
+      text: '',
+      tooltip: undefined,
+      name: undefined,
+      command: undefined,
+      backgroundColor: undefined,
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      hide() {
+        item.visible = false;
+      },
+      dispose() {
+        item.visible = false;
+      },
+    };
+    statusItems.push(item);
+    return item;
+  },
+  showInformationMessage(text: string) {
+    messages.push({ level: 'info', text });
+    return Promise.resolve(undefined);
+  },
+  showWarningMessage(text: string) {
+    messages.push({ level: 'warning', text });
+    return Promise.resolve(undefined);
+  },
+  showErrorMessage(text: string) {
+    messages.push({ level: 'error', text });
+    return Promise.resolve(undefined);
+  },
+  showInputBox: () => Promise.resolve(undefined as string | undefined),
+  showTextDocument: () => Promise.resolve(undefined),
+};
+
+export const executedCommands: { command: string; args: unknown[] }[] = [];
+export const registeredCommands = new Map<string, (...args: unknown[]) => unknown>();
+
+export const commands = {
+  registerCommand(id: string, fn: (...args: unknown[]) => unknown): Disposable {
+    registeredCommands.set(id, fn);
+    return new Disposable(() => registeredCommands.delete(id));
+  },
+  executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    executedCommands.push({ command, args });
+    return Promise.resolve(undefined);
+  },
+};
+
+export const registeredTools = new Map<string, { invoke: (...a: unknown[]) => unknown; prepareInvocation?: (...a: unknown[]) => unknown }>();
+
+export const lm = {
+  registerTool(name: string, tool: { invoke: (...a: unknown[]) => unknown }): Disposable {
+    registeredTools.set(name, tool);
+    return new Disposable(() => registeredTools.delete(name));
+  },
+};
+
+export const env = {
+  clipboard: { writeText: () => Promise.resolve() },
+};
+
+/** Reset every recorded thing between tests. */
+export function resetMock(): void {
+  settingsStore.clear();
+  statusItems.length = 0;
+  messages.length = 0;
+  executedCommands.length = 0;
+  registeredCommands.clear();
+  registeredTools.clear();
+  workspace.workspaceFolders = undefined;
+  workspace.textDocuments = [];
+  window.activeTextEditor = undefined;
+}
