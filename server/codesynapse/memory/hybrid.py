@@ -86,7 +86,8 @@ class NativeHybridIndex:
         self._placeholder = [1.0] + [0.0] * (dim - 1)
 
     def ensure(self) -> str:
-        if self._ready:
+        self.vectors._check_owner()
+        if self._ready and self.name in self.vectors._ready:
             return self.name
         name, dim, k1, b = self.name, self.dim, self.k1, self.b
 
@@ -122,6 +123,7 @@ class NativeHybridIndex:
 
         self.vectors._call("create hybrid collection", op)
         self._ready = True
+        self.vectors._ready.add(name)
         return name
 
     def upsert(self, scope: Scope, records: Sequence[EntityRecord],

@@ -50,7 +50,9 @@ MEMORY_NOTICE = (
 )
 
 _STRUCT = {"kw_only": True, "rename": "camel", "frozen": True, "forbid_unknown_fields": True}
+# items whose opaque ``id`` is omitted unless asked for
 _OUT = {"kw_only": True, "rename": "camel", "frozen": True, "omit_defaults": True}
+_RES = {"kw_only": True, "rename": "camel", "frozen": True}
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME_CHARS)]
 
@@ -171,7 +173,7 @@ class Omitted(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     how_to_get_more: str = ""
 
 
-class RecallResult(msgspec.Struct, **_OUT):
+class RecallResult(msgspec.Struct, **_RES):
     entries: list[Entry]
     facts: list[FactOut]
     truncated: bool
@@ -183,14 +185,14 @@ class RecallResult(msgspec.Struct, **_OUT):
     result_bytes: int = 0
 
 
-class RememberedEntity(msgspec.Struct, **_OUT):
+class RememberedEntity(msgspec.Struct, **_RES):
     name: str
     durable: bool
     status: str  # "created" | "updated" | "unchanged"
     id: str | None = None
 
 
-class RememberResult(msgspec.Struct, **_OUT):
+class RememberResult(msgspec.Struct, **_RES):
     entities: list[RememberedEntity]
     facts_created: int
     facts_updated: int
@@ -201,7 +203,7 @@ class RememberResult(msgspec.Struct, **_OUT):
     result_bytes: int = 0
 
 
-class ForgetResult(msgspec.Struct, **_OUT):
+class ForgetResult(msgspec.Struct, **_RES):
     entities: int
     facts: int
     not_found: list[str] = []
@@ -220,7 +222,7 @@ class ListedEntity(msgspec.Struct, **_OUT):
     id: str | None = None
 
 
-class ListResult(msgspec.Struct, **_OUT):
+class ListResult(msgspec.Struct, **_RES):
     entries: list[ListedEntity]
     truncated: bool
     next_cursor: str = ""

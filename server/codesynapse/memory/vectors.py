@@ -151,6 +151,7 @@ class MilvusVectors:
         self._ready: set[str] = set()
         self._lock = threading.RLock()
         self._last_election = 0.0
+        self._joined_port: int | None = None
         self._connect()
 
     # ---- connection / ownership ---------------------------------------------------------
@@ -230,6 +231,7 @@ class MilvusVectors:
                                       timeout=max(0.5, deadline - time.monotonic()))
                 client.list_collections(timeout=max(0.5, deadline - time.monotonic()))
                 self._client = client
+                self._joined_port = port
                 self.role = "client"
                 self._ready.clear()
                 log.info("milvus-lite %s is served by pid %d; connected as a client",
@@ -246,10 +248,30 @@ class MilvusVectors:
             f"be reached: {last_err}"
         )
 
-    def _reelect(self) -> None:
-        """After a failed call as a client: connect again (becoming owner if the owner is
-        gone). At most once a second."""
-        if self.role != "client" or time.monotonic() - self._last_election < 1.0:
+    def _owner_gone(self) -> bool:
+        """As a client: the endpoint we joined is no longer served (file removed or
+        rewritten, or its process has exited)."""
+        path = self.endpoint_path
+        try:
+            info = json.loads(path.read_text()) if path is not None else {}
+            pid = int(info["pid"])
+            if info.get("port") != self._joined_port:
+                return True
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        except (OSError, ValueError, KeyError, TypeError):
+            return True
+        return False
+
+    def _reelect(self, *, force: bool = False) -> None:
+        """As a client: connect again, becoming owner if the owner is gone. Without
+        ``force`` at most once a second."""
+        if self.role != "client":
+            return
+        if not force and time.monotonic() - self._last_election < 1.0:
             return
         with self._lock:
             old = self._client
@@ -261,7 +283,13 @@ class MilvusVectors:
                 log.debug("closing a stale Milvus client failed", exc_info=True)
             self._connect()
 
+    def _check_owner(self) -> None:
+        if self.role == "client" and self._owner_gone():
+            log.info("the milvus-lite owner of %s is gone; re-electing", self.lite_dir)
+            self._reelect(force=True)
+
     def _call(self, what: str, fn: Any) -> Any:
+        self._check_owner()
         client = self._client
         if client is None:
             try:
@@ -280,6 +308,8 @@ class MilvusVectors:
                 except VectorsUnavailable:
                     log.debug("re-election failed", exc_info=True)
             msg = str(e)
+            if "load()" in msg or "not loaded" in msg:
+                self._ready.clear()  # a new owner has not loaded it yet: next call loads
             if "UNAVAILABLE" in msg or "Connect" in msg or "DEADLINE" in msg:
                 raise VectorsUnavailable(f"Milvus {what} failed: {msg}") from e
             raise StoreError(f"Milvus {what} failed: {msg}") from e
@@ -334,6 +364,7 @@ class MilvusVectors:
 
     def ensure_collection(self, model_key: str, dim: int) -> str:
         name = collection_name(model_key)
+        self._check_owner()
         if name in self._ready:
             return name
 
