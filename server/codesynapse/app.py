@@ -27,6 +27,8 @@ def load_policy_for(root: Path, previous=None):
     from codesynapse.policy import load_policy
 
     policy, diagnostics = load_policy(root)
+    if diagnostics and previous is not None and any(getattr(d, "severity", "") == "error" for d in diagnostics):
+        return previous, diagnostics  # an invalid policy keeps the last valid one in force
     return policy, diagnostics
 
 

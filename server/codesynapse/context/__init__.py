@@ -1,0 +1,1 @@
+"""Budgeted context answers: symbol cards, call graphs, minimal and PR context, search."""

@@ -1,0 +1,143 @@
+"""The token budget: every answer's size is ceil(json_bytes / 4) of its complete JSON.
+
+The bytes are those of ``json.dumps(answer, ensure_ascii=False, separators=(",", ":"))``
+in UTF-8 — the answer's own ``tokens`` and ``resultBytes`` fields included, so the count
+is a fixed point. ``maxTokens`` is normalized to 256–20,000. A packer adds optional items
+in priority order while they fit and lists what it left out; it never goes over.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from codesynapse.errors import BudgetError, DeadlineExceeded
+
+MIN_TOKENS = 256
+MAX_TOKENS = 20_000
+DEADLINE_S = 10.0
+
+
+def normalize_max_tokens(value: int | None, default: int) -> int:
+    if value is None:
+        return default
+    return max(MIN_TOKENS, min(MAX_TOKENS, int(value)))
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def estimate(obj: Any) -> int:
+    return math.ceil(len(dumps(obj)) / 4)
+
+
+def finalize(answer: dict[str, Any]) -> dict[str, Any]:
+    """Set ``tokens`` and ``resultBytes`` so that they describe the answer that holds them."""
+    answer["tokens"] = 0
+    answer["resultBytes"] = 0
+    for _ in range(8):
+        n = len(dumps(answer))
+        tokens = math.ceil(n / 4)
+        if answer["tokens"] == tokens and answer["resultBytes"] == n:
+            return answer
+        answer["tokens"] = tokens
+        answer["resultBytes"] = n
+    raise RuntimeError("token count did not converge")  # cannot happen: digits only grow
+
+
+class Deadline:
+    def __init__(self, seconds: float = DEADLINE_S):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise DeadlineExceeded(self.seconds)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.end - time.monotonic())
+
+
+@dataclass
+class Packer:
+    """Fill ``answer[key]`` lists in priority order under ``max_tokens``."""
+
+    answer: dict[str, Any]
+    max_tokens: int
+    omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint]
+    _used: int = 0
+
+    def __post_init__(self) -> None:
+        self.answer.setdefault("omitted", [])
+        self.answer.setdefault("truncated", False)
+        # room for the envelope numbers (tokens, resultBytes) and omission notes
+        self._reserve = 48
+        self._used = math.ceil(len(dumps(self.answer)) / 4) + self._reserve
+        if self._used > self.max_tokens:
+            raise BudgetError(self._used, self.max_tokens)
+
+    def fits(self, item: Any) -> bool:
+        return self._used + math.ceil((len(dumps(item)) + 1) / 4) <= self.max_tokens
+
+    def take(self, item: Any) -> bool:
+        """Account for ``item`` if it fits (the caller places it)."""
+        cost = math.ceil((len(dumps(item)) + 1) / 4)
+        if self._used + cost > self.max_tokens:
+            return False
+        self._used += cost
+        return True
+
+    def add(self, key: str, item: Any, what: str | None = None, hint: str = "") -> bool:
+        cost = math.ceil((len(dumps(item)) + 1) / 4)
+        if self._used + cost > self.max_tokens:
+            self.omit(what or key, 1, hint)
+            return False
+        self.answer.setdefault(key, []).append(item)
+        self._used += cost
+        return True
+
+    def set(self, key: str, value: Any, what: str | None = None, hint: str = "") -> bool:
+        cost = math.ceil((len(dumps({key: value})) + 1) / 4)
+        if self._used + cost > self.max_tokens:
+            self.omit(what or key, 1, hint)
+            return False
+        self.answer[key] = value
+        self._used += cost
+        return True
+
+    def omit(self, what: str, count: int, hint: str = "") -> None:
+        if count <= 0:
+            return
+        entry = self.omitted.setdefault(what, [0, hint])
+        entry[0] += count
+        if hint:
+            entry[1] = hint
+
+    def done(self) -> dict[str, Any]:
+        """Write the omission list and the counts; trim further if the notes overflow."""
+        a = self.answer
+        a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+        a["truncated"] = bool(a["omitted"]) or bool(a.get("truncated"))
+        finalize(a)
+        # The estimate is conservative, but never trust it: drop trailing optional items.
+        while a["tokens"] > self.max_tokens:
+            dropped = False
+            for key in ("related", "nodes", "edges", "results", "cards", "changed", "callers", "tests",
+                        "candidates", "suggestions"):
+                v = a.get(key)
+                if isinstance(v, list) and v:
+                    v.pop()
+                    self.omit(key, 1, "raise maxTokens to see more")
+                    dropped = True
+                    break
+            a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+            a["truncated"] = True
+            finalize(a)
+            if not dropped:
+                raise BudgetError(a["tokens"], self.max_tokens)
+        return a

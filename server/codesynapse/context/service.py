@@ -1,0 +1,568 @@
+"""Context answers built from the graph store, each packed under a hard token budget."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
+from codesynapse.context.models import (
+    DIFF_MAX,
+    PATHS_MAX,
+    TASK_MAX,
+    CallGraphParams,
+    MinimalContextParams,
+    Position,
+    PrContextParams,
+    SearchParams,
+    SnippetParams,
+    SymbolParams,
+    check_len,
+    check_selector,
+)
+from codesynapse.errors import InvalidParams
+from codesynapse.graph.model import CallRow, SymbolRow
+
+DEFAULT_CONTEXT = 20_000
+DEFAULT_MINIMAL = 1_500
+TOP_N = 5
+MAX_DEPTH = 3
+MAX_LIMIT = 200
+CANDIDATES = 10
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
+_STOP = frozenset("""a an the and or of to in on for with by is are be it this that from as at into how why what
+where which when who do does did can should would could fix add make use using get set find show change update
+remove new all any not no we i you they our my their its code file function method class""".split())
+
+
+def uri_to_path(uri: str) -> str:
+    p = urlparse(uri)
+    if p.scheme and p.scheme != "file":
+        raise InvalidParams("selector.uri", "only file: URIs are supported")
+    return unquote(p.path) if p.scheme else uri
+
+
+class ContextService:
+    def __init__(self, app):
+        self.app = app
+        self.store = app.store
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _rel(self, path_or_uri: str, field: str) -> str:
+        path = uri_to_path(path_or_uri) if "://" in path_or_uri else path_or_uri
+        rel = self.app.workspace.relpath(path)
+        if rel is None:
+            raise InvalidParams(field, "is outside the workspace")
+        return rel
+
+    def _provenance(self, legs: list[str]) -> dict[str, Any]:
+        return {"legs": legs, "freshness": self.app.freshness()}
+
+    def _annotations(self, s: SymbolRow) -> list[str]:
+        pol = self.app.policy
+        if pol is None or not hasattr(pol, "annotations_for"):
+            return []
+        return list(pol.annotations_for(s.path, s.qname))
+
+    def ref(self, s: SymbolRow, include_ids: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {"qualifiedName": s.qname, "kind": s.kind, "path": s.path,
+                             "range": [s.start_line, s.end_line]}
+        if include_ids:
+            d["id"] = f"{self.store.graph_id}:{s.id}"
+        return d
+
+    def _call_ref(self, c: CallRow, side: str) -> dict[str, Any]:
+        d = {"qualifiedName": c.caller if side == "caller" else c.target or c.callee, "path": c.path,
+             "line": c.line, "resolution": c.resolution, "confidence": c.confidence}
+        if side == "callee" and not c.target:
+            d["unresolved"] = True
+        return d
+
+    def resolve_selector(self, sel, include_suggestions: bool = True) -> tuple[SymbolRow | None, dict[str, Any]]:
+        """(symbol, extra): extra holds ``candidates`` (ambiguous) or ``suggestions`` (no match)."""
+        check_selector(sel)
+        store = self.store
+        if isinstance(sel, Position):
+            rel = self._rel(sel.uri, "selector.uri")
+            s = store.symbol_at(rel, sel.line + 1)
+            if s is None:
+                syms = [x for x in store.symbols_in_file(rel) if x.kind == "module"]
+                s = syms[0] if syms else None
+            if s is None:
+                return None, {"suggestions": [], "hint": f"nothing is indexed at {rel}:{sel.line + 1}"}
+            return s, {}
+        text = sel.strip()
+        rows = store.symbols_by_qname(text)
+        if not rows:
+            rows = store.symbols_by_name(text, limit=CANDIDATES + 1)
+        if not rows and ("." in text or "::" in text):
+            last = re.split(r"\.|::", text)[-1]
+            rows = [r for r in store.symbols_by_name(last, limit=500)
+                    if r.qname.endswith("." + text) or r.qname.endswith("::" + text)][: CANDIDATES + 1]
+        if len(rows) == 1:
+            return rows[0], {}
+        if len(rows) > 1:
+            # a definition and its re-definitions under one qname: take the first, say so
+            if len({r.qname for r in rows}) == 1:
+                return rows[0], {"alsoDefinedAt": [f"{r.path}:{r.start_line}" for r in rows[1:CANDIDATES]]}
+            cands = [self.ref(r) for r in rows[:CANDIDATES]]
+            return None, {"ambiguous": True, "candidates": cands,
+                          "hint": "several symbols match; ask again with a qualified name"}
+        sugg = [self.ref(r) for r, _ in store.search(text, 5)] if include_suggestions else []
+        return None, {"suggestions": sugg, "hint": "no symbol matches; try codesynapse/search or a suggestion"}
+
+    def relations(self, s: SymbolRow) -> dict[str, Any]:
+        store = self.store
+        callers = store.callers(s.qname, limit=200)
+        callees = store.callees(s.qname, limit=200)
+        impls = store.subtypes(s.qname, limit=50)
+        tests = []
+        seen_tests: set[str] = set()
+        for c in callers:
+            if c.caller in seen_tests:
+                continue
+            for row in store.symbols_by_qname(c.caller):
+                if row.is_test or row.kind == "test":
+                    tests.append(row)
+                    seen_tests.add(c.caller)
+                    break
+        return {"callers": callers, "callees": callees, "impls": impls, "tests": tests}
+
+    def card(self, s: SymbolRow, rel: dict[str, Any] | None = None, top: int = TOP_N,
+             include_ids: bool = False) -> dict[str, Any]:
+        rel = rel if rel is not None else self.relations(s)
+        store = self.store
+        n_callers = store.count_callers(s.qname)
+        n_callees = store.count_callees(s.qname)
+        unresolved_callers = store.count_unresolved_named(s.name) if s.kind != "module" else 0
+        card: dict[str, Any] = {
+            "qualifiedName": s.qname, "name": s.name, "kind": s.kind, "signature": s.signature,
+            "path": s.path, "range": {"startLine": s.start_line, "endLine": s.end_line},
+            "summary": s.summary,
+        }
+        ann = self._annotations(s)
+        if ann:
+            card["annotations"] = ann
+        card["counts"] = {"callers": n_callers, "callees": n_callees, "implementations": len(rel["impls"]),
+                          "tests": len(rel["tests"]), "unresolvedCallers": unresolved_callers}
+        if rel["callers"]:
+            card["callers"] = [self._call_ref(c, "caller") for c in rel["callers"][:top]]
+        if rel["callees"]:
+            card["callees"] = [self._call_ref(c, "callee") for c in rel["callees"][:top]]
+        if rel["impls"]:
+            card["implementations"] = [{"qualifiedName": i.child, "path": i.path, "line": i.line}
+                                       for i in rel["impls"][:top]]
+        if rel["tests"]:
+            card["tests"] = [{"qualifiedName": t.qname, "path": t.path, "line": t.start_line}
+                             for t in rel["tests"][:top]]
+        if include_ids:
+            card["id"] = f"{store.graph_id}:{s.id}"
+        return card
+
+    def _not_found(self, extra: dict[str, Any], max_tokens: int, legs: list[str]) -> dict[str, Any]:
+        answer: dict[str, Any] = {"found": False, "maxTokens": max_tokens, "provenance": self._provenance(legs)}
+        answer.update(extra)
+        p = Packer(answer={k: v for k, v in answer.items() if k not in ("candidates", "suggestions")},
+                   max_tokens=max_tokens)
+        for key in ("candidates", "suggestions"):
+            for item in extra.get(key, []):
+                p.add(key, item, key, "ask with a qualified name")
+            if key in extra:
+                p.answer.setdefault(key, [])
+        return p.done()
+
+    # -- methods ----------------------------------------------------------------------------
+    def symbol_card(self, prm: SymbolParams) -> dict[str, Any]:
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        s, extra = self.resolve_selector(prm.selector)
+        legs = ["exact"]
+        if s is None:
+            return self._not_found(extra, max_tokens, legs)
+        card = self.card(s, include_ids=prm.include_ids)
+        answer = {"found": True, "card": card, "maxTokens": max_tokens, "provenance": self._provenance(legs)}
+        answer.update(extra)
+        return Packer(answer=answer, max_tokens=max_tokens).done()
+
+    def symbol_context(self, prm: SymbolParams) -> dict[str, Any]:
+        dl = Deadline()
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        s, extra = self.resolve_selector(prm.selector)
+        if s is None:
+            return self._not_found(extra, max_tokens, ["exact"])
+        rel = self.relations(s)
+        answer = {"found": True, "card": self.card(s, rel, include_ids=prm.include_ids), "maxTokens": max_tokens,
+                  "provenance": self._provenance(["exact", "graph"])}
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        related: list[tuple[str, str]] = []
+        for c in rel["callees"]:
+            if c.target:
+                related.append(("callee", c.target))
+        for c in rel["callers"]:
+            related.append(("caller", c.caller))
+        for i in rel["impls"]:
+            related.append(("implementation", i.child))
+        for t in rel["tests"]:
+            related.append(("test", t.qname))
+        if s.kind in ("method",) and s.parent:
+            related.insert(0, ("container", s.parent))
+        seen = {s.qname}
+        answer["related"] = []
+        order = {"container": 0, "callee": 1, "implementation": 2, "caller": 3, "test": 4}
+        related.sort(key=lambda x: order[x[0]])
+        for role, q in related:
+            if q in seen:
+                continue
+            seen.add(q)
+            dl.check()
+            rows = self.store.symbols_by_qname(q)
+            if not rows:
+                continue
+            r = rows[0]
+            item = {"role": role, **self.card(r, top=3, include_ids=prm.include_ids)}
+            p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
+        return p.done()
+
+    def call_graph(self, prm: CallGraphParams) -> dict[str, Any]:
+        dl = Deadline()
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        depth = max(1, min(MAX_DEPTH, prm.depth))
+        limit = max(1, min(MAX_LIMIT, prm.limit))
+        s, extra = self.resolve_selector(prm.selector)
+        if s is None:
+            return self._not_found(extra, max_tokens, ["exact"])
+        store = self.store
+        answer: dict[str, Any] = {
+            "found": True, "root": self.ref(s, prm.include_ids), "direction": prm.direction,
+            "depth": depth, "depthRequested": prm.depth, "limit": limit, "maxTokens": max_tokens,
+            "provenance": self._provenance(["exact", "graph"]),
+        }
+        dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        for d in dirs:
+            nodes: dict[str, int] = {}
+            edges: list[dict[str, Any]] = []
+            frontier = [s.qname]
+            unresolved = 0
+            more = 0
+            for level in range(1, depth + 1):
+                nxt: list[str] = []
+                for q in frontier:
+                    dl.check()
+                    if d == "callers":
+                        rows = store.callers(q, limit=limit + 1)
+                        if level == 1:
+                            name = q.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+                            unresolved = store.count_unresolved_named(name)
+                    else:
+                        rows = store.callees(q, limit=1000)
+                        if level == 1:
+                            unresolved = sum(1 for r in rows if not r.target)
+                        rows = [r for r in rows if r.target]
+                    for r in rows:
+                        other = r.caller if d == "callers" else r.target
+                        if other not in nodes and len(nodes) >= limit:
+                            more += 1
+                            continue
+                        if other not in nodes:
+                            nodes[other] = level
+                            nxt.append(other)
+                        edges.append({"from": r.caller, "to": r.target, "path": r.path, "line": r.line,
+                                      "resolution": r.resolution, "confidence": r.confidence})
+                frontier = nxt
+            section: dict[str, Any] = {"nodes": [], "edges": [], "unresolvedCandidates": unresolved,
+                                       "resolved": len(nodes), "omittedNodes": more}
+            answer[d] = section
+            for q, lvl in nodes.items():
+                rows = store.symbols_by_qname(q)
+                item: dict[str, Any] = {"qualifiedName": q, "depth": lvl}
+                if rows:
+                    item.update({"kind": rows[0].kind, "path": rows[0].path,
+                                 "range": [rows[0].start_line, rows[0].end_line]})
+                if p.take(item):
+                    section["nodes"].append(item)
+                else:
+                    p.omit(f"{d} nodes", 1, "raise maxTokens or lower depth")
+            for e in edges:
+                if p.take(e):
+                    section["edges"].append(e)
+                else:
+                    p.omit(f"{d} edges", 1, "raise maxTokens or lower depth")
+            if more:
+                p.omit(f"{d} nodes over limit", more, f"raise limit (max {MAX_LIMIT})")
+            if unresolved:
+                section["note"] = (f"{len(nodes)} resolved, {unresolved} unresolved candidate call sites "
+                                   f"{'named like it' if d == 'callers' else 'from it'}")
+        return p.done()
+
+    def search(self, prm: SearchParams) -> dict[str, Any]:
+        check_len("query", prm.query, 4096)
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        store = self.store
+        q = prm.query.strip()
+        exact: list[SymbolRow] = []
+        seen: set[int] = set()
+        for r in store.symbols_by_qname(q) + store.symbols_by_name(q, limit=200):
+            if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
+                exact.append(r)
+                seen.add(r.id)
+        total_bm25 = store.count_search(q)
+        ranked: list[tuple[SymbolRow, float]] = []
+        need = prm.offset + prm.limit
+        if len(exact) < need:
+            for r, score in store.search(q, limit=min(need + len(exact), 5000)):
+                if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
+                    ranked.append((r, score))
+                    seen.add(r.id)
+        combined = [(r, "exact", None) for r in exact] + [(r, "bm25", sc) for r, sc in ranked]
+        total = len(exact) + max(0, total_bm25 - sum(1 for r in exact if True))
+        total = max(total, len(combined))
+        answer: dict[str, Any] = {"query": q, "mode": prm.mode, "offset": prm.offset, "limit": prm.limit,
+                                  "total": total, "maxTokens": max_tokens,
+                                  "provenance": self._provenance(["exact", "bm25"])}
+        if prm.mode == "summary":
+            by_kind = Counter(r.kind for r, _, _ in combined)
+            by_file = Counter(r.path for r, _, _ in combined)
+            answer["byKind"] = dict(sorted(by_kind.items()))
+            answer["byFileTop20"] = dict(by_file.most_common(20))
+            answer["hasMore"] = False
+            return Packer(answer=answer, max_tokens=max_tokens).done()
+        page = combined[prm.offset:prm.offset + prm.limit]
+        answer["hasMore"] = prm.offset + len(page) < total
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        answer["results"] = []
+        shown = 0
+        for r, leg, score in page:
+            item: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "path": r.path,
+                                    "range": [r.start_line, r.end_line], "match": leg}
+            if prm.mode == "full" or not (r.qname.endswith("." + r.name) or r.qname.endswith("::" + r.name)
+                                          or r.qname == r.name):
+                item["name"] = r.name
+            if prm.mode == "full":
+                item["signature"] = r.signature
+                if r.summary:
+                    item["summary"] = r.summary
+            if score is not None:
+                item["score"] = round(score, 3)
+            if prm.include_ids:
+                item["id"] = f"{store.graph_id}:{r.id}"
+            if p.add("results", item, "results", "raise maxTokens or use a smaller limit"):
+                shown += 1
+        if answer["hasMore"] or shown < len(page):
+            nxt = prm.offset + shown
+            answer["paginationHint"] = f"more results: ask again with offset {nxt}"
+        return p.done()
+
+    def snippet(self, prm: SnippetParams) -> dict[str, Any]:
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        s, extra = self.resolve_selector(prm.selector)
+        if s is None:
+            return self._not_found(extra, max_tokens, ["exact"])
+        path = os.path.join(self.app.workspace.root, s.path)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise InvalidParams("selector", f"the file of {s.qname} cannot be read ({e.__class__.__name__})") from e
+        body = lines[s.start_line - 1:s.end_line]
+        mode = prm.mode
+        omitted_lines = 0
+        if mode == "signature":
+            text = s.signature
+        else:
+            cap = prm.max_lines
+            if mode == "head_tail" or len(body) > cap:
+                if len(body) > cap:
+                    head = max(1, int(cap * 0.6))
+                    tail = max(1, cap - head)
+                    omitted_lines = len(body) - head - tail
+                    body = body[:head] + [f"[... {omitted_lines} lines omitted ...]"] + body[-tail:]
+                    mode = "head_tail"
+            text = "\n".join(body)
+        from codesynapse.extract.redact import redact
+
+        text = redact(text, getattr(self.app.policy, "redact_patterns", ()))
+        answer = {"found": True, "qualifiedName": s.qname, "path": s.path,
+                  "range": {"startLine": s.start_line, "endLine": s.end_line}, "mode": mode,
+                  "omittedLines": omitted_lines, "maxTokens": max_tokens,
+                  "provenance": self._provenance(["exact", "disk"])}
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        if not p.set("text", text, "snippet text", "use mode head_tail or signature, or raise maxTokens"):
+            # shrink to what fits, by lines
+            lines2 = text.splitlines()
+            while lines2 and not p.fits({"text": "\n".join(lines2)}):
+                lines2 = lines2[: max(0, len(lines2) * 3 // 4)]
+            p.set("text", "\n".join(lines2))
+        return p.done()
+
+    def minimal_context(self, prm: MinimalContextParams) -> dict[str, Any]:
+        check_len("task", prm.task, TASK_MAX)
+        if len(prm.paths) > PATHS_MAX:
+            raise InvalidParams("paths", f"has {len(prm.paths)} entries; the limit is {PATHS_MAX}")
+        for i, pth in enumerate(prm.paths):
+            check_len(f"paths[{i}]", pth, 4096)
+        dl = Deadline()
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_MINIMAL)
+        rels = [self._rel(pth, f"paths[{i}]") for i, pth in enumerate(prm.paths)]
+        store = self.store
+        idents = list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(prm.task)))
+        scores: dict[int, float] = {}
+        legs: dict[int, set[str]] = {}
+        rows: dict[int, SymbolRow] = {}
+
+        def bump(r: SymbolRow, w: float, leg: str) -> None:
+            scores[r.id] = scores.get(r.id, 0.0) + w
+            legs.setdefault(r.id, set()).add(leg)
+            rows[r.id] = r
+
+        for ident in idents[:64]:
+            dl.check()
+            if ident.lower() in _STOP:
+                continue
+            for r in store.symbols_by_qname(ident):
+                bump(r, 10.0, "exact")
+            for r in store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20):
+                full = ident in (r.qname, r.name) or r.qname.endswith("." + ident)
+                bump(r, 6.0 if full else 2.0, "exact")
+        words = " ".join(w for w in re.findall(r"\w+", prm.task) if w.lower() not in _STOP)
+        for rank, (r, _sc) in enumerate(store.search(words, 10) if words else []):
+            bump(r, 1.0 / (60 + rank + 1) * 60, "bm25")
+        for rel in rels:
+            for r in store.symbols_in_file(rel):
+                if r.kind != "module":
+                    bump(r, 0.5, "path")
+        ranked = sorted(scores, key=lambda i: (-scores[i], rows[i].qname, rows[i].path))
+        answer: dict[str, Any] = {"task": prm.task[:200], "maxTokens": max_tokens,
+                                  "provenance": self._provenance(["exact", "bm25"] + (["path"] if rels else []))}
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        answer["cards"] = []
+        for i in ranked[:40]:
+            dl.check()
+            r = rows[i]
+            card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "signature": r.signature,
+                                    "path": r.path, "range": [r.start_line, r.end_line],
+                                    "legs": sorted(legs[i])}
+            if r.summary:
+                card["summary"] = r.summary
+            callers = store.callers(r.qname, limit=3)
+            if callers:
+                card["callers"] = [c.caller for c in callers]
+            if prm.include_ids:
+                card["id"] = f"{store.graph_id}:{r.id}"
+            p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol")
+        if len(ranked) > 40:
+            p.omit("candidate symbols", len(ranked) - 40, "narrow the task or pass paths")
+        if not ranked:
+            answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
+        return p.done()
+
+    def pr_context(self, prm: PrContextParams) -> dict[str, Any]:
+        if prm.diff is not None:
+            check_len("diff", prm.diff, DIFF_MAX)
+        dl = Deadline()
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
+        diff = prm.diff
+        if diff is None:
+            if not prm.base:
+                raise InvalidParams("diff", "give a unified diff or base (and optionally head) refs")
+            diff = self._git_diff(prm.base, prm.head)
+        changes = parse_unified_diff(diff)
+        if len(changes) > 1000:
+            raise InvalidParams("diff", f"touches {len(changes)} files; the limit is 1000")
+        store = self.store
+        changed: list[tuple[SymbolRow, str]] = []
+        files_out = []
+        for path, ranges, status in changes:
+            dl.check()
+            files_out.append({"path": path, "status": status, "hunks": len(ranges)})
+            if status == "deleted":
+                continue
+            for s in store.symbols_in_file(path):
+                if s.kind == "module":
+                    continue
+                if any(a <= s.end_line and s.start_line <= b for a, b in ranges):
+                    changed.append((s, status))
+        # keep innermost symbols only when a container also matched? keep both; containers first
+        answer: dict[str, Any] = {"files": files_out[:100], "maxTokens": max_tokens,
+                                  "provenance": self._provenance(["diff", "graph"])}
+        p = Packer(answer=answer, max_tokens=max_tokens)
+        if len(files_out) > 100:
+            p.omit("files", len(files_out) - 100, "the file list is capped at 100")
+        answer["changed"] = []
+        checked = 0
+        omitted_callers = 0
+        for s, status in changed:
+            dl.check()
+            n_callers = store.count_callers(s.qname)
+            callers = store.callers(s.qname, limit=25)
+            checked += len(callers)
+            omitted_callers += max(0, n_callers - len(callers))
+            tests = [c.caller for c in callers if any(r.is_test or r.kind == "test"
+                                                      for r in store.symbols_by_qname(c.caller))]
+            item = {"qualifiedName": s.qname, "kind": s.kind, "path": s.path, "range": [s.start_line, s.end_line],
+                    "signature": s.signature, "callers": [{"qualifiedName": c.caller, "path": c.path, "line": c.line,
+                                                          "resolution": c.resolution} for c in callers[:10]],
+                    "callerCount": n_callers, "tests": sorted(set(tests))[:10],
+                    "unresolvedCandidates": store.count_unresolved_named(s.name)}
+            p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")
+        answer["publicCallers"] = {"checked": checked, "omitted": omitted_callers}
+        return p.done()
+
+    def _git_diff(self, base: str, head: str | None) -> str:
+        import subprocess
+
+        for name, ref in (("base", base), ("head", head)):
+            if ref is not None and not re.fullmatch(r"[A-Za-z0-9_./@^~{}-]{1,256}", ref) or (ref or "").startswith("-"):
+                raise InvalidParams(name, "is not a valid git ref")
+        args = ["git", "-C", str(self.app.workspace.root), "diff", "--no-color", "--unified=0", base]
+        if head:
+            args.append(head)
+        try:
+            out = subprocess.run(args, capture_output=True, timeout=8, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise InvalidParams("base", f"git diff failed ({e.__class__.__name__})") from e
+        if out.returncode != 0:
+            raise InvalidParams("base", "git diff failed: " + out.stderr.decode("utf-8", "replace")[:200])
+        if len(out.stdout) > DIFF_MAX:
+            raise InvalidParams("diff", f"the diff between the refs is over {DIFF_MAX} bytes")
+        return out.stdout.decode("utf-8", "replace")
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def parse_unified_diff(diff: str) -> list[tuple[str, list[tuple[int, int]], str]]:
+    """[(path, [(start, end) new-side line ranges], status)] for each file in a unified diff."""
+    out: list[tuple[str, list[tuple[int, int]], str]] = []
+    cur: tuple[str, list[tuple[int, int]], str] | None = None
+    old_path = ""
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            old_path = line[4:].strip().split("\t")[0]
+            continue
+        if line.startswith("+++ "):
+            new = line[4:].strip().split("\t")[0]
+            status = "modified"
+            if new == "/dev/null":
+                new, status = old_path, "deleted"
+            elif old_path == "/dev/null":
+                status = "added"
+            path = re.sub(r"^[ab]/", "", new)
+            cur = (path, [], status)
+            out.append(cur)
+            continue
+        m = _HUNK.match(line)
+        if m and cur is not None:
+            start = int(m.group(3))
+            count = int(m.group(4)) if m.group(4) is not None else 1
+            if cur[2] == "deleted":
+                start = int(m.group(1))
+                count = int(m.group(2)) if m.group(2) is not None else 1
+            cur[1].append((start, start + max(count, 1) - 1))
+    return out
+
+
+def finalize_plain(answer: dict[str, Any]) -> dict[str, Any]:
+    return finalize(answer)

@@ -1,0 +1,1 @@
+"""The pygls server: one module per concern; handlers stay thin."""

@@ -1,0 +1,30 @@
+"""Custom requests: each one is a thin handler over the shared dispatch table."""
+
+from __future__ import annotations
+
+from codesynapse.methods import METHODS
+
+
+def register(server) -> None:
+    for name in list(METHODS):
+        _register_one(server, name)
+
+
+def _register_one(server, name: str) -> None:
+    @server.feature(name)
+    async def handler(ls, params):
+        if name != "codesynapse/indexStatus":
+            await _wait_ready(ls)
+        return await ls.run_method(name, params)
+
+    handler.__name__ = "handle_" + name.replace("/", "_")
+
+
+async def _wait_ready(ls, timeout: float = 9.0) -> None:
+    """Requests that arrive during the first index wait for it, within the deadline."""
+    import asyncio
+
+    if ls.ready.is_set():
+        return
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, ls.ready.wait, timeout)

@@ -1,0 +1,61 @@
+"""initialize / initialized / shutdown: build the App, the Scope, and index in the background."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from codesynapse.settings import load_settings
+
+log = logging.getLogger(__name__)
+
+
+def _root_of(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return unquote(urlparse(params.workspace_folders[0].uri).path)
+    if params.root_uri:
+        return unquote(urlparse(params.root_uri).path)
+    if params.root_path:
+        return params.root_path
+    return None
+
+
+def register(server) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls, params: types.InitializeParams):
+        from codesynapse.app import App
+        from codesynapse.lsp.server import make_connection_scope
+
+        root = _root_of(params)
+        opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        label = str(opts.get("sessionLabel", ""))[:64] if opts else ""
+        # scope fields in initialization options are ignored: the server sets the scope
+        overrides = {k: v for k, v in (opts or {}).items()
+                     if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid")}
+        settings = load_settings({**{k: getattr(ls.base_settings, k) for k in ("tenant", "data_dir", "backend",
+                                                                               "neo4j_uri", "neo4j_user",
+                                                                               "neo4j_password", "milvus_uri",
+                                                                               "workers", "watch", "embedder")},
+                                  **overrides})
+        if root is None or not Path(root).is_dir():
+            log.warning("no workspace folder; custom requests will fail until one is given")
+            return
+        ls.app = App(root, settings)
+        ls.scope = make_connection_scope(ls, label)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls, params: types.InitializedParams):
+        if ls.app is None:
+            return
+        from codesynapse.lsp.progress import start_indexing
+
+        start_indexing(ls)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls, params):
+        if ls.live is not None:
+            ls.live.stop()

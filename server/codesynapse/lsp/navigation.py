@@ -1,0 +1,309 @@
+"""Standard LSP from the same index: workspace/document symbols, definition, references,
+hover (the symbol card as Markdown) and call hierarchy.
+
+The graph keeps 1-based lines and byte columns; here they become LSP positions (UTF-16 code
+units) using the line's text from the open document or the file on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from codesynapse.graph.model import SymbolRow
+
+_KIND = {
+    "function": types.SymbolKind.Function, "method": types.SymbolKind.Method, "class": types.SymbolKind.Class,
+    "struct": types.SymbolKind.Struct, "interface": types.SymbolKind.Interface, "trait": types.SymbolKind.Interface,
+    "enum": types.SymbolKind.Enum, "type": types.SymbolKind.TypeParameter, "constant": types.SymbolKind.Constant,
+    "module": types.SymbolKind.Module, "test": types.SymbolKind.Function, "section": types.SymbolKind.String,
+    "key": types.SymbolKind.Key,
+}
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+class Positions:
+    """Byte column → UTF-16 column, reading each file once per request."""
+
+    def __init__(self, ls):
+        self.ls = ls
+        self.cache: dict[str, list[str]] = {}
+
+    def lines(self, rel: str) -> list[str]:
+        if rel not in self.cache:
+            uri = (self.ls.app.workspace.root / rel).as_uri()
+            doc = self.ls.workspace.text_documents.get(uri)
+            if doc is not None:
+                self.cache[rel] = doc.source.splitlines()
+            else:
+                try:
+                    with open(os.path.join(self.ls.app.workspace.root, rel), encoding="utf-8",
+                              errors="replace") as f:
+                        self.cache[rel] = f.read().splitlines()
+                except OSError:
+                    self.cache[rel] = []
+        return self.cache[rel]
+
+    def col(self, rel: str, line1: int, byte_col: int) -> int:
+        lines = self.lines(rel)
+        if not 1 <= line1 <= len(lines):
+            return byte_col
+        prefix = lines[line1 - 1].encode("utf-8")[:byte_col].decode("utf-8", "ignore")
+        return len(prefix.encode("utf-16-le")) // 2
+
+    def range(self, s: SymbolRow) -> types.Range:
+        return types.Range(
+            start=types.Position(line=s.start_line - 1, character=self.col(s.path, s.start_line, s.start_col)),
+            end=types.Position(line=s.end_line - 1, character=self.col(s.path, s.end_line, s.end_col)))
+
+    def name_range(self, s: SymbolRow) -> types.Range:
+        lines = self.lines(s.path)
+        line = lines[s.start_line - 1] if 0 < s.start_line <= len(lines) else ""
+        i = line.find(s.name, 0)
+        if i < 0:
+            return types.Range(start=types.Position(line=s.start_line - 1, character=0),
+                               end=types.Position(line=s.start_line - 1, character=0))
+        start = len(line[:i].encode("utf-16-le")) // 2
+        return types.Range(start=types.Position(line=s.start_line - 1, character=start),
+                           end=types.Position(line=s.start_line - 1,
+                                              character=start + len(s.name.encode("utf-16-le")) // 2))
+
+    def line_range(self, rel: str, line1: int, byte_col: int, length: int) -> types.Range:
+        c = self.col(rel, line1, byte_col)
+        return types.Range(start=types.Position(line=line1 - 1, character=c),
+                           end=types.Position(line=line1 - 1, character=c + length))
+
+
+def _rel(ls, uri: str) -> str | None:
+    p = urlparse(uri)
+    return ls.app.workspace.relpath(unquote(p.path)) if p.scheme in ("file", "") else None
+
+
+def _uri(ls, rel: str) -> str:
+    return (ls.app.workspace.root / rel).as_uri()
+
+
+def word_at(ls, uri: str, pos: types.Position) -> str | None:
+    doc = ls.workspace.get_text_document(uri)
+    lines = doc.lines
+    if pos.line >= len(lines):
+        return None
+    line = lines[pos.line]
+    # LSP character is UTF-16: map to a str index
+    acc = 0
+    idx = 0
+    for idx, ch in enumerate(line):
+        if acc >= pos.character:
+            break
+        acc += 2 if ord(ch) > 0xFFFF else 1
+    else:
+        idx = len(line)
+    for m in _WORD.finditer(line):
+        if m.start() <= idx <= m.end():
+            return m.group(0)
+    return None
+
+
+def target_at(ls, uri: str, pos: types.Position) -> SymbolRow | None:
+    """The symbol a position refers to: a resolved call at that spot, a definition's name,
+    or the only symbol with that name."""
+    store = ls.app.store
+    rel = _rel(ls, uri)
+    if rel is None:
+        return None
+    word = word_at(ls, uri, pos)
+    if word is None:
+        return None
+    line1 = pos.line + 1
+    here = store.symbol_at(rel, line1)
+    if here is not None and here.name == word and here.start_line == line1:
+        return here
+    caller = here.qname if here is not None else None
+    for c in store.callees(caller, limit=2000) if caller else []:
+        if c.line == line1 and c.name == word and c.target:
+            rows = store.symbols_by_qname(c.target)
+            if rows:
+                return rows[0]
+    for s in store.symbols_in_file(rel):
+        if s.name == word and s.kind != "module":
+            return s
+    rows = store.symbols_by_name(word, limit=2)
+    return rows[0] if len(rows) == 1 else None
+
+
+def card_markdown(card: dict) -> str:
+    parts = [f"**{card['qualifiedName']}** · {card['kind']}", "", f"```\n{card['signature']}\n```" if card.get(
+        "signature") else ""]
+    if card.get("summary"):
+        parts.append(card["summary"])
+    for note in card.get("annotations", []):
+        parts.append(f"> {note}")
+    c = card.get("counts", {})
+    parts.append(f"callers {c.get('callers', 0)} · callees {c.get('callees', 0)} · "
+                 f"implementations {c.get('implementations', 0)} · tests {c.get('tests', 0)}"
+                 + (f" · unresolved candidates {c['unresolvedCallers']}" if c.get("unresolvedCallers") else ""))
+    if card.get("callers"):
+        parts.append("callers: " + ", ".join(f"`{x['qualifiedName']}`" for x in card["callers"]))
+    parts.append(f"_{card['path']}:{card['range']['startLine']}-{card['range']['endLine']}_")
+    return "\n\n".join(p for p in parts if p)
+
+
+def register(server) -> None:
+    def sym_info(ls, pos: Positions, s: SymbolRow) -> types.SymbolInformation:
+        return types.SymbolInformation(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Variable),
+                                       location=types.Location(uri=_uri(ls, s.path), range=pos.range(s)),
+                                       container_name=s.parent or None)
+
+    @server.feature(types.WORKSPACE_SYMBOL)
+    async def workspace_symbol(ls, params: types.WorkspaceSymbolParams):
+        ls.require_app()
+
+        def run():
+            pos = Positions(ls)
+            q = params.query.strip()
+            rows = ls.app.store.symbols_by_qname(q) + ls.app.store.symbols_by_name(q, 50) if q else []
+            seen = {r.id for r in rows}
+            if q:
+                rows += [r for r, _ in ls.app.store.search(q, 100) if r.id not in seen]
+            return [sym_info(ls, pos, r) for r in rows[:100] if r.kind != "module"]
+
+        return await ls.run_sync(run)
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    async def document_symbol(ls, params: types.DocumentSymbolParams):
+        ls.require_app()
+
+        def run():
+            rel = _rel(ls, params.text_document.uri)
+            if rel is None:
+                return []
+            pos = Positions(ls)
+            rows = [r for r in ls.app.store.symbols_in_file(rel) if r.kind != "module"]
+            nodes: dict[str, types.DocumentSymbol] = {}
+            roots: list[types.DocumentSymbol] = []
+            for r in rows:
+                ds = types.DocumentSymbol(name=r.name, kind=_KIND.get(r.kind, types.SymbolKind.Variable),
+                                          range=pos.range(r), selection_range=pos.name_range(r),
+                                          detail=r.signature or None, children=[])
+                parent = nodes.get(r.parent)
+                (parent.children if parent is not None else roots).append(ds)
+                nodes.setdefault(r.qname, ds)
+            return roots
+
+        return await ls.run_sync(run)
+
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls, params: types.DefinitionParams):
+        ls.require_app()
+
+        def run():
+            s = target_at(ls, params.text_document.uri, params.position)
+            if s is None:
+                return None
+            return [types.Location(uri=_uri(ls, s.path), range=Positions(ls).name_range(s))]
+
+        return await ls.run_sync(run)
+
+    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
+    async def references(ls, params: types.ReferenceParams):
+        ls.require_app()
+
+        def run():
+            s = target_at(ls, params.text_document.uri, params.position)
+            if s is None:
+                return []
+            pos = Positions(ls)
+            out = []
+            if params.context.include_declaration:
+                out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
+            for c in ls.app.store.callers(s.qname, limit=1000):
+                out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
+                    c.path, c.line, c.col, len(c.callee.encode("utf-16-le")) // 2)))
+            return out
+
+        return await ls.run_sync(run)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls, params: types.HoverParams):
+        ls.require_app()
+
+        def run():
+            s = target_at(ls, params.text_document.uri, params.position)
+            if s is None:
+                return None
+            from codesynapse.methods import _ctx
+
+            card = _ctx(ls.app).card(s, top=3)
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                            value=card_markdown(card)))
+
+        return await ls.run_sync(run)
+
+    def item(ls, pos: Positions, s: SymbolRow) -> types.CallHierarchyItem:
+        return types.CallHierarchyItem(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Function),
+                                       uri=_uri(ls, s.path), range=pos.range(s), selection_range=pos.name_range(s),
+                                       detail=s.qname, data={"qname": s.qname})
+
+    @server.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+    async def prepare(ls, params: types.CallHierarchyPrepareParams):
+        ls.require_app()
+
+        def run():
+            s = target_at(ls, params.text_document.uri, params.position)
+            return [item(ls, Positions(ls), s)] if s is not None else None
+
+        return await ls.run_sync(run)
+
+    def _qname(it: types.CallHierarchyItem) -> str:
+        data = it.data
+        if isinstance(data, dict) and isinstance(data.get("qname"), str):
+            return data["qname"]
+        return it.detail or it.name
+
+    @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
+    async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
+        ls.require_app()
+
+        def run():
+            store = ls.app.store
+            pos = Positions(ls)
+            groups: dict[str, list] = {}
+            for c in store.callers(_qname(params.item), limit=1000):
+                groups.setdefault(c.caller, []).append(c)
+            out = []
+            for caller, calls in groups.items():
+                rows = store.symbols_by_qname(caller)
+                if not rows:
+                    continue
+                out.append(types.CallHierarchyIncomingCall(
+                    from_=item(ls, pos, rows[0]),
+                    from_ranges=[pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]))
+            return out
+
+        return await ls.run_sync(run)
+
+    @server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
+    async def outgoing(ls, params: types.CallHierarchyOutgoingCallsParams):
+        ls.require_app()
+
+        def run():
+            store = ls.app.store
+            pos = Positions(ls)
+            groups: dict[str, list] = {}
+            for c in store.callees(_qname(params.item), limit=1000):
+                if c.target:
+                    groups.setdefault(c.target, []).append(c)
+            out = []
+            for target, calls in groups.items():
+                rows = store.symbols_by_qname(target)
+                if not rows:
+                    continue
+                out.append(types.CallHierarchyOutgoingCall(
+                    to=item(ls, pos, rows[0]),
+                    from_ranges=[pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]))
+            return out
+
+        return await ls.run_sync(run)

@@ -1,0 +1,132 @@
+"""The CodeSynapse language server (pygls 2, stdio).
+
+On ``initialize`` it builds the App for the workspace root and the immutable Scope for this
+connection, then opens or builds the index in the background with work-done progress.
+Custom requests run in a worker thread under the 10 s deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from typing import Any
+
+from lsprotocol import converters, types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
+
+from codesynapse import __version__
+from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
+from codesynapse.scope import Scope, make_scope
+from codesynapse.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+DEADLINE_S = 10.0
+
+
+class JsonRpcRequestFailed(JsonRpcException):
+    CODE = -32803  # LSP RequestFailed
+
+
+def keep_dicts_converter():
+    """Like pygls' default converter, but custom-request params stay plain dicts (the
+    default turns them into namedtuples, renaming keys that are not identifiers)."""
+    conv = converters.get_converter()
+    conv.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    conv.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    conv.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return conv
+
+
+def to_jsonrpc(e: Exception) -> JsonRpcException:
+    if isinstance(e, InvalidParams):
+        return JsonRpcInvalidParams(str(e), data={"field": e.field})
+    if isinstance(e, BudgetError):
+        return JsonRpcRequestFailed(str(e), data={"kind": "budget", "needed": e.needed, "maxTokens": e.max_tokens})
+    if isinstance(e, DeadlineExceeded):
+        return JsonRpcRequestFailed(str(e), data={"kind": "deadline"})
+    if isinstance(e, CodeSynapseError):
+        return JsonRpcRequestFailed(str(e), data={"kind": e.__class__.__name__})
+    return JsonRpcRequestFailed(f"internal error: {e.__class__.__name__}: {e}"[:500], data={"kind": "internal"})
+
+
+class CodeSynapseServer(LanguageServer):
+    def __init__(self, settings: Settings | None = None):
+        super().__init__("codesynapse", __version__, converter_factory=keep_dicts_converter,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=8)
+        self.base_settings = settings or load_settings()
+        self.app = None  # set on initialize
+        self.scope: Scope | None = None
+        self.ready = threading.Event()
+        self.index_error: str | None = None
+        self.live = None  # LiveUpdater
+
+    def require_app(self):
+        if self.app is None:
+            raise JsonRpcRequestFailed("the server has not been initialized with a workspace folder")
+        return self.app
+
+    async def run_method(self, method: str, params: Any) -> Any:
+        """Run one custom request in a worker thread under the deadline."""
+        from codesynapse.methods import call_method
+
+        app = self.require_app()
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(
+                loop.run_in_executor(self.thread_pool, call_method, app, method, params), DEADLINE_S + 0.5)
+        except asyncio.TimeoutError as e:
+            raise to_jsonrpc(DeadlineExceeded(DEADLINE_S)) from e
+        except JsonRpcException:
+            raise
+        except Exception as e:  # every failure is a JSON-RPC error, never a crash
+            if not isinstance(e, CodeSynapseError):
+                log.exception("%s failed", method)
+            raise to_jsonrpc(e) from e
+
+    async def run_sync(self, fn, *args) -> Any:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.thread_pool, fn, *args)
+        except JsonRpcException:
+            raise
+        except Exception as e:
+            if not isinstance(e, CodeSynapseError):
+                log.exception("request failed")
+            raise to_jsonrpc(e) from e
+
+
+def build_server(settings: Settings | None = None) -> CodeSynapseServer:
+    server = CodeSynapseServer(settings)
+    from codesynapse.lsp import context, documents, lifecycle, navigation
+
+    lifecycle.register(server)
+    context.register(server)
+    documents.register(server)
+    navigation.register(server)
+    try:
+        from codesynapse.lsp import memory
+    except ImportError as e:
+        log.warning("memory requests unavailable: %s", e)
+    else:
+        memory.register(server)
+    return server
+
+
+def run_stdio(settings: Settings | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = build_server(settings)
+    server.start_io()
+    if server.app is not None:
+        server.app.close()
+    return 0
+
+
+def make_connection_scope(server: CodeSynapseServer, label: str = "") -> Scope:
+    app = server.require_app()
+    return make_scope(app.settings.tenant, app.workspace.identity, label or app.settings.session_label)

@@ -1,0 +1,228 @@
+"""The live updater: one debounced, coalescing queue of changes → incremental updates.
+
+Sources: LSP didOpen/didChange/didSave/didClose (unsaved buffers become overlays over the
+saved file and are dropped on close), workspace/didChangeWatchedFiles, and a watchfiles
+watcher for changes made outside the editor. A storm (a branch switch) is coalesced per path
+and applied in batches, so requests keep being served — with a freshness stamp that says
+work is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from codesynapse.extract.languages import BY_NAME, detect
+from codesynapse.graph.indexer import Candidate
+from codesynapse.graph.model import FileRow
+
+log = logging.getLogger(__name__)
+
+POLICY_FILE = ".codesynapse.yaml"
+BATCH_MAX = 500
+QUEUE_MAX = 100_000
+
+
+class LiveUpdater:
+    def __init__(self, app, on_change: Callable[[set[str]], None] | None = None,
+                 on_policy: Callable[[list], None] | None = None):
+        self.app = app
+        self.on_change = on_change
+        self.on_policy = on_policy
+        self.q: queue.Queue = queue.Queue(maxsize=QUEUE_MAX)
+        self.overlays: dict[str, bytes] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._overflow = threading.Event()
+        self.debounce = max(0, app.settings.debounce_ms) / 1000.0
+        self.applied = threading.Condition()
+        self.generation = 0
+
+    # -- sources ------------------------------------------------------------------------------
+    def _put(self, kind: str, rel: str) -> None:
+        try:
+            self.q.put_nowait((kind, rel))
+            self.app.pending = self.q.qsize()
+        except queue.Full:
+            # bounded queue: fall back to one full catch-up instead of growing without end
+            self._overflow.set()
+
+    def buffer_changed(self, rel: str, text: str) -> None:
+        self.overlays[rel] = text.encode("utf-8")
+        self.app.open_buffers.add(rel)
+        self._put("overlay", rel)
+
+    def buffer_saved(self, rel: str) -> None:
+        self.overlays.pop(rel, None)
+        self.app.open_buffers.discard(rel)
+        self._put("disk", rel)
+
+    def buffer_closed(self, rel: str) -> None:
+        had = self.overlays.pop(rel, None) is not None
+        self.app.open_buffers.discard(rel)
+        if had:
+            self._put("disk", rel)
+
+    def disk_changed(self, rel: str) -> None:
+        self._put("disk", rel)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self, watch: bool = True) -> None:
+        t = threading.Thread(target=self._worker, name="codesynapse-live", daemon=True)
+        t.start()
+        self._threads.append(t)
+        if watch:
+            w = threading.Thread(target=self._watch, name="codesynapse-watch", daemon=True)
+            w.start()
+            self._threads.append(w)
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            self.q.put_nowait(("stop", ""))
+        except queue.Full:
+            pass
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.q.empty() and self.app.pending == 0:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def _watch(self) -> None:
+        try:
+            from watchfiles import watch
+        except ImportError:
+            log.warning("watchfiles is not installed: changes outside the editor are seen on restart only")
+            return
+        root = str(self.app.workspace.root)
+        policy = self.app.policy
+
+        def keep(change, path: str) -> bool:
+            rel = self.app.workspace.relpath(path)
+            if rel is None:
+                return False
+            if rel == POLICY_FILE:
+                return True
+            parts = rel.split("/")
+            for i in range(1, len(parts)):
+                if policy is not None and policy.excluded("/".join(parts[:i]), is_dir=True):
+                    return False
+            return detect(rel) is not None
+
+        try:
+            for changes in watch(root, watch_filter=keep, stop_event=self._stop, debounce=50, step=20,
+                                 rust_timeout=1000, yield_on_timeout=False, recursive=True):
+                for _change, path in changes:
+                    rel = self.app.workspace.relpath(path)
+                    if rel is not None:
+                        self.disk_changed(rel)
+        except Exception:
+            log.exception("the file watcher stopped")
+
+    # -- the worker ---------------------------------------------------------------------------
+    def _worker(self) -> None:
+        while not self._stop.is_set():
+            try:
+                first = self.q.get(timeout=0.5)
+            except queue.Empty:
+                if self._overflow.is_set():
+                    self._overflow.clear()
+                    self._safe(self.app.index)
+                continue
+            if first[0] == "stop":
+                return
+            if self.debounce:
+                time.sleep(self.debounce)
+            batch = {first[1]: first[0]}
+            while len(batch) < BATCH_MAX:
+                try:
+                    kind, rel = self.q.get_nowait()
+                except queue.Empty:
+                    break
+                if kind == "stop":
+                    self._stop.set()
+                    break
+                batch[rel] = kind
+            self.app.pending = self.q.qsize() + len(batch)
+            self._safe(self._apply, batch)
+            self.app.pending = self.q.qsize()
+            with self.applied:
+                self.generation += 1
+                self.applied.notify_all()
+
+    def _safe(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a failed batch is logged once; the next change retries
+            log.exception("incremental update failed")
+
+    def _apply(self, batch: dict[str, str]) -> None:
+        app = self.app
+        if POLICY_FILE in batch:
+            batch.pop(POLICY_FILE)
+            self._reload_policy()
+        changed: list[Candidate] = []
+        deleted: list[str] = []
+        skipped: list[FileRow] = []
+        overlays: dict[str, bytes] = {}
+        policy = app.policy
+        for rel, kind in sorted(batch.items()):
+            override = policy.language_override(rel) if policy is not None else None
+            spec = BY_NAME.get(override) if override else detect(rel)
+            if spec is None:
+                continue
+            if policy is not None and policy.excluded(rel):
+                deleted.append(rel)
+                continue
+            if kind == "overlay" and rel in self.overlays:
+                data = self.overlays[rel]
+                overlays[rel] = data
+                changed.append(Candidate(rel, spec.name, len(data), -1))
+                continue
+            path = os.path.join(app.workspace.root, rel)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                deleted.append(rel)
+                continue
+            except OSError:
+                continue
+            if rel in self.overlays:  # an open unsaved buffer wins over the disk
+                overlays[rel] = self.overlays[rel]
+                changed.append(Candidate(rel, spec.name, len(self.overlays[rel]), -1))
+                continue
+            max_bytes = getattr(policy, "max_file_bytes", 1_048_576) if policy is not None else 1_048_576
+            if st.st_size > max_bytes:
+                skipped.append(FileRow(path=rel, language=spec.name, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                       status="skipped", reason=f"too large ({st.st_size} > {max_bytes} bytes)"))
+                continue
+            changed.append(Candidate(rel, spec.name, st.st_size, st.st_mtime_ns))
+        stored = {c.path for c in changed}
+        deleted = [d for d in deleted if d not in stored]
+        known = {f.path for f in app.store.files()} if deleted else set()
+        deleted = [d for d in deleted if d in known]
+        if changed or deleted or skipped:
+            app.indexer.update(changed, deleted, skipped, overlays=overlays)
+            app.touch()
+            if self.on_change:
+                self.on_change({c.path for c in changed} | set(deleted))
+
+    def _reload_policy(self) -> None:
+        from codesynapse.app import load_policy_for
+
+        app = self.app
+        policy, diagnostics = load_policy_for(app.workspace.root, app.policy)
+        app.policy_diagnostics = diagnostics
+        if self.on_policy:
+            self.on_policy(diagnostics)
+        if policy is not None and getattr(policy, "fingerprint", None) != getattr(app.policy, "fingerprint", None):
+            app.policy = policy
+            app.indexer.policy = policy
+            app.index()  # walk + plan: newly excluded files leave, newly included ones enter
