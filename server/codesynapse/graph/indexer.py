@@ -384,7 +384,34 @@ class Indexer:
                  deferred: Sequence[tuple[str, list]] = ()) -> None:
         idx = self.index
         res = self.resolver
-        # 1. bases first: method lookup through bases depends on them
+        # 1. imports, to a fixpoint: when an import's target changes (a re-exported name moved or
+        # vanished), every call through that binding may change too, so its name joins `affected`.
+        changed_modules = {fi.module for p in changed if (fi := idx.files.get(p))}
+        import_rows = list(self.store.all_imports()) if (changed or removed) else []
+        done_rows: set[int] = set()
+        for _round in range(12):
+            imp_updates: list[tuple[int, str]] = []
+            grown: set[str] = set()
+            for row_id, im in import_rows:
+                if row_id in done_rows:
+                    continue
+                if im.path not in changed and not (
+                        {im.name, im.alias, im.module.split(".")[0], im.module.rsplit(".", 1)[-1]} & affected
+                        or im.module in changed_modules or removed):
+                    continue
+                done_rows.add(row_id)
+                ref = ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line)
+                t = res.resolve_import(im.path, ref)
+                if t != im.target:
+                    imp_updates.append((row_id, t))
+                    grown.add(ref.binding)
+            self.store.update_import_targets(imp_updates)
+            grown -= affected
+            if not grown:
+                break
+            affected |= grown
+
+        # 2. bases next: method lookup through bases depends on them
         inh_updates: list[tuple[int, Resolution]] = []
         touched: set[str] = set()
         for row_id, ih in self.store.all_inherits():
@@ -408,7 +435,7 @@ class Indexer:
         idx.set_bases(new_bases)
         everything = new_bases != old_bases and len(changed) < len(idx.files)
 
-        # 2. calls: the changed files' own, and those elsewhere that name what changed
+        # 3. calls: the changed files' own, and those elsewhere that name what changed
         items: list[tuple[str, CallSite, Resolution]] = []
         for path, sites in deferred:
             for c in sites:
@@ -434,15 +461,3 @@ class Indexer:
                     updates = []
         self.store.update_call_targets(updates)
 
-        # 3. imports
-        imp_updates: list[tuple[int, str]] = []
-        changed_modules = {fi.module for p in changed if (fi := idx.files.get(p))}
-        for row_id, im in self.store.all_imports():
-            if im.path not in changed and not (
-                    {im.name, im.alias, im.module.split(".")[0], im.module.rsplit(".", 1)[-1]} & affected
-                    or im.module in changed_modules or removed):
-                continue
-            t = res.resolve_import(im.path, ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line))
-            if t != im.target:
-                imp_updates.append((row_id, t))
-        self.store.update_import_targets(imp_updates)
