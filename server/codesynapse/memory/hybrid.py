@@ -111,8 +111,10 @@ class NativeHybridIndex:
                                         output_field_names=["sparse"]))
                 ip = c.prepare_index_params()
                 ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
+                # nested under "params": milvus-lite 3.2.2 reads BM25 tuning only from the
+                # JSON "params" key and silently uses k1=1.5 for flat key/value pairs
                 ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX",
-                             metric_type="BM25", params={"bm25_k1": k1, "bm25_b": b})
+                             metric_type="BM25", params={"params": {"bm25_k1": k1, "bm25_b": b}})
                 try:
                     c.create_collection(name, schema=s, consistency_level="Strong")
                     c.create_index(name, ip, sync=False)
@@ -168,9 +170,14 @@ class NativeHybridIndex:
         self.vectors.filtered("hybrid delete", build)
 
     def search(self, scope: Scope, query: str, qvec: Sequence[float] | None, *,
-               limit: int = 10, timeout: float | None = None) -> list[VectorHit]:
+               limit: int = 10, timeout: float | None = None,
+               min_score: float | None = None) -> list[VectorHit]:
         """BM25 over ``text`` (+ dense over ``vec`` when ``qvec`` is given) inside the
-        scope, fused by Milvus RRF (k = 60). Hits re-checked against the scope."""
+        scope, fused by Milvus RRF (k = 60). ``min_score`` keeps weaker dense hits out
+        (a range search: cosine > min_score). Hits re-checked against the scope."""
+        dense_param: dict[str, Any] = {"metric_type": "COSINE"}
+        if min_score is not None and min_score > -1.0:
+            dense_param["params"] = {"radius": float(min_score), "range_filter": 1.0001}
         from pymilvus import AnnSearchRequest, RRFRanker
 
         name = self.ensure()
@@ -193,8 +200,7 @@ class NativeHybridIndex:
                                           param={"metric_type": "BM25"}, limit=limit,
                                           expr=expr, **kw)
                 dense = AnnSearchRequest(data=[list(qvec)], anns_field="vec",
-                                         param={"metric_type": "COSINE"}, limit=limit,
-                                         expr=dexpr, **dkw)
+                                         param=dense_param, limit=limit, expr=dexpr, **dkw)
                 return c.hybrid_search(name, [sparse, dense], ranker=RRFRanker(60),
                                        limit=limit, output_fields=OUTPUT_FIELDS,
                                        timeout=timeout)

@@ -619,7 +619,8 @@ class MemoryService:
                     qv = emb.embed([query])[0]
                 except EmbeddingRejected as e:
                     reason = f"query embedding rejected: {e}"
-            return hybrid.search(self.scope, query, qv, limit=LEG_LIMIT, timeout=budget), reason
+            return hybrid.search(self.scope, query, qv, limit=LEG_LIMIT, timeout=budget,
+                                 min_score=self.settings.dense_min_score), reason
 
         try:
             hits, dense_reason = self._worker.call(job, budget)

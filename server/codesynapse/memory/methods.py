@@ -1,0 +1,114 @@
+"""The four memory requests as plain functions over an App and a Scope, shared by the LSP
+handlers (``codesynapse.lsp.memory``, connection scope) and the CLI dispatch table
+(``codesynapse.methods``; one scope per App, i.e. per CLI process).
+
+Each returns the JSON-ready dict of the result (``msgspec.to_builtins``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from codesynapse.memory.models import (
+    decode_forget,
+    decode_list,
+    decode_recall,
+    decode_remember,
+)
+from codesynapse.memory.service import MemoryService
+from codesynapse.scope import Scope, make_scope
+
+log = logging.getLogger(__name__)
+
+METHOD_NAMES = {
+    "remember": "codesynapse/memory/remember",
+    "recall": "codesynapse/memory/recall",
+    "forget": "codesynapse/memory/forget",
+    "list": "codesynapse/memory/list",
+}
+
+_lock = threading.Lock()
+
+
+def memory_settings(app: Any) -> dict[str, Any]:
+    """Memory settings derived from the App's typed settings."""
+    s = app.settings
+    out: dict[str, Any] = {"native_hybrid": bool(getattr(s, "native_hybrid", False))}
+    uri = getattr(s, "milvus_uri", "")
+    if uri:
+        out.update(vectors="server", milvus_uri=uri)
+    embedder = getattr(s, "embedder", "minilm-int8")
+    if embedder in ("none", "off", ""):
+        out["embedder"] = "off"
+    elif embedder != "minilm-int8":
+        log.warning("embedder %r is not known; using the bundled minilm-int8", embedder)
+    patterns = getattr(getattr(app, "policy", None), "redact_patterns", None)
+    if patterns:
+        out["redact_patterns"] = tuple(patterns)
+    return out
+
+
+def memory_service(app: Any, scope: Scope) -> MemoryService:
+    """The MemoryService of ``scope``, opened once and closed with the App."""
+    key = f"memory:{scope.session}"
+    with _lock:
+        svc = app.services.get(key)
+        if svc is None:
+            from codesynapse.memory.factory import open_memory
+
+            svc = open_memory(app.workspace.data_dir / "memory", scope, memory_settings(app))
+            app.services[key] = svc
+        return svc
+
+
+def app_scope(app: Any) -> Scope:
+    """The scope of requests that come without a connection (the CLI): one fresh session
+    per App. The LSP server uses its connection scope instead."""
+    with _lock:
+        scope = app.services.get("memory_scope")
+        if scope is None:
+            scope = make_scope(app.settings.tenant, app.workspace.identity,
+                               getattr(app.settings, "session_label", ""))
+            app.services["memory_scope"] = scope
+        return scope
+
+
+def remember(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory_service(app, scope).remember(decode_remember(params)))
+
+
+def recall(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory_service(app, scope).recall(decode_recall(params)))
+
+
+def forget(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory_service(app, scope).forget(decode_forget(params)))
+
+
+def list_entities(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory_service(app, scope).list(decode_list(params)))
+
+
+HANDLERS: dict[str, Callable[[Any, Scope, Any], dict[str, Any]]] = {
+    METHOD_NAMES["remember"]: remember,
+    METHOD_NAMES["recall"]: recall,
+    METHOD_NAMES["forget"]: forget,
+    METHOD_NAMES["list"]: list_entities,
+}
+
+
+def _register_cli() -> None:
+    try:
+        from codesynapse.methods import register_method
+    except ImportError:  # the shared dispatch table is optional for this package
+        return
+    for name, fn in HANDLERS.items():
+        register_method(name, lambda app, params, fn=fn: fn(app, app_scope(app), params))
+
+
+_register_cli()
