@@ -1,0 +1,153 @@
+"""Live incremental indexing through a real LSP connection: unsaved buffers as overlays,
+saves, closes, and changes made on disk outside the editor (watchfiles)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    root = tmp_path / "python_repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    return root
+
+
+@pytest_lsp.fixture(config=config(data_dir="/tmp/codesynapse-e2e-live"))
+async def client(lsp_client: LanguageClient, repo):
+    await lsp_client.initialize_session(init_params(repo))
+    await wait_indexed(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def eventually(probe, timeout: float = 15.0):
+    """Poll ``probe`` until it returns a truthy value (the daemon works asynchronously)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if loop.time() > end:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.05)
+
+
+async def card(client, selector: str):
+    return await request(client, "codesynapse/symbolCard", {"selector": selector})
+
+
+async def test_unsaved_buffer_is_an_overlay_dropped_on_close(client, repo):
+    path = repo / "shop" / "pricing.py"
+    uri = path.as_uri()
+    text = path.read_text()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    edited = text + "\n\ndef loyalty_bonus(amount):\n    \"\"\"Bonus for loyal customers.\"\"\"\n    return with_tax(amount)\n"
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+
+    async def has_bonus():
+        c = await card(client, "shop.pricing.loyalty_bonus")
+        return c if c["found"] else None
+
+    c = await eventually(has_bonus)
+    check_budget(c)
+    assert c["card"]["range"] == {"startLine": 16, "endLine": 18}
+    assert c["card"]["summary"] == "Bonus for loyal customers."
+    assert c["provenance"]["freshness"]["openBuffers"] == ["shop/pricing.py"]
+    g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+    assert sorted(e["from"] for e in g["callers"]["edges"]) == ["shop.cart.Cart.total", "shop.pricing.loyalty_bonus"]
+
+    # closing without saving drops the overlay: the graph goes back to the file on disk
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def gone():
+        c = await card(client, "shop.pricing.loyalty_bonus")
+        return not c["found"]
+
+    await eventually(gone)
+    st = await request(client, "codesynapse/indexStatus", {})
+    assert st["openBuffers"] == []
+
+
+async def test_save_is_indexed(client, repo):
+    path = repo / "shop" / "cart.py"
+    uri = path.as_uri()
+    text = path.read_text().replace("def count(self):", "def size(self):").replace("self.count()", "self.size()")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())))
+    path.write_text(text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def renamed():
+        c = await card(client, "shop.cart.BaseCart.size")
+        return c if c["found"] else None
+
+    c = await eventually(renamed)
+    assert [x["qualifiedName"] for x in c["card"]["callers"]] == ["shop.cart.BaseCart.add"]
+    assert not (await card(client, "shop.cart.BaseCart.count"))["found"]
+
+
+async def test_disk_create_delete_rename_outside_the_editor(client, repo):
+    new = repo / "shop" / "refunds.py"
+    new.write_text("from shop.payment import Gateway\n\n\ndef refund(amount):\n    return Gateway().charge(-amount)\n")
+
+    async def created():
+        g = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
+                                                            "direction": "callers"})
+        return g if g["callers"]["edges"] else None
+
+    g = await eventually(created)
+    assert [(e["from"], e["resolution"]) for e in g["callers"]["edges"]] == [("shop.refunds.refund", "inferred")]
+
+    # rename on disk: the old module's nodes and edges leave, the new ones enter
+    new.rename(repo / "shop" / "returns.py")
+
+    async def moved():
+        g = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
+                                                            "direction": "callers"})
+        froms = [e["from"] for e in g["callers"]["edges"]]
+        return froms if froms == ["shop.returns.refund"] else None
+
+    await eventually(moved)
+    assert not (await card(client, "shop.refunds.refund"))["found"]
+
+    # delete: nothing stale survives
+    (repo / "shop" / "payment.py").unlink()
+
+    async def deleted():
+        c = await card(client, "shop.payment.pay_for")
+        return not c["found"]
+
+    await eventually(deleted)
+    c = await card(client, "shop.cart.Cart.checkout")
+    assert [x["qualifiedName"] for x in c["card"].get("callers", [])] == []
+    st = await request(client, "codesynapse/indexStatus", {})
+    assert st["pending"] == 0
+    assert st["files"] == 6  # 5 python files - payment.py + returns.py, and README.md
+
+
+async def test_watched_files_notification(client, repo):
+    path = repo / "shop" / "pricing.py"
+    path.write_text(path.read_text() + "\n\ndef surcharge(amount):\n    return amount\n")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Changed)]))
+
+    async def seen():
+        c = await card(client, "shop.pricing.surcharge")
+        return c if c["found"] else None
+
+    c = await eventually(seen)
+    assert c["card"]["kind"] == "function"
