@@ -70,6 +70,9 @@ def extract_tree(
     redact = _redactor(redact_extra)
     root = tree.root_node
     sep = hooks.sep
+    # Languages whose module is declared in the file (Java/Kotlin package, C# namespace,
+    # PHP namespace) name it from the tree; the path-based name is the fallback.
+    module = hooks.tree_module(root, src, module) or module
     cursor = QueryCursor(query)
     defs: list[_Def] = []
     calls: list[tuple[Node, Node, str]] = []
@@ -130,15 +133,23 @@ def extract_tree(
         if d.kind == "constant" and (parent is not None or not hooks.constant_ok(d.name, d.node)):
             continue
         d.parent = parent
-        d.qname = (parent.qname if parent else module) + sep + d.name
+        # A definition outside its type's body (Go receiver methods, Rust impl blocks, C++
+        # ``Foo::bar``) is qualified by the type the hooks name: <scope><sep>Type<sep>name.
+        owner_type = hooks.owner(d.node, src) if parent is None or parent.kind not in TYPE_KINDS else ""
+        scope_q = parent.qname if parent else module
+        if owner_type:
+            scope_q = scope_q + sep + owner_type
+        d.qname = scope_q + sep + d.name
+        is_test = hooks.is_test(d.name, d.kind, relpath, d.node, src, parent.name if parent else "")
+        if d.kind == "test" and not is_test:
+            continue  # a ``@definition.test`` capture (a JS ``it(...)`` block) the hooks did not confirm
         body = hooks.body(d.node)
         d.body_start, d.body_end = (body.start_byte, body.end_byte) if body is not None else (d.node.start_byte, d.node.end_byte)
         kept.append(d)
         if parent:
             parent.children.append(d)
         stack.append(d)
-        parent_q = parent.qname if parent else module
-        is_test = hooks.is_test(d.name, d.kind, relpath, d.node, src, parent.name if parent else "")
+        parent_q = scope_q
         kind = "test" if is_test and d.kind in ("function", "method") else d.kind
         d.kind = kind if kind == "test" else d.kind
         symbols.append(
@@ -153,7 +164,7 @@ def extract_tree(
                 end_col=d.node.end_point[1],
                 hash=hashlib.sha1(src[d.node.start_byte:d.node.end_byte]).hexdigest(),
                 summary=redact(hooks.summary(d.node, src)),
-                parent=parent_q if parent else (module if module else ""),
+                parent=parent_q,
                 is_test=is_test,
                 exported=hooks.exported(d.name, d.node, src),
             )
@@ -226,11 +237,23 @@ def extract_tree(
             if d.node.start_byte <= base_node.start_byte and base_node.end_byte <= d.node.end_byte:
                 if child is None or d.node.start_byte >= child.node.start_byte:
                     child = d
-        if child is None:
-            continue
+        if child is not None:
+            child_q = child.qname
+        else:
+            # A base named outside the type's body (Rust ``impl Trait for Type``): the hooks
+            # name the type; it is qualified by the innermost enclosing definition.
+            owner_type = hooks.base_owner(base_node, src)
+            if not owner_type:
+                continue
+            scope = None
+            for d in kept:
+                if d.node.start_byte <= base_node.start_byte and base_node.end_byte <= d.node.end_byte:
+                    if scope is None or d.node.start_byte >= scope.node.start_byte:
+                        scope = d
+            child_q = (scope.qname if scope is not None else module) + sep + owner_type
         base = hooks.callee_text(base_node, src)
         if base and base not in ("object",):
-            inherits.append(Inherit(child=child.qname, base=base[:512], kind=bkind, line=base_node.start_point[0] + 1))
+            inherits.append(Inherit(child=child_q, base=base[:512], kind=bkind, line=base_node.start_point[0] + 1))
 
     imports = hooks.imports(import_nodes, src, module, relpath)
     return FileExtraction(

@@ -114,3 +114,18 @@ class LanguageHooks:
 
     def exported(self, name: str, node: Node, src: bytes) -> bool:
         return not name.startswith("_")
+
+    def tree_module(self, root: Node, src: bytes, module: str) -> str:
+        """The module qname declared in the file (Java ``package``, C# ``namespace``), or ""
+        to keep the path-based ``module_name``."""
+        return ""
+
+    def owner(self, node: Node, src: bytes) -> str:
+        """For a definition not inside its type's body (Go ``func (s *T) m()``, Rust
+        ``impl T { fn m() }``, C++ ``void T::m()``): the owning type's name, else ""."""
+        return ""
+
+    def base_owner(self, base: Node, src: bytes) -> str:
+        """For a base-type capture outside any type body (Rust ``impl Trait for T``): the
+        name of the type that implements it, else ""."""
+        return ""
