@@ -1,0 +1,696 @@
+"""The scale-out backend: the code graph in Neo4j 5.26 (Community or Enterprise) over Bolt.
+
+Model (labels and relationship types are constants; every value is a ``$parameter``):
+
+- ``(:CsFile {graph_id, path, language, hash, size, mtime_ns, lines, module, status,
+  reason, indexed_at})`` — unique on ``(graph_id, path)``;
+- ``(:CsFile)-[:CONTAINS]->(:CsSymbol {graph_id, id, path, qname, name, kind, …,
+  ft_name, ft_qname, ft_terms})`` — unique on ``(graph_id, id)``;
+- ``(:CsCall {graph_id, id, path, caller, callee, name, head, hint, hint_name, line, col,
+  kind, target, resolution, confidence})``: a call *site* is a node, not a relationship,
+  because its target may be unresolved or outside the graph (no endpoint to attach to), a
+  qualified name may name several symbols (one per path), and resolution rewrites targets
+  incrementally: a CALLS relationship would have to be re-wired on every re-resolution.
+  Callers/callees are index seeks on ``(graph_id, target)`` / ``(graph_id, caller)``;
+- ``(:CsImport {graph_id, id, path, module, name, alias, line, target})``,
+  ``(:CsInherit {graph_id, id, path, child, base, kind, line, target, resolution,
+  confidence})``, ``(:CsMeta {graph_id, key, value})``;
+- ``(:CsCounter {graph_id, name})`` hands out the integer row ids that the protocol uses
+  (``symbol_by_id``, ``update_call_targets``); ids are opaque and differ from SQLite's.
+
+Every root binds ``graph_id`` (``{graph_id: $g, …}``, backed by composite indexes), and
+the one expansion (``CONTAINS``) binds it on both ends. Writes are batched
+``UNWIND $rows … MERGE/CREATE`` in one managed transaction per protocol call (retried by
+the driver on transient errors; the work is idempotent because it starts by deleting the
+paths it rewrites). Name search uses a Lucene full-text index over pre-tokenized,
+case- and accent-folded fields; its BM25 scores differ from SQLite FTS5's (see
+``docs/BACKENDS.md``). Driver errors become ``StoreUnavailable`` (server unreachable, timed
+out, transient) or ``StoreError`` (everything else), always ``from e``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from codesynapse.errors import StoreError, StoreUnavailable
+from codesynapse.extract.model import CallSite, FileExtraction
+from codesynapse.graph.model import (
+    CallRow,
+    FileRow,
+    GraphStats,
+    ImportRow,
+    InheritRow,
+    Resolution,
+    SymbolRow,
+)
+
+# One definition of "name terms" and of a callee's head for both backends.
+from codesynapse.graph.sqlite import _CAMEL, _head, name_terms
+from codesynapse.graph.store import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+CHUNK = 5_000  # rows per UNWIND statement
+PAGE = 5_000  # rows per page of the all_* iterators (each page is its own short transaction)
+FULLTEXT_INDEX = "cs_symbol_text"
+MAX_QUERY_TERMS = 256  # × 3 fields stays under Lucene's 1024-clause limit
+NO_LIMIT = 2**62
+
+_SCHEMA = (
+    "CREATE CONSTRAINT cs_file_key IF NOT EXISTS FOR (n:CsFile) REQUIRE (n.graph_id, n.path) IS UNIQUE",
+    "CREATE CONSTRAINT cs_symbol_key IF NOT EXISTS FOR (n:CsSymbol) REQUIRE (n.graph_id, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT cs_call_key IF NOT EXISTS FOR (n:CsCall) REQUIRE (n.graph_id, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT cs_import_key IF NOT EXISTS FOR (n:CsImport) REQUIRE (n.graph_id, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT cs_inherit_key IF NOT EXISTS FOR (n:CsInherit) REQUIRE (n.graph_id, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT cs_meta_key IF NOT EXISTS FOR (n:CsMeta) REQUIRE (n.graph_id, n.key) IS UNIQUE",
+    "CREATE CONSTRAINT cs_counter_key IF NOT EXISTS FOR (n:CsCounter) REQUIRE (n.graph_id, n.name) IS UNIQUE",
+    "CREATE INDEX cs_symbol_qname IF NOT EXISTS FOR (n:CsSymbol) ON (n.graph_id, n.qname)",
+    "CREATE INDEX cs_symbol_name IF NOT EXISTS FOR (n:CsSymbol) ON (n.graph_id, n.name)",
+    "CREATE INDEX cs_symbol_path IF NOT EXISTS FOR (n:CsSymbol) ON (n.graph_id, n.path)",
+    "CREATE INDEX cs_call_target IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.target)",
+    "CREATE INDEX cs_call_caller IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.caller)",
+    "CREATE INDEX cs_call_name IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.name)",
+    "CREATE INDEX cs_call_head IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.head)",
+    "CREATE INDEX cs_call_hint IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.hint_name)",
+    "CREATE INDEX cs_call_path IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.path)",
+    "CREATE INDEX cs_import_path IF NOT EXISTS FOR (n:CsImport) ON (n.graph_id, n.path)",
+    "CREATE INDEX cs_inherit_path IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.path)",
+    "CREATE INDEX cs_inherit_target IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.target)",
+    "CREATE INDEX cs_inherit_child IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.child)",
+    # whitespace analyzer: the fields hold tokens this module already split and folded,
+    # so Lucene tokenizes exactly like the query side (see _fold_tokens)
+    "CREATE FULLTEXT INDEX cs_symbol_text IF NOT EXISTS FOR (n:CsSymbol) "
+    "ON EACH [n.ft_name, n.ft_qname, n.ft_terms] "
+    "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace', `fulltext.eventually_consistent`: false}}",
+)
+
+# Deleting what a path owns, one label at a time (each an index seek on (graph_id, path)).
+_DELETE_BY_PATH = {
+    label: f"UNWIND $paths AS p MATCH (n:{label} {{graph_id: $g, path: p}}) DETACH DELETE n"
+    for label in ("CsSymbol", "CsCall", "CsImport", "CsInherit", "CsFile")
+}
+
+_SYM_ORDER = " ORDER BY s.qname, s.path, s.start_line, s.id"
+_CALL_ORDER = " ORDER BY c.path, c.line, c.col, c.callee, c.id"
+
+
+# ---- search terms -------------------------------------------------------------------------
+
+def _fold(token: str) -> str:
+    """Lower-case and strip diacritics (FTS5 unicode61 folds case and removes diacritics)."""
+    decomposed = unicodedata.normalize("NFKD", token)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+
+
+def _fold_tokens(text: str) -> str:
+    """Word tokens (letters, digits, underscore — unicode61 with tokenchars '_'), folded,
+    space-separated: what the full-text fields hold."""
+    return " ".join(_fold(t) for t in re.findall(r"\w+", text))
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms of a free-text query, as SQLite's FTS5 query builds them: every word token
+    (at most 32) plus its camel-case parts when it has several; folded, de-duplicated."""
+    toks = [t for t in re.split(r"[^\w]+", text) if t]
+    terms: list[str] = []
+    for t in toks[:32]:
+        terms.append(t)
+        low = [m.group(0).lower() for m in _CAMEL.finditer(t)]
+        if len(low) > 1:
+            terms.extend(low)
+    folded = [_fold(t) for t in terms]
+    return [t for t in dict.fromkeys(folded) if t and re.fullmatch(r"\w+", t)][:MAX_QUERY_TERMS]
+
+
+def lucene_query(text: str) -> str:
+    """A Lucene query over the three fields with FTS5's column weights (4, 2, 1). Terms are
+    \\w+ only, so quoting them is enough; the whole string travels as a parameter."""
+    clauses: list[str] = []
+    for t in query_terms(text):
+        clauses += [f'ft_name:"{t}"^4', f'ft_qname:"{t}"^2', f'ft_terms:"{t}"']
+    return " OR ".join(clauses)
+
+
+# ---- error translation --------------------------------------------------------------------
+
+def _translate(e: Exception, what: str) -> StoreError:
+    from neo4j import exceptions as nx
+
+    msg = f"neo4j {what} failed: {e.__class__.__name__}: {e}"
+    code = getattr(e, "code", "") or ""
+    if isinstance(e, (nx.ServiceUnavailable, nx.SessionExpired, nx.ConnectionAcquisitionTimeoutError,
+                      nx.TransientError, nx.DatabaseUnavailable)):
+        return StoreUnavailable(msg)
+    if "TransactionTimedOut" in code or "Timeout" in code:
+        return StoreUnavailable(msg)
+    if isinstance(e, nx.AuthError):
+        return StoreError(f"neo4j {what}: authentication failed (check CODESYNAPSE_NEO4J_USER/_PASSWORD): {e}")
+    return StoreError(msg)
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    from neo4j import exceptions as nx
+
+    return (nx.Neo4jError, nx.DriverError)
+
+
+# ---- the store ----------------------------------------------------------------------------
+
+class Neo4jGraphStore:
+    """GraphStore on a Neo4j database. Thread-safe: the driver pools connections and every
+    call opens its own short session."""
+
+    def __init__(self, uri: str, graph_id: str, *, user: str = "neo4j", password: str = "",
+                 database: str | None = None, connect_timeout: float = 5.0,
+                 read_timeout: float = 10.0, write_timeout: float = 300.0):
+        if not uri:
+            raise StoreError("the neo4j backend needs a URI (CODESYNAPSE_NEO4J_URI, e.g. bolt://host:7687)")
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import ConfigurationError
+
+        self.uri = uri
+        self.graph_id = graph_id
+        self.database = database
+        self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
+        self._errors = _driver_errors()
+        auth = (user, password) if password else None
+        try:
+            self._driver = GraphDatabase.driver(
+                uri, auth=auth, connection_timeout=connect_timeout,
+                connection_acquisition_timeout=max(connect_timeout, 10.0),
+                max_transaction_retry_time=15.0, notifications_min_severity="OFF")
+        except (ValueError, ConfigurationError) as e:
+            raise StoreError(f"invalid neo4j URI {uri!r}: {e}") from e
+        self._bookmarks = GraphDatabase.bookmark_manager()
+        try:
+            self._driver.verify_connectivity()
+            self._ensure_schema()
+            version = self.get_meta("schema_version")
+            if version is not None and int(version) != SCHEMA_VERSION:
+                raise StoreError(f"graph schema version {version} != {SCHEMA_VERSION} for graph {graph_id}; "
+                                 f"drop it (Neo4jGraphStore.delete_graph) to rebuild")
+            if version is None:
+                self.set_meta({"schema_version": str(SCHEMA_VERSION)})
+        except self._errors as e:
+            self._driver.close()
+            raise _translate(e, f"connect to {uri}") from e
+        except BaseException:
+            self._driver.close()
+            raise
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _ensure_schema(self) -> None:
+        from neo4j.exceptions import ClientError
+
+        for stmt in _SCHEMA:
+            try:
+                self._driver.execute_query(stmt, database_=self.database)
+            except ClientError as e:  # another process created the same rule meanwhile
+                if "EquivalentSchemaRuleAlreadyExists" not in (e.code or "") and "already exists" not in str(e):
+                    raise
+        self._driver.execute_query("CALL db.awaitIndexes(120)", database_=self.database)
+
+    def _session(self):
+        return self._driver.session(database=self.database, bookmark_manager=self._bookmarks)
+
+    def _read(self, what: str, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+        from neo4j import unit_of_work
+
+        try:
+            with self._session() as s:
+                return s.execute_read(unit_of_work(timeout=timeout or self.read_timeout)(fn), *args)
+        except self._errors as e:
+            raise _translate(e, what) from e
+
+    def _write(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        from neo4j import unit_of_work
+
+        try:
+            with self._session() as s:
+                return s.execute_write(unit_of_work(timeout=self.write_timeout)(fn), *args)
+        except self._errors as e:
+            raise _translate(e, what) from e
+
+    def _rows(self, what: str, query: str, **params: Any) -> list[Any]:
+        """Run one read query as an auto-commit transaction (one round trip fewer than a
+        managed one: single-query reads have nothing to retry as a unit); every record's
+        single value (map projections or scalars)."""
+        from neo4j import Query
+
+        params.setdefault("g", self.graph_id)
+        try:
+            with self._session() as s:
+                return [rec.values()[0] for rec in s.run(Query(query, timeout=self.read_timeout), params)]
+        except self._errors as e:
+            raise _translate(e, what) from e
+
+    def _scalar(self, what: str, query: str, **params: Any) -> Any:
+        rows = self._rows(what, query, **params)
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        try:
+            self._driver.close()
+        except self._errors:  # closing must not fail a shutdown
+            log.debug("closing the neo4j driver failed", exc_info=True)
+
+    # -- meta ----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        return self._scalar("get_meta", "MATCH (m:CsMeta {graph_id: $g, key: $key}) RETURN m.value", key=key)
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        rows = [{"key": k, "value": str(v)} for k, v in values.items()]
+        g = self.graph_id
+
+        def work(tx):
+            tx.run("UNWIND $rows AS r MERGE (m:CsMeta {graph_id: $g, key: r.key}) SET m.value = r.value",
+                   rows=rows, g=g).consume()
+
+        self._write("set_meta", work)
+
+    # -- writes --------------------------------------------------------------------------
+    @staticmethod
+    def _alloc(tx, g: str, n: int) -> int:
+        """Reserve ``n`` row ids in this graph; returns the id before the first."""
+        if n <= 0:
+            return 0
+        rec = tx.run(
+            "MERGE (c:CsCounter {graph_id: $g, name: 'rows'}) ON CREATE SET c.next = 0 "
+            "SET c.next = c.next + $n RETURN c.next - $n AS base", g=g, n=n).single()
+        return int(rec["base"])
+
+    @staticmethod
+    def _unwind(tx, query: str, rows: list[dict[str, Any]], **params: Any) -> None:
+        for i in range(0, len(rows), CHUNK):
+            tx.run(query, rows=rows[i:i + CHUNK], **params).consume()
+
+    def _delete_paths_tx(self, tx, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        for i in range(0, len(paths), CHUNK):
+            part = list(paths[i:i + CHUNK])
+            for stmt in _DELETE_BY_PATH.values():
+                tx.run(stmt, paths=part, g=self.graph_id).consume()
+
+    def _call_row(self, path: str, c: CallSite, r: Resolution) -> dict[str, Any]:
+        return {"graph_id": self.graph_id, "path": path, "caller": c.caller, "callee": c.callee, "name": c.name,
+                "head": _head(c.callee), "hint": c.receiver_hint,
+                "hint_name": c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "",
+                "line": c.line, "col": c.col, "kind": c.kind, "target": r.target, "resolution": r.resolution,
+                "confidence": float(r.confidence)}
+
+    def _insert_tx(self, tx, symbols: list[dict], calls: list[dict], imports: list[dict],
+                   inherits: list[dict]) -> None:
+        base = self._alloc(tx, self.graph_id, len(symbols) + len(calls) + len(imports) + len(inherits))
+        for rows in (symbols, calls, imports, inherits):
+            for r in rows:
+                base += 1
+                r["id"] = base
+        g = self.graph_id
+        self._unwind(tx, "UNWIND $rows AS r MATCH (f:CsFile {graph_id: $g, path: r.path}) "
+                         "CREATE (f)-[:CONTAINS]->(s:CsSymbol) SET s = r", symbols, g=g)
+        self._unwind(tx, "UNWIND $rows AS r CREATE (c:CsCall) SET c = r", calls)
+        self._unwind(tx, "UNWIND $rows AS r CREATE (i:CsImport) SET i = r", imports)
+        self._unwind(tx, "UNWIND $rows AS r CREATE (i:CsInherit) SET i = r", inherits)
+
+    def write_files(
+        self,
+        extractions: Sequence[tuple[FileExtraction, int]],
+        skipped: Sequence[FileRow] = (),
+        call_targets: dict[tuple[str, int], Resolution] | None = None,
+        inherit_targets: dict[tuple[str, int], Resolution] | None = None,
+        import_targets: dict[tuple[str, int], str] | None = None,
+        with_calls: bool = True,
+    ) -> None:
+        g = self.graph_id
+        call_targets = call_targets or {}
+        inherit_targets = inherit_targets or {}
+        import_targets = import_targets or {}
+        now = time.time()
+        unresolved = Resolution("", "unresolved", 0.0)
+        files: list[dict[str, Any]] = []
+        syms: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        imps: list[dict[str, Any]] = []
+        inhs: list[dict[str, Any]] = []
+        for fx, mtime in extractions:
+            files.append({"graph_id": g, "path": fx.path, "language": fx.language, "hash": fx.hash,
+                          "size": fx.size, "mtime_ns": mtime, "lines": fx.lines, "module": fx.module,
+                          "status": "partial" if fx.partial else "indexed",
+                          "reason": fx.error or ("syntax errors; partial extraction" if fx.partial else ""),
+                          "indexed_at": now})
+            for s in fx.symbols:
+                syms.append({"graph_id": g, "path": fx.path, "qname": s.qname, "name": s.name, "kind": s.kind,
+                             "signature": s.signature, "start_line": s.start_line, "end_line": s.end_line,
+                             "start_col": s.start_col, "end_col": s.end_col, "hash": s.hash, "summary": s.summary,
+                             "parent": s.parent, "is_test": bool(s.is_test), "exported": bool(s.exported),
+                             "language": fx.language, "terms": name_terms(s.name, s.qname),
+                             "ft_name": _fold_tokens(s.name), "ft_qname": _fold_tokens(s.qname),
+                             "ft_terms": _fold_tokens(name_terms(s.name, s.qname))})
+            for i, c in enumerate(fx.calls if with_calls else ()):
+                calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
+            for i, im in enumerate(fx.imports):
+                imps.append({"graph_id": g, "path": fx.path, "module": im.module, "name": im.name,
+                             "alias": im.alias, "line": im.line, "target": import_targets.get((fx.path, i), "")})
+            for i, ih in enumerate(fx.inherits):
+                r = inherit_targets.get((fx.path, i), unresolved)
+                inhs.append({"graph_id": g, "path": fx.path, "child": ih.child, "base": ih.base, "kind": ih.kind,
+                             "line": ih.line, "target": r.target, "resolution": r.resolution,
+                             "confidence": float(r.confidence)})
+        for s in skipped:
+            files.append({"graph_id": g, "path": s.path, "language": s.language, "hash": s.hash, "size": s.size,
+                          "mtime_ns": s.mtime_ns, "lines": s.lines, "module": s.module, "status": "skipped",
+                          "reason": s.reason, "indexed_at": now})
+        paths = list(dict.fromkeys([fx.path for fx, _ in extractions] + [s.path for s in skipped]))
+
+        def work(tx):
+            self._delete_paths_tx(tx, paths)
+            self._unwind(tx, "UNWIND $rows AS r MERGE (f:CsFile {graph_id: $g, path: r.path}) SET f += r",
+                         files, g=g)
+            self._insert_tx(tx, syms, calls, imps, inhs)
+
+        self._write("write_files", work)
+
+    def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
+        """Add call sites (with their resolution) for files written with ``with_calls=False``."""
+        if not items:
+            return
+        rows = [self._call_row(path, c, r) for path, c, r in items]
+        self._write("insert_calls", lambda tx: self._insert_tx(tx, [], rows, [], []))
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        paths = list(dict.fromkeys(paths))
+        if paths:
+            self._write("delete_files", lambda tx: self._delete_paths_tx(tx, paths))
+
+    def _update(self, what: str, label: str, sets: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        query = f"UNWIND $rows AS r MATCH (n:{label} {{graph_id: $g, id: r.id}}) SET {sets}"
+        self._write(what, lambda tx: self._unwind(tx, query, rows, g=self.graph_id))
+
+    def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("update_call_targets", "CsCall",
+                     "n.target = r.target, n.resolution = r.resolution, n.confidence = r.confidence",
+                     [{"id": i, "target": r.target, "resolution": r.resolution, "confidence": float(r.confidence)}
+                      for i, r in updates])
+
+    def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("update_inherit_targets", "CsInherit",
+                     "n.target = r.target, n.resolution = r.resolution, n.confidence = r.confidence",
+                     [{"id": i, "target": r.target, "resolution": r.resolution, "confidence": float(r.confidence)}
+                      for i, r in updates])
+
+    def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
+        self._update("update_import_targets", "CsImport", "n.target = r.target",
+                     [{"id": i, "target": t} for i, t in updates])
+
+    def delete_graph(self) -> int:
+        """Remove every node of this graph id (files, symbols, calls, imports, inherits, meta,
+        counter), in batches. Not part of the protocol: for tests, benchmarks and rebuilds."""
+        total = 0
+        for label in ("CsSymbol", "CsCall", "CsImport", "CsInherit", "CsFile", "CsMeta", "CsCounter"):
+            query = (f"MATCH (n:{label} {{graph_id: $g}}) WITH n LIMIT 20000 "
+                     "DETACH DELETE n RETURN count(*) AS n")
+            while True:
+                n = self._write("delete_graph", lambda tx, q=query: tx.run(q, g=self.graph_id).single()["n"])
+                total += n
+                if n == 0:
+                    break
+        return total
+
+    # -- row conversion ------------------------------------------------------------------
+    @staticmethod
+    def _file(r: dict[str, Any]) -> FileRow:
+        return FileRow(path=r["path"], language=r.get("language") or "", hash=r.get("hash") or "",
+                       size=r.get("size") or 0, mtime_ns=r.get("mtime_ns") or 0, lines=r.get("lines") or 0,
+                       module=r.get("module") or "", status=r["status"], reason=r.get("reason") or "",
+                       indexed_at=r.get("indexed_at") or 0.0)
+
+    @staticmethod
+    def _sym(r: dict[str, Any]) -> SymbolRow:
+        return SymbolRow(id=r["id"], path=r["path"], qname=r["qname"], name=r["name"], kind=r["kind"],
+                         signature=r.get("signature") or "", start_line=r["start_line"], end_line=r["end_line"],
+                         start_col=r["start_col"], end_col=r["end_col"], hash=r.get("hash") or "",
+                         summary=r.get("summary") or "", parent=r.get("parent") or "",
+                         is_test=bool(r.get("is_test")), exported=bool(r.get("exported")),
+                         language=r.get("language") or "")
+
+    @staticmethod
+    def _call(r: dict[str, Any]) -> CallRow:
+        return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
+                       line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
+                       resolution=r["resolution"], confidence=r["confidence"])
+
+    @staticmethod
+    def _imp(r: dict[str, Any]) -> ImportRow:
+        return ImportRow(path=r["path"], module=r["module"], name=r["name"], alias=r["alias"], line=r["line"],
+                         target=r["target"])
+
+    @staticmethod
+    def _inh(r: dict[str, Any]) -> InheritRow:
+        return InheritRow(path=r["path"], child=r["child"], base=r["base"], kind=r["kind"], line=r["line"],
+                          target=r["target"], resolution=r["resolution"], confidence=r["confidence"])
+
+    # Properties read back (the full-text fields stay in the database).
+    _SYM = "s {.id, .path, .qname, .name, .kind, .signature, .start_line, .end_line, .start_col, .end_col, " \
+           ".hash, .summary, .parent, .is_test, .exported, .language}"
+
+    def _paged(self, what: str, first: str, rest: str, key: Callable[[dict[str, Any]], Any]) -> Iterator[dict]:
+        """Keyset pagination: each page is one short read transaction, so a slow consumer
+        never holds a transaction open past the read timeout."""
+        rows = self._rows(what, first, n=PAGE)
+        while rows:
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            rows = self._rows(what, rest, n=PAGE, after=key(rows[-1]))
+
+    # -- reads ---------------------------------------------------------------------------
+    def files(self) -> list[FileRow]:
+        return [self._file(r) for r in self._rows("files", "MATCH (f:CsFile {graph_id: $g}) RETURN f {.*} "
+                                                           "ORDER BY f.path")]
+
+    def file(self, path: str) -> FileRow | None:
+        r = self._scalar("file", "MATCH (f:CsFile {graph_id: $g, path: $p}) RETURN f {.*}", p=path)
+        return self._file(r) if r else None
+
+    def symbols_in_file(self, path: str) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._rows(
+            "symbols_in_file",
+            "MATCH (f:CsFile {graph_id: $g, path: $p})-[:CONTAINS]->(s:CsSymbol {graph_id: $g}) "
+            f"RETURN {self._SYM} ORDER BY s.start_line, s.start_col, s.qname, s.id", p=path)]
+
+    def all_symbols(self) -> Iterable[SymbolRow]:
+        head = f"MATCH (s:CsSymbol {{graph_id: $g}}) "
+        tail = f"RETURN {self._SYM}" + _SYM_ORDER + " LIMIT $n"
+        rows = self._paged("all_symbols", head + tail,
+                           head + "WHERE [s.qname, s.path, s.start_line, s.id] > $after " + tail,
+                           lambda r: [r["qname"], r["path"], r["start_line"], r["id"]])
+        return (self._sym(r) for r in rows)
+
+    def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._rows(
+            "symbols_by_qname", f"MATCH (s:CsSymbol {{graph_id: $g, qname: $q}}) RETURN {self._SYM}" + _SYM_ORDER,
+            q=qname)]
+
+    def symbols_by_name(self, name: str, limit: int = 50) -> list[SymbolRow]:
+        return [self._sym(r) for r in self._rows(
+            "symbols_by_name",
+            f"MATCH (s:CsSymbol {{graph_id: $g, name: $q}}) RETURN {self._SYM}" + _SYM_ORDER + " LIMIT $lim",
+            q=name, lim=_lim(limit))]
+
+    def symbol_by_id(self, symbol_id: int) -> SymbolRow | None:
+        r = self._scalar("symbol_by_id", f"MATCH (s:CsSymbol {{graph_id: $g, id: $id}}) RETURN {self._SYM}",
+                         id=int(symbol_id))
+        return self._sym(r) if r else None
+
+    def symbol_at(self, path: str, line: int) -> SymbolRow | None:
+        r = self._scalar(
+            "symbol_at",
+            "MATCH (s:CsSymbol {graph_id: $g, path: $p}) "
+            "WHERE s.start_line <= $line AND s.end_line >= $line AND s.kind <> 'module' "
+            f"RETURN {self._SYM} ORDER BY s.end_line - s.start_line, s.start_line DESC, s.id LIMIT 1",
+            p=path, line=line)
+        return self._sym(r) if r else None
+
+    def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        q = lucene_query(text)
+        if not q or limit <= 0:
+            return []
+
+        def work(tx):
+            return [(rec["s"], rec["score"]) for rec in tx.run(
+                f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $q) YIELD node AS s, score "
+                f"WHERE s.graph_id = $g RETURN {self._SYM} AS s, score "
+                "ORDER BY score DESC, s.qname, s.path, s.start_line, s.id SKIP $off LIMIT $lim",
+                q=q, g=self.graph_id, off=max(0, offset), lim=_lim(limit))]
+
+        return [(self._sym(r), float(score)) for r, score in self._read("search", work)]
+
+    def count_search(self, text: str) -> int:
+        q = lucene_query(text)
+        if not q:
+            return 0
+        return self._scalar("count_search",
+                            f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $q) YIELD node "
+                            "WHERE node.graph_id = $g RETURN count(node)", q=q)
+
+    def _calls(self, what: str, where: str, limit: int | None = None, **params: Any) -> list[CallRow]:
+        query = f"MATCH (c:CsCall {{graph_id: $g, {where}}}) RETURN c {{.*}}" + _CALL_ORDER
+        if limit is not None:
+            query += " LIMIT $lim"
+            params["lim"] = _lim(limit)
+        return [self._call(r) for r in self._rows(what, query, **params)]
+
+    def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:
+        return self._calls("callers", "target: $q", limit, q=qname)
+
+    def count_callers(self, qname: str) -> int:
+        return self._scalar("count_callers", "MATCH (c:CsCall {graph_id: $g, target: $q}) RETURN count(c)", q=qname)
+
+    def callees(self, caller: str, limit: int = 1000) -> list[CallRow]:
+        return self._calls("callees", "caller: $q", limit, q=caller)
+
+    def count_callees(self, caller: str) -> int:
+        return self._scalar("count_callees", "MATCH (c:CsCall {graph_id: $g, caller: $q}) RETURN count(c)",
+                            q=caller)
+
+    def unresolved_named(self, name: str, limit: int = 100) -> list[CallRow]:
+        return self._calls("unresolved_named", "name: $q, target: '', resolution: 'unresolved'", limit, q=name)
+
+    def count_unresolved_named(self, name: str) -> int:
+        return self._scalar("count_unresolved_named",
+                            "MATCH (c:CsCall {graph_id: $g, name: $q, target: '', resolution: 'unresolved'}) "
+                            "RETURN count(c)", q=name)
+
+    def calls_in_files(self, paths: Iterable[str]) -> list[CallRow]:
+        paths = list(paths)
+        if not paths:
+            return []
+        rows = self._rows("calls_in_files",
+                          "UNWIND range(0, size($paths) - 1) AS i "
+                          "MATCH (c:CsCall {graph_id: $g, path: $paths[i]}) "
+                          "RETURN c {.*, _i: i} ORDER BY i, c.line, c.col, c.callee, c.id", paths=paths)
+        return [self._call(r) for r in rows]
+
+    def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names))
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), 1000):
+            chunk = names[i:i + 1000]
+            for r in self._rows(
+                    "calls_touching",
+                    "CALL { "
+                    "UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, name: x}) RETURN c "
+                    "UNION UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, head: x}) RETURN c "
+                    "UNION UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, hint_name: x}) RETURN c } "
+                    "RETURN c {.*}", names=chunk):
+                out[r["id"]] = self._call(r)
+        return [out[k] for k in sorted(out)]
+
+    def all_calls(self) -> Iterable[CallRow]:
+        return (self._call(r) for r in self._by_id("all_calls", "CsCall"))
+
+    def _by_id(self, what: str, label: str) -> Iterator[dict[str, Any]]:
+        head = f"MATCH (n:{label} {{graph_id: $g}}) "
+        tail = "RETURN n {.*} ORDER BY n.id LIMIT $n"
+        return self._paged(what, head + tail, head + "WHERE n.id > $after " + tail, lambda r: r["id"])
+
+    def imports(self, path: str | None = None) -> list[ImportRow]:
+        if path is None:
+            rows = self._rows("imports", "MATCH (i:CsImport {graph_id: $g}) RETURN i {.*} "
+                                         "ORDER BY i.path, i.line, i.module, i.name, i.id")
+        else:
+            rows = self._rows("imports", "MATCH (i:CsImport {graph_id: $g, path: $p}) RETURN i {.*} "
+                                         "ORDER BY i.line, i.module, i.name, i.id", p=path)
+        return [self._imp(r) for r in rows]
+
+    def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
+        return ((r["id"], self._imp(r)) for r in self._by_id("all_imports", "CsImport"))
+
+    def inherits(self, path: str | None = None) -> list[InheritRow]:
+        if path is None:
+            rows = self._rows("inherits", "MATCH (i:CsInherit {graph_id: $g}) RETURN i {.*} "
+                                          "ORDER BY i.path, i.line, i.child, i.base, i.id")
+        else:
+            rows = self._rows("inherits", "MATCH (i:CsInherit {graph_id: $g, path: $p}) RETURN i {.*} "
+                                          "ORDER BY i.line, i.child, i.base, i.id", p=path)
+        return [self._inh(r) for r in rows]
+
+    def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
+        return ((r["id"], self._inh(r)) for r in self._by_id("all_inherits", "CsInherit"))
+
+    def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
+        return [self._inh(r) for r in self._rows(
+            "subtypes", "MATCH (i:CsInherit {graph_id: $g, target: $q}) RETURN i {.*} "
+                        "ORDER BY i.child, i.path, i.id LIMIT $lim", q=qname, lim=_lim(limit))]
+
+    def stats(self) -> GraphStats:
+        g = self.graph_id
+
+        def work(tx):
+            files = [r.data() for r in tx.run(
+                "MATCH (f:CsFile {graph_id: $g}) RETURN f.status = 'skipped' AS skipped, f.language AS language, "
+                "count(*) AS n ORDER BY language", g=g)]
+            kinds = [r.data() for r in tx.run(
+                "MATCH (s:CsSymbol {graph_id: $g}) RETURN s.kind AS kind, count(*) AS n ORDER BY kind", g=g)]
+            calls = tx.run("MATCH (c:CsCall {graph_id: $g}) "
+                           "RETURN count(c) AS n, count(CASE WHEN c.target <> '' THEN 1 END) AS resolved",
+                           g=g).single().data()
+            imports = tx.run("MATCH (i:CsImport {graph_id: $g}) RETURN count(i) AS n", g=g).single()["n"]
+            inherits = tx.run("MATCH (i:CsInherit {graph_id: $g}) RETURN count(i) AS n", g=g).single()["n"]
+            return files, kinds, calls, imports, inherits
+
+        files, kinds, calls, imports, inherits = self._read("stats", work)
+        langs: dict[str, int] = {}
+        for r in files:
+            if not r["skipped"]:
+                langs[r["language"]] = langs.get(r["language"], 0) + r["n"]
+        return GraphStats(
+            files=sum(r["n"] for r in files if not r["skipped"]),
+            skipped=sum(r["n"] for r in files if r["skipped"]),
+            symbols=sum(r["n"] for r in kinds),
+            calls=calls["n"],
+            resolved_calls=calls["resolved"],
+            imports=imports,
+            inherits=inherits,
+            languages=langs,
+            kinds={r["kind"]: r["n"] for r in kinds},
+        )
+
+    def dump(self) -> dict[str, list[tuple]]:
+        """The same tuples, in the same order, as ``SqliteGraphStore.dump`` (booleans as 0/1)."""
+        g = self.graph_id
+
+        def work(tx):
+            def rows(query: str) -> list[tuple]:
+                return sorted(tuple(rec.values()) for rec in tx.run(query, g=g))
+
+            return {
+                "files": rows("MATCH (f:CsFile {graph_id: $g}) RETURN f.path, f.language, f.hash, f.size, f.lines, "
+                              "f.module, f.status, f.reason"),
+                "symbols": rows(
+                    "MATCH (s:CsSymbol {graph_id: $g}) RETURN s.path, s.qname, s.name, s.kind, s.signature, "
+                    "s.start_line, s.end_line, s.start_col, s.end_col, s.hash, s.summary, s.parent, "
+                    "CASE WHEN s.is_test THEN 1 ELSE 0 END, CASE WHEN s.exported THEN 1 ELSE 0 END, s.language"),
+                "calls": rows("MATCH (c:CsCall {graph_id: $g}) RETURN c.path, c.caller, c.callee, c.name, c.hint, "
+                              "c.line, c.col, c.kind, c.target, c.resolution, c.confidence"),
+                "imports": rows("MATCH (i:CsImport {graph_id: $g}) RETURN i.path, i.module, i.name, i.alias, "
+                                "i.line, i.target"),
+                "inherits": rows("MATCH (i:CsInherit {graph_id: $g}) RETURN i.path, i.child, i.base, i.kind, "
+                                 "i.line, i.target, i.resolution, i.confidence"),
+            }
+
+        return self._read("dump", work, timeout=self.write_timeout)
+
+
+def _lim(limit: int) -> int:
+    """SQLite reads a negative LIMIT as "no limit"; Cypher rejects it. Same meaning here."""
+    return NO_LIMIT if limit < 0 else int(limit)
