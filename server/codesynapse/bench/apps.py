@@ -1,0 +1,44 @@
+"""Open an App over a corpus with the benchmark's policy and a data folder of our choosing."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def _construct(root: Path, settings):
+    from codesynapse.app import App
+
+    try:
+        from codesynapse.policy import load_policy  # noqa: F401
+    except ImportError:
+        # The policy loader is not in this build yet: open the App without a repository
+        # policy; the benchmark's own policy object is installed right after.
+        import codesynapse.app as appmod
+
+        log.warning("codesynapse.policy.load_policy is missing: opening the App without a repository policy")
+        original = appmod.load_policy_for
+        appmod.load_policy_for = lambda root, previous=None: (None, [])
+        try:
+            return App(root, settings)
+        finally:
+            appmod.load_policy_for = original
+    return App(root, settings)
+
+
+def open_app(root: Path | str, data_dir: Path | str, exclude: tuple[str, ...] = (), include: tuple[str, ...] = (),
+             **overrides):
+    """An App on ``root`` whose index lives in ``data_dir`` and whose policy is the default
+    policy plus ``exclude``/``include`` (the same object for walk, live updates and the
+    recorded fingerprint)."""
+    from codesynapse.bench.corpora import make_policy
+    from codesynapse.settings import load_settings
+
+    settings = load_settings({"data_dir": str(data_dir), **overrides})
+    app = _construct(Path(root), settings)
+    policy = make_policy(exclude, include)
+    app.policy = policy
+    app.indexer.policy = policy
+    return app
