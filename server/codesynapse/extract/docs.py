@@ -1,0 +1,367 @@
+"""Documents and configuration: Markdown sections and YAML/TOML/JSON key paths.
+
+Only structure is kept, never values: a Markdown heading becomes a ``section`` symbol
+(qname ``docs/guide.md#Install > From source``, lines from the heading to the line before the
+next heading of the same or a higher level, summary = first sentence of its first paragraph);
+a config key becomes a ``key`` symbol (qname ``deploy/app.yaml#server.tls.cert``, list items as
+``[i]``, summary = the comment lines directly above it). Summaries pass the redactor. A key's
+``hash`` is the SHA-1 of the file's content hash followed by the pair's bytes, so it changes
+when the value changes but cannot be checked against guessed values without the whole file.
+
+Caps: key paths are at most ``MAX_DEPTH`` components deep and a file yields at most
+``MAX_KEYS`` keys (or sections); deeper or later ones are not recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from tree_sitter import Node
+
+from codesynapse.extract.hooks import first_sentence, squash, text
+from codesynapse.extract.model import FileExtraction, Symbol
+
+MAX_DEPTH = 6
+MAX_KEYS = 2000
+_WS = re.compile(r"\s+")
+
+
+def _redactor(extra):
+    from codesynapse.extract.redact import redact
+
+    return lambda s: redact(s, extra) if s else s
+
+
+def _line_count(src: bytes) -> int:
+    return src.count(b"\n") + (0 if src.endswith(b"\n") or not src else 1)
+
+
+def _end_line(node: Node) -> int:
+    """1-based last line; a node that ends at column 0 (its trailing newline) ends the line before."""
+    row, col = node.end_point
+    if col == 0 and row > node.start_point[0]:
+        return row
+    return row + 1
+
+
+def _node_hash(file_hash: str, node: Node, src: bytes) -> str:
+    return hashlib.sha1(file_hash.encode() + b"\0" + src[node.start_byte:node.end_byte]).hexdigest()
+
+
+class _DocHooks:
+    """What every document language shares: module = the path, and the symbol plumbing."""
+
+    sep = "#"
+
+    def module_name(self, relpath: str, root: str) -> str:
+        return relpath
+
+    def is_package(self, relpath: str) -> bool:
+        return False
+
+
+# -- Markdown ------------------------------------------------------------------------------
+class MarkdownHooks(_DocHooks):
+    def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
+                redact_extra=()) -> FileExtraction:
+        redact = _redactor(redact_extra)
+        tree = parser.parse(src)
+        lines = src.split(b"\n")
+        n_lines = _line_count(src)
+        heads: list[tuple[int, str, Node]] = []  # (level, title, heading node)
+        stack = [tree.root_node]
+        while stack:
+            n = stack.pop()
+            if n.type == "atx_heading":
+                level = next((int(c.type[5]) for c in n.children if re.match(r"atx_h\d_marker", c.type)), 1)
+                content = n.child_by_field_name("heading_content")
+                title = text(content, src).strip().rstrip("#").strip() if content is not None else ""
+                heads.append((level, title, n))
+                continue
+            if n.type == "setext_heading":
+                level = 1 if any(c.type == "setext_h1_underline" for c in n.children) else 2
+                content = n.child_by_field_name("heading_content")
+                heads.append((level, _WS.sub(" ", text(content, src)).strip(), n))
+                continue
+            if n.type in ("fenced_code_block", "indented_code_block", "html_block"):
+                continue
+            stack.extend(reversed(n.children))
+        heads.sort(key=lambda h: h[2].start_byte)
+
+        def blank(i: int) -> bool:  # 1-based line
+            return 0 < i <= len(lines) and not lines[i - 1].strip()
+
+        symbols: list[Symbol] = []
+        path: list[tuple[int, str, str]] = []  # (level, title, qname)
+        seen: dict[str, int] = {}
+        for i, (level, title, node) in enumerate(heads[:MAX_KEYS]):
+            if not title:
+                continue
+            start = node.start_point[0] + 1
+            end = n_lines
+            for lv2, _t, nd in heads[i + 1:]:
+                if lv2 <= level:
+                    end = nd.start_point[0]
+                    break
+            while end > start and blank(end):
+                end -= 1
+            while path and path[-1][0] >= level:
+                path.pop()
+            parent = path[-1][2] if path else module
+            crumbs = [t for _lv, t, _q in path] + [title]
+            qname = f"{module}#{' > '.join(crumbs)}"
+            if qname in seen:  # the same heading twice under one parent
+                seen[qname] += 1
+                qname = f"{qname} ({seen[qname]})"
+            else:
+                seen[qname] = 1
+            path.append((level, title, qname))
+            symbols.append(Symbol(
+                qname=qname, name=title[:256], kind="section", signature=squash(f"{'#' * level} {title}"),
+                start_line=start, end_line=end, start_col=node.start_point[1], end_col=0,
+                hash=hashlib.sha1(b"\n".join(lines[start - 1:end])).hexdigest(),
+                summary=redact(self._first_paragraph(node, src)), parent=parent,
+            ))
+        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=n_lines,
+                              module=module, symbols=symbols, partial=tree.root_node.has_error)
+
+    @staticmethod
+    def _first_paragraph(heading: Node, src: bytes) -> str:
+        n = heading.next_named_sibling
+        while n is not None and n.type not in ("atx_heading", "setext_heading", "section"):
+            if n.type == "paragraph":
+                para = text(n, src)
+                para = re.sub(r"`([^`]*)`", r"\1", para)
+                para = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", para)
+                return first_sentence(para)
+            n = n.next_named_sibling
+        return ""
+
+
+# -- config files ----------------------------------------------------------------------------
+class _KeyCollector:
+    """Accumulates key symbols for one file, with the caps and the comment-above summaries."""
+
+    def __init__(self, module: str, src: bytes, file_hash: str, redact, comments: dict[int, str]):
+        self.module = module
+        self.src = src
+        self.file_hash = file_hash
+        self.redact = redact
+        self.comments = comments  # 0-based row → comment text, for whole-line comments
+        self.symbols: list[Symbol] = []
+        self.seen: set[str] = set()
+
+    @staticmethod
+    def join(path: list[str]) -> str:
+        out = ""
+        for p in path:
+            if p.startswith("["):
+                out += p
+            else:
+                out += ("." if out else "") + p
+        return out
+
+    def full(self) -> bool:
+        return len(self.symbols) >= MAX_KEYS
+
+    def summary(self, row: int) -> str:
+        found: list[str] = []
+        r = row - 1
+        while r in self.comments:
+            found.append(self.comments[r])
+            r -= 1
+        found.reverse()
+        return first_sentence("\n".join(found))
+
+    def add(self, path: list[str], node: Node, name: str) -> None:
+        if not path or len(path) > MAX_DEPTH or self.full():
+            return
+        # implicit ancestors (TOML ``[a.b]``, ``a.b = 1``) exist as keys too
+        for k in range(1, len(path)):
+            prefix = path[:k]
+            if prefix[-1].startswith("["):
+                continue
+            q = f"{self.module}#{self.join(prefix)}"
+            if q not in self.seen:
+                self._emit(prefix, node, prefix[-1], summary=False)
+        self._emit(path, node, name, summary=True)
+
+    def _emit(self, path: list[str], node: Node, name: str, summary: bool) -> None:
+        if self.full():
+            return
+        key = self.join(path)
+        qname = f"{self.module}#{key}"
+        if qname in self.seen:
+            return
+        self.seen.add(qname)
+        parent_path = path[:-1]
+        while parent_path and parent_path[-1].startswith("["):
+            parent_path = parent_path[:-1]
+        parent = f"{self.module}#{self.join(parent_path)}" if parent_path else self.module
+        self.symbols.append(Symbol(
+            qname=qname, name=name[:256], kind="key", signature=squash(key, 400),
+            start_line=node.start_point[0] + 1, end_line=_end_line(node),
+            start_col=node.start_point[1], end_col=node.end_point[1],
+            hash=_node_hash(self.file_hash, node, self.src),
+            summary=self.redact(self.summary(node.start_point[0])) if summary else "",
+            parent=parent,
+        ))
+
+
+def _comments(root: Node, src: bytes) -> dict[int, str]:
+    """Whole-line comments by row (a comment after a value on the same line is not one)."""
+    out: dict[int, str] = {}
+    lines = src.split(b"\n")
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "comment":
+            row = n.start_point[0]
+            if row < len(lines) and not lines[row][:n.start_point[1]].strip():
+                c = text(n, src).strip()
+                out[row] = c.lstrip("#").strip() if c.startswith("#") else c.lstrip("/").strip()
+            continue
+        stack.extend(n.children)
+    return out
+
+
+def _unquote(s: str) -> str:
+    s = s.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+class _ConfigHooks(_DocHooks):
+    def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
+                redact_extra=()) -> FileExtraction:
+        tree = parser.parse(src)
+        keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, src))
+        self.walk(tree.root_node, src, keys)
+        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src),
+                              lines=_line_count(src), module=module, symbols=keys.symbols,
+                              partial=tree.root_node.has_error)
+
+    def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
+        raise NotImplementedError
+
+
+class YamlHooks(_ConfigHooks):
+    def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
+        docs = [c for c in root.named_children if c.type == "document"]
+        multi = len(docs) > 1
+        for i, d in enumerate(docs):
+            self._value(d, [f"[{i}]"] if multi else [], src, keys)
+
+    def _key_text(self, key: Node | None, src: bytes) -> str:
+        if key is None:
+            return ""
+        return _unquote(_WS.sub(" ", text(key, src)))
+
+    def _value(self, n: Node | None, path: list[str], src: bytes, keys: _KeyCollector) -> None:
+        if n is None or len(path) >= MAX_DEPTH or keys.full():
+            return
+        t = n.type
+        if t in ("block_mapping", "flow_mapping"):
+            for pair in n.named_children:
+                if pair.type not in ("block_mapping_pair", "flow_pair"):
+                    continue
+                name = self._key_text(pair.child_by_field_name("key"), src)
+                if not name or name == "<<":
+                    continue
+                keys.add(path + [name], pair, name)
+                self._value(pair.child_by_field_name("value"), path + [name], src, keys)
+            return
+        if t in ("block_sequence", "flow_sequence"):
+            items = [c for c in n.named_children if c.type in ("block_sequence_item", "flow_node", "flow_pair")]
+            for i, item in enumerate(items):
+                self._value(item, path + [f"[{i}]"], src, keys)
+            return
+        for c in n.named_children:
+            if c.type in ("block_node", "flow_node", "block_mapping", "flow_mapping", "block_sequence",
+                          "flow_sequence", "block_sequence_item", "document"):
+                self._value(c, path, src, keys)
+
+
+class TomlHooks(_ConfigHooks):
+    def _key_parts(self, k: Node, src: bytes) -> list[str]:
+        if k.type == "dotted_key":
+            out: list[str] = []
+            for c in k.named_children:
+                out.extend(self._key_parts(c, src))
+            return out
+        return [_unquote(text(k, src))]
+
+    def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
+        arrays: dict[str, int] = {}
+        for c in root.named_children:
+            if keys.full():
+                return
+            if c.type == "pair":
+                self._pair(c, [], src, keys)
+            elif c.type in ("table", "table_array_element"):
+                head = next((k for k in c.named_children if k.type in ("bare_key", "quoted_key", "dotted_key")), None)
+                if head is None:
+                    continue
+                path = self._key_parts(head, src)
+                if c.type == "table_array_element":
+                    j = "\0".join(path)
+                    idx = arrays.get(j, -1) + 1
+                    arrays[j] = idx
+                    keys.add(path, c, path[-1])
+                    path = path + [f"[{idx}]"]
+                else:
+                    keys.add(path, c, path[-1])
+                for p in c.named_children:
+                    if p.type == "pair":
+                        self._pair(p, path, src, keys)
+
+    def _pair(self, pair: Node, path: list[str], src: bytes, keys: _KeyCollector) -> None:
+        kids = pair.named_children
+        if not kids:
+            return
+        key = kids[0]
+        if key.type not in ("bare_key", "quoted_key", "dotted_key"):
+            return
+        full = path + self._key_parts(key, src)
+        keys.add(full, pair, full[-1])
+        if len(kids) > 1:
+            self._value(kids[1], full, src, keys)
+
+    def _value(self, v: Node, path: list[str], src: bytes, keys: _KeyCollector) -> None:
+        if len(path) >= MAX_DEPTH or keys.full():
+            return
+        if v.type == "inline_table":
+            for p in v.named_children:
+                if p.type == "pair":
+                    self._pair(p, path, src, keys)
+        elif v.type == "array":
+            for i, item in enumerate(v.named_children):
+                if item.type in ("inline_table", "array"):
+                    self._value(item, path + [f"[{i}]"], src, keys)
+
+
+class JsonHooks(_ConfigHooks):
+    def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
+        for c in root.named_children:
+            self._value(c, [], src, keys)
+
+    def _value(self, v: Node | None, path: list[str], src: bytes, keys: _KeyCollector) -> None:
+        if v is None or len(path) >= MAX_DEPTH or keys.full():
+            return
+        if v.type == "object":
+            for pair in v.named_children:
+                if pair.type != "pair":
+                    continue
+                k = pair.child_by_field_name("key")
+                name = _unquote(text(k, src)) if k is not None else ""
+                if not name:
+                    continue
+                keys.add(path + [name], pair, name)
+                self._value(pair.child_by_field_name("value"), path + [name], src, keys)
+        elif v.type == "array":
+            items = [c for c in v.named_children if c.type != "comment"]
+            for i, item in enumerate(items):
+                if item.type in ("object", "array"):
+                    self._value(item, path + [f"[{i}]"], src, keys)
