@@ -113,6 +113,9 @@ class Packer:
     def omit(self, what: str, count: int, hint: str = "") -> None:
         if count <= 0:
             return
+        if what not in self.omitted:
+            # the note itself takes room: account for it when it is first made
+            self._used += math.ceil((len(dumps({"what": what, "count": 999999, "hint": hint})) + 1) / 4)
         entry = self.omitted.setdefault(what, [0, hint])
         entry[0] += count
         if hint:
@@ -137,6 +140,11 @@ class Packer:
                     break
             a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
             a["truncated"] = True
+            if not dropped and any(h for _, h in self.omitted.values()):
+                for entry in self.omitted.values():  # last resort: keep the counts, drop the hints
+                    entry[1] = ""
+                a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+                dropped = True
             finalize(a)
             if not dropped:
                 raise BudgetError(a["tokens"], self.max_tokens)

@@ -23,7 +23,7 @@ from codesynapse.context.models import (
     check_len,
     check_selector,
 )
-from codesynapse.errors import InvalidParams
+from codesynapse.errors import BudgetError, InvalidParams
 from codesynapse.graph.model import CallRow, SymbolRow
 
 DEFAULT_CONTEXT = 20_000
@@ -181,10 +181,21 @@ class ContextService:
         legs = ["exact"]
         if s is None:
             return self._not_found(extra, max_tokens, legs)
-        card = self.card(s, include_ids=prm.include_ids)
-        answer = {"found": True, "card": card, "maxTokens": max_tokens, "provenance": self._provenance(legs)}
-        answer.update(extra)
-        return Packer(answer=answer, max_tokens=max_tokens).done()
+        answer = {"found": True, "maxTokens": max_tokens, "provenance": self._provenance(legs), **extra}
+        return self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids).done()
+
+    def _pack_card(self, answer: dict[str, Any], s: SymbolRow, rel: dict[str, Any], max_tokens: int,
+                   include_ids: bool) -> Packer:
+        """The card with its top relations; when that is over budget, the card with counts
+        only (the lists are listed as omitted); a budget error only when even that won't fit."""
+        try:
+            return Packer(answer={**answer, "card": self.card(s, rel, include_ids=include_ids)}, max_tokens=max_tokens)
+        except BudgetError:
+            card = self.card(s, rel, top=0, include_ids=include_ids)
+            p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens)
+            n = sum(min(TOP_N, card["counts"][k]) for k in ("callers", "callees", "implementations", "tests"))
+            p.omit("card relations", n, "raise maxTokens or ask codesynapse/callGraph")
+            return p
 
     def symbol_context(self, prm: SymbolParams) -> dict[str, Any]:
         dl = Deadline()
@@ -193,9 +204,9 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"])
         rel = self.relations(s)
-        answer = {"found": True, "card": self.card(s, rel, include_ids=prm.include_ids), "maxTokens": max_tokens,
-                  "provenance": self._provenance(["exact", "graph"])}
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])},
+                            s, rel, max_tokens, prm.include_ids)
+        answer = p.answer
         related: list[tuple[str, str]] = []
         for c in rel["callees"]:
             if c.target:

@@ -1,0 +1,163 @@
+"""Every context request over a real LSP connection: budgets hold on every answer, limits
+are InvalidParams naming field and limit, and `codesynapse query` prints the same JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import pytest_lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
+
+DATA = "/tmp/codesynapse-e2e-context"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ctx") / "python_repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    return root
+
+
+@pytest_lsp.fixture(config=config(data_dir=DATA), scope="module")
+async def client(lsp_client: LanguageClient, repo):
+    await lsp_client.initialize_session(init_params(repo))
+    await wait_indexed(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def ask(client, method, params):
+    answer = await request(client, method, params)
+    check_budget(answer)
+    return answer
+
+
+async def test_symbol_context_packs_related_cards_in_budget(client):
+    a = await ask(client, "codesynapse/symbolContext", {"selector": "shop.cart.Cart.total"})
+    assert a["maxTokens"] == 20000
+    roles = [(r["role"], r["qualifiedName"]) for r in a["related"]]
+    assert roles == [("container", "shop.cart.Cart"), ("callee", "shop.pricing.apply_discount"),
+                     ("callee", "shop.pricing.with_tax"), ("caller", "shop.cart.Cart.checkout"),
+                     ("caller", "test_cart.test_total")]
+    small = await ask(client, "codesynapse/symbolContext", {"selector": "shop.cart.Cart.total", "maxTokens": 300})
+    assert small["maxTokens"] == 300
+    assert small["truncated"] is True
+    assert small["omitted"] and all(o["count"] >= 1 and o["hint"] for o in small["omitted"])
+    tiny = await ask(client, "codesynapse/symbolContext", {"selector": "shop.cart.Cart.total", "maxTokens": 1})
+    assert tiny["maxTokens"] == 256  # normalized to the 256..20000 range
+
+
+async def test_ambiguous_and_missing_names_are_bounded(client):
+    amb = await ask(client, "codesynapse/symbolCard", {"selector": "total"})
+    assert amb["found"] is True and amb["card"]["qualifiedName"] == "shop.cart.Cart.total"
+    amb2 = await ask(client, "codesynapse/symbolCard", {"selector": "add"})
+    assert amb2["found"] is True and amb2["card"]["qualifiedName"] == "shop.cart.BaseCart.add"
+    none = await ask(client, "codesynapse/symbolCard", {"selector": "no_such_symbol_anywhere"})
+    assert none["found"] is False
+    assert len(none["suggestions"]) <= 5
+    assert "hint" in none
+
+
+async def test_call_graph_depth_and_limits(client):
+    g = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers",
+                                                    "depth": 99, "limit": 1})
+    assert g["depth"] == 3 and g["depthRequested"] == 99 and g["limit"] == 1
+    assert [n["qualifiedName"] for n in g["callers"]["nodes"]] == ["shop.cart.Cart.total"]
+    both = await ask(client, "codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout"})
+    assert both["direction"] == "both"
+    assert [n["qualifiedName"] for n in both["callees"]["nodes"]] == ["shop.cart.Cart.total"]
+    assert both["callees"]["unresolvedCandidates"] == 1  # gateway.charge on an untyped parameter
+    assert [n["qualifiedName"] for n in both["callers"]["nodes"]] == ["shop.payment.pay_for"]
+
+
+async def test_minimal_context_default_budget(client):
+    a = await ask(client, "codesynapse/minimalContext", {"task": "Why does Cart.total apply with_tax after the discount?"})
+    assert a["maxTokens"] == 1500
+    names = [c["qualifiedName"] for c in a["cards"]]
+    assert set(names[:2]) == {"shop.cart.Cart.total", "shop.pricing.with_tax"}
+    p = await ask(client, "codesynapse/minimalContext", {"task": "payment", "paths": ["shop/payment.py"]})
+    assert {"shop.payment.Gateway", "shop.payment.pay_for"} <= {c["qualifiedName"] for c in p["cards"]}
+
+
+async def test_pr_context_change_impact(client):
+    diff = ("diff --git a/shop/pricing.py b/shop/pricing.py\n--- a/shop/pricing.py\n+++ b/shop/pricing.py\n"
+            "@@ -6,3 +6,3 @@ TAX_RATE = 0.2\n def apply_discount(amount, percent):\n"
+            "     \"\"\"Reduce an amount by a percentage.\"\"\"\n-    return round(amount * (1 - percent / 100), 2)\n"
+            "+    return round(amount * (1 - percent / 100), 3)\n")
+    a = await ask(client, "codesynapse/prContext", {"diff": diff})
+    assert a["files"] == [{"path": "shop/pricing.py", "status": "modified", "hunks": 1}]
+    ch = a["changed"]
+    assert [c["qualifiedName"] for c in ch] == ["shop.pricing.apply_discount"]
+    assert sorted(x["qualifiedName"] for x in ch[0]["callers"]) == ["shop.cart.Cart.total", "test_cart.test_discount"]
+    assert ch[0]["tests"] == ["test_cart.test_discount"]
+    assert a["publicCallers"] == {"checked": 2, "omitted": 0}
+
+
+async def test_search_modes_and_pagination(client):
+    full = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
+    assert full["limit"] == 2 and len(full["results"]) == 2 and full["hasMore"] is True
+    assert full["paginationHint"] == "more results: ask again with offset 2"
+    nxt = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2, "offset": 2})
+    assert {r["qualifiedName"] for r in nxt["results"]}.isdisjoint({r["qualifiedName"] for r in full["results"]})
+    again = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
+    assert again["results"] == full["results"]  # stable ordering
+    exact = await ask(client, "codesynapse/search", {"query": "with_tax", "mode": "compact"})
+    assert exact["results"][0] == {"qualifiedName": "shop.pricing.with_tax", "kind": "function",
+                                   "path": "shop/pricing.py", "range": [11, 13], "match": "exact"}
+    summary = await ask(client, "codesynapse/search", {"query": "cart", "mode": "summary"})
+    assert "results" not in summary and sum(summary["byKind"].values()) == summary["total"]
+
+
+async def test_snippet_modes(client):
+    sig = await ask(client, "codesynapse/snippet", {"selector": "shop.payment.pay_for", "mode": "signature"})
+    assert sig["text"] == "def pay_for(items)"
+    ht = await ask(client, "codesynapse/snippet", {"selector": "shop.payment.pay_for", "mode": "head_tail",
+                                                   "maxLines": 5})
+    assert ht["text"].splitlines() == ["def pay_for(items):", '    """Build a cart from items and pay for it."""',
+                                       "    cart = Cart()", "[... 2 lines omitted ...]",
+                                       "    gateway = Gateway()", "    return cart.checkout(gateway)"]
+    assert ht["omittedLines"] == 2
+    full = await ask(client, "codesynapse/snippet", {"selector": "shop.pricing.with_tax"})
+    assert full["text"] == 'def with_tax(amount):\n    """Add tax to a net amount."""\n    return round(amount * (1 + TAX_RATE), 2)'
+
+
+@pytest.mark.parametrize("method,params,field,limit", [
+    ("codesynapse/minimalContext", {"task": "x" * 8193}, "task", "8192"),
+    ("codesynapse/minimalContext", {"task": "t", "paths": ["a.py"] * 101}, "paths", "100"),
+    ("codesynapse/symbolCard", {"selector": "s" * 4097}, "selector", "4096"),
+    ("codesynapse/prContext", {"diff": "+" * (4 * 1024 * 1024 + 1)}, "diff", "4194304"),
+    ("codesynapse/search", {"query": "q", "limit": 501}, "limit", "500"),
+    ("codesynapse/search", {"query": "q", "mode": "everything"}, "mode", ""),
+    ("codesynapse/callGraph", {"selector": 12}, "selector", ""),
+    ("codesynapse/snippet", {"selector": "pay_for", "maxLines": "ten"}, "maxLines", ""),
+    ("codesynapse/symbolCard", {"selector": "x", "namespace": "other"}, "namespace", ""),
+    ("codesynapse/symbolCard", {"selector": "x", "bogus": 1}, "bogus", ""),
+    ("codesynapse/minimalContext", {"task": "t", "paths": ["../../etc/passwd"]}, "paths[0]", "outside"),
+])
+async def test_limits_are_invalid_params(client, method, params, field, limit):
+    with pytest.raises(JsonRpcInvalidParams) as e:
+        await request(client, method, params)
+    assert field in str(e.value)
+    assert limit in str(e.value)
+
+
+async def test_cli_query_prints_the_same_json(client, repo):
+    params = {"selector": "shop.cart.Cart.total", "maxTokens": 2000}
+    daemon = await ask(client, "codesynapse/symbolContext", params)
+    out = subprocess.run([sys.executable, "-m", "codesynapse", "query", "codesynapse/symbolContext",
+                          "--root", str(repo), "--params", json.dumps(params), "--data-dir", DATA + "-cli"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    cli = json.loads(out.stdout)
+    for a in (daemon, cli):  # the freshness stamp differs by clock and process; the answer must not
+        a["provenance"]["freshness"].pop("lastUpdate")
+    cli.pop("tokens"), cli.pop("resultBytes"), daemon.pop("tokens"), daemon.pop("resultBytes")
+    assert cli == daemon
