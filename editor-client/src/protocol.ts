@@ -194,6 +194,7 @@ export interface Card {
   counts: Record<string, number>;
   callers: SymbolRef[];
   callees: SymbolRef[];
+  tests: SymbolRef[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,7 +255,14 @@ export function readIndexStatus(value: unknown): IndexStatus | null {
 export function readEnvelope(value: unknown): Envelope {
   const r = isRecord(value) ? value : {};
   const omitted: Omission[] = [];
-  if (Array.isArray(r.omitted)) {
+  if (isRecord(r.omitted)) {
+    // e.g. recall: {entries: 2, facts: 0, howToGetMore: "..."}
+    const hint = asString(r.omitted.howToGetMore) ?? asString(r.omitted.hint);
+    for (const [what, count] of Object.entries(r.omitted)) {
+      const n = asNumber(count);
+      if (n !== null && n > 0) omitted.push({ what, count: n, hint: hint || null });
+    }
+  } else if (Array.isArray(r.omitted)) {
     for (const item of r.omitted) {
       if (isRecord(item)) {
         omitted.push({
@@ -303,14 +311,15 @@ export function readRef(value: unknown): SymbolRef | null {
   const name = asString(value.name);
   const label = qn ?? name ?? asString(value.label) ?? asString(value.id);
   if (label === null) return null;
-  const range = isRecord(value.range) ? value.range : null;
-  const line = readLine(value.line) ?? (range ? readLine(range.startLine) : null);
+  const line = readLine(value.line) ?? readRange(value.range).start;
   const resolution = asString(value.resolution);
   const confidence = asNumber(value.confidence);
-  let detail: string | null = null;
-  if (resolution !== null || confidence !== null) {
-    detail = [resolution, confidence !== null ? `confidence ${confidence}` : null].filter(Boolean).join(', ');
-  }
+  const bits = [
+    value.unresolved === true ? 'unresolved' : null,
+    resolution,
+    confidence !== null ? `confidence ${confidence}` : null,
+  ].filter((b): b is string => b !== null);
+  const detail = bits.length > 0 ? bits.join(', ') : null;
   return { label, selector: qn ?? name, path: asString(value.path), line, detail };
 }
 
@@ -324,9 +333,16 @@ function readRefs(value: unknown): SymbolRef[] {
   return out;
 }
 
+/** A line range given as {startLine, endLine} or as [start, end]. */
+export function readRange(value: unknown): { start: number | null; end: number | null } {
+  if (Array.isArray(value)) return { start: asNumber(value[0]), end: asNumber(value[1]) };
+  if (isRecord(value)) return { start: asNumber(value.startLine) ?? asNumber(value.start), end: asNumber(value.endLine) ?? asNumber(value.end) };
+  return { start: null, end: null };
+}
+
 export function readCard(value: unknown): Card | null {
   if (!isRecord(value)) return null;
-  const range = isRecord(value.range) ? value.range : {};
+  const range = readRange(value.range);
   const counts: Record<string, number> = {};
   if (isRecord(value.counts)) {
     for (const [k, v] of Object.entries(value.counts)) {
@@ -344,13 +360,14 @@ export function readCard(value: unknown): Card | null {
     kind: asString(value.kind),
     signature: asString(value.signature),
     path: asString(value.path),
-    startLine: asNumber(range.startLine) ?? asNumber(value.startLine) ?? asNumber(value.line),
-    endLine: asNumber(range.endLine) ?? asNumber(value.endLine),
+    startLine: range.start ?? asNumber(value.startLine) ?? asNumber(value.line),
+    endLine: range.end ?? asNumber(value.endLine),
     summary: asString(value.summary),
     annotations,
     counts,
     callers: readRefs(value.callers),
     callees: readRefs(value.callees),
+    tests: readRefs(value.tests),
   };
 }
 

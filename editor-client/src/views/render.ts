@@ -140,6 +140,7 @@ export function renderCard(card: Card): string {
       : '';
   const callers = renderRefList('Callers', 'callers', card.callers, card.counts.callers);
   const callees = renderRefList('Callees', 'callees', card.callees, card.counts.callees);
+  const tests = renderRefList('Tests', 'tests', card.tests, card.counts.tests);
   return (
     `<article class="card" data-qualified-name="${escapeHtml(title)}">` +
     head +
@@ -150,6 +151,7 @@ export function renderCard(card: Card): string {
     counts +
     callers +
     callees +
+    tests +
     `</article>`
   );
 }
@@ -187,8 +189,46 @@ function renderFacts(items: unknown[]): string {
   return `<ul class="facts">${lines.join('')}</ul>`;
 }
 
+/** List keys whose plain string items are symbol names (rendered as links to their cards). */
+const SYMBOL_LIST_KEYS = new Set([
+  'callers',
+  'callees',
+  'tests',
+  'implementations',
+  'symbols',
+  'changed',
+  'impacted',
+  'affected',
+  'related',
+  'nodes',
+  'results',
+  'matches',
+]);
+
+function looksLikeEdge(value: unknown): boolean {
+  return isRecord(value) && typeof value.from === 'string' && typeof value.to === 'string';
+}
+
+function renderEdges(items: unknown[]): string {
+  const rows = items.filter(isRecord).map((e) => {
+    const from = asString(e.from) ?? '?';
+    const to = asString(e.to) ?? '?';
+    const ref = readRef({ qualifiedName: to, path: e.path, line: e.line, resolution: e.resolution, confidence: e.confidence, unresolved: e.unresolved });
+    const where =
+      ref?.path != null
+        ? ` <button class="link location" data-action="open" data-path="${escapeHtml(ref.path)}" data-line="${ref.line ?? ''}">${escapeHtml(locationLabel(ref.path, ref.line, null))}</button>`
+        : '';
+    const detail = ref?.detail ? ` <span class="detail">${escapeHtml(ref.detail)}</span>` : '';
+    return (
+      `<li class="edge"><button class="link symbol" data-action="card" data-selector="${escapeHtml(from)}">${escapeHtml(from)}</button> → ` +
+      `<button class="link symbol" data-action="card" data-selector="${escapeHtml(to)}">${escapeHtml(to)}</button>${where}${detail}</li>`
+    );
+  });
+  return `<ul class="edges">${rows.join('')}</ul>`;
+}
+
 /** Render any value: cards as cards, facts as facts, names as links, the rest as fields. */
-export function renderValue(value: unknown, depth = 0): string {
+export function renderValue(value: unknown, depth = 0, key = ''): string {
   if (isRecord(value) && looksLikeCard(value)) {
     const card = readCard(value);
     if (card) return renderCard(card) + renderExtraFields(value, CARD_KEYS, depth);
@@ -197,6 +237,10 @@ export function renderValue(value: unknown, depth = 0): string {
     if (value.length === 0) return '<p class="muted">none</p>';
     if (value.every(looksLikeCard)) return value.map((v) => renderValue(v, depth + 1)).join('');
     if (value.every(looksLikeFact)) return renderFacts(value);
+    if (value.every(looksLikeEdge)) return renderEdges(value);
+    if (value.every((v) => typeof v === 'string' || typeof v === 'number') && !SYMBOL_LIST_KEYS.has(key)) {
+      return `<p class="list">${escapeHtml(value.map(String).join(', '))}</p>`;
+    }
     const refs = value.map(readRef);
     if (refs.every((r) => r !== null) && value.every((v) => typeof v === 'string' || (isRecord(v) && Object.keys(v).length <= 6))) {
       return `<ul class="refs-plain">${(refs).map(renderRef).join('')}</ul>`;
@@ -225,6 +269,7 @@ const CARD_KEYS = new Set([
   'counts',
   'callers',
   'callees',
+  'tests',
   'id',
 ]);
 
@@ -244,7 +289,7 @@ function renderFields(value: Record<string, unknown>, skip: ReadonlySet<string>,
     } else {
       const count = Array.isArray(v) ? ` <span class="muted">(${v.length})</span>` : '';
       blocks.push(
-        `<section class="field" data-key="${escapeHtml(key)}"><h3>${escapeHtml(humanize(key))}${count}</h3>${renderValue(v, depth)}</section>`,
+        `<section class="field" data-key="${escapeHtml(key)}"><h3>${escapeHtml(humanize(key))}${count}</h3>${renderValue(v, depth, key)}</section>`,
       );
     }
   }
@@ -276,14 +321,13 @@ function renderProvenance(env: Envelope): string {
   const parts: string[] = [];
   if (env.provenance && env.provenance.legs.length > 0) parts.push(`found by ${env.provenance.legs.join(', ')}`);
   const fresh = env.provenance?.freshness;
-  if (fresh !== undefined && fresh !== null) {
-    if (typeof fresh === 'string') parts.push(`index ${fresh}`);
-    else if (isRecord(fresh)) {
-      const bits = Object.entries(fresh)
-        .filter(([, v]) => v !== null && typeof v !== 'object')
-        .map(([k, v]) => `${humanize(k).toLowerCase()} ${String(v)}`);
-      if (bits.length) parts.push(bits.join(', '));
-    }
+  if (typeof fresh === 'string') parts.push(`index ${fresh}`);
+  else if (isRecord(fresh)) {
+    const state = asString(fresh.state);
+    if (state) parts.push(`index ${state}`);
+    const pending = typeof fresh.pending === 'number' ? fresh.pending : 0;
+    if (pending > 0) parts.push(`${fmt(pending)} pending`);
+    if (fresh.dirty === true) parts.push('uncommitted changes');
   }
   if (env.resultBytes !== null) parts.push(`${fmt(env.resultBytes)} bytes`);
   return parts.length ? `<p class="provenance">${escapeHtml(parts.join(' · '))}</p>` : '';

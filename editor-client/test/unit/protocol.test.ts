@@ -120,6 +120,7 @@ describe('readCard', () => {
         { label: 'shop.api.cart_view', selector: 'shop.api.cart_view', path: 'shop/api.py', line: 8, detail: 'name, confidence 0.5' },
       ],
       callees: [{ label: 'line_price', selector: 'line_price', path: null, line: null, detail: null }],
+      tests: [],
     });
   });
 
@@ -127,6 +128,31 @@ describe('readCard', () => {
     expect(readCard({ name: 'f', kind: 'function', annotations: { owner: 'payments', risk: 2 } })?.annotations).toEqual([
       'owner: payments',
       'risk: 2',
+    ]);
+  });
+});
+
+describe('server shape variants', () => {
+  it('reads [start, end] ranges, card tests and unresolved calls', () => {
+    const card = readCard({
+      qualifiedName: 'shop.pricing.apply_discount',
+      kind: 'function',
+      range: [6, 8],
+      callees: [{ qualifiedName: 'round', path: 'shop/pricing.py', line: 8, resolution: 'external', confidence: 0.0, unresolved: true }],
+      tests: [{ qualifiedName: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 11 }],
+    });
+    expect([card?.startLine, card?.endLine]).toEqual([6, 8]);
+    expect(card?.callees).toEqual([
+      { label: 'round', selector: 'round', path: 'shop/pricing.py', line: 8, detail: 'unresolved, external, confidence 0' },
+    ]);
+    expect(card?.tests).toEqual([
+      { label: 'test_cart.test_discount', selector: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 11, detail: null },
+    ]);
+  });
+
+  it('reads the omitted object of recall answers', () => {
+    expect(readEnvelope({ omitted: { entries: 2, facts: 0, howToGetMore: 'ask a narrower query' } }).omitted).toEqual([
+      { what: 'entries', count: 2, hint: 'ask a narrower query' },
     ]);
   });
 });

@@ -61,35 +61,61 @@ describe('cards', () => {
 });
 
 describe('renderResult', () => {
-  it('renders a call graph answer with envelope, sections and a load-more button', () => {
+  it('renders a call graph answer (server shape: range arrays, nodes and edges) with its envelope', () => {
     const html = renderResult({
-      title: 'Callers',
-      subtitle: 'calc.ops.add',
+      title: 'Callees',
+      subtitle: 'shop.cart.Cart.total',
       budget: 1000,
       more: { label: 'Load more (budget 2,000 tokens)' },
       result: {
-        root: { qualifiedName: 'calc.ops.add', kind: 'function' },
-        callers: [{ qualifiedName: 'calc.cli.main', kind: 'function', path: 'calc/cli.py', range: { startLine: 10, endLine: 20 } }],
-        depth: 1,
-        tokens: 180,
+        found: true,
+        root: { qualifiedName: 'shop.cart.Cart.total', kind: 'method', path: 'shop/cart.py', range: [24, 28] },
+        direction: 'callees',
+        depth: 2,
         maxTokens: 1000,
+        provenance: { legs: ['exact', 'graph'], freshness: { state: 'idle', dirty: false, openBuffers: [], pending: 0 } },
+        omitted: [{ what: 'callees', count: 4, hint: 'raise limit' }],
         truncated: true,
-        omitted: [{ what: 'callers', count: 4, hint: 'raise limit' }],
-        provenance: { legs: ['graph'], freshness: { pending: 0 } },
+        callees: {
+          nodes: [{ qualifiedName: 'shop.pricing.with_tax', depth: 1, kind: 'function', path: 'shop/pricing.py', range: [11, 13] }],
+          edges: [{ from: 'shop.cart.Cart.total', to: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, resolution: 'import', confidence: 0.95 }],
+          note: '1 resolved',
+        },
+        tokens: 180,
         resultBytes: 720,
       },
     });
-    expect(html).toContain('<h2>Callers</h2><p class="subtitle">calc.ops.add</p>');
+    expect(html).toContain('<h2>Callees</h2><p class="subtitle">shop.cart.Cart.total</p>');
     expect(html).toContain('data-tokens="180" data-budget="1000" data-raw=""');
-    expect(html).toContain('<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="calc.ops.add">');
-    expect(html).toContain('<section class="field" data-key="callers"><h3>Callers <span class="muted">(1)</span></h3><article class="card" data-qualified-name="calc.cli.main">');
-    expect(html).toContain('<dt>Depth</dt><dd>1</dd>');
+    expect(html).toContain('<dt>Found</dt><dd>yes</dd><dt>Direction</dt><dd>callees</dd><dt>Depth</dt><dd>2</dd>');
+    expect(html).toContain(
+      '<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="shop.cart.Cart.total"><header><span class="kind">method</span> ',
+    );
+    expect(html).toContain('data-path="shop/cart.py" data-line="24">shop/cart.py:24–28</button>');
+    expect(html).toContain('<h3>Nodes <span class="muted">(1)</span></h3><article class="card" data-qualified-name="shop.pricing.with_tax">');
+    expect(html).toContain(
+      '<li class="edge"><button class="link symbol" data-action="card" data-selector="shop.cart.Cart.total">shop.cart.Cart.total</button> → ' +
+        '<button class="link symbol" data-action="card" data-selector="shop.pricing.with_tax">shop.pricing.with_tax</button> ' +
+        '<button class="link location" data-action="open" data-path="shop/cart.py" data-line="28">shop/cart.py:28</button> <span class="detail">import, confidence 0.95</span></li>',
+    );
+    expect(html).toContain('<dt>Note</dt><dd>1 resolved</dd>');
     expect(html).toContain('<h3>Omitted <span class="badge">truncated</span></h3>');
-    expect(html).toContain('<li class="omission"><span class="count">4</span> <span class="what">callers</span> <span class="hint">raise limit</span></li>');
+    expect(html).toContain('<li class="omission"><span class="count">4</span> <span class="what">callees</span> <span class="hint">raise limit</span></li>');
     expect(html).toContain('<button class="more" data-action="more">Load more (budget 2,000 tokens)</button>');
-    expect(html).toContain('<p class="provenance">found by graph · pending 0 · 720 bytes</p>');
+    expect(html).toContain('<p class="provenance">found by exact, graph · index idle · 720 bytes</p>');
     // envelope fields are not repeated as body fields
     expect(html).not.toContain('<dt>Tokens</dt>');
+  });
+
+  it('shows plain string lists as text, and symbol lists as links', () => {
+    const html = renderResult({
+      title: 'Context for a task',
+      result: { cards: [{ qualifiedName: 'shop.cart.Cart.total', kind: 'method', legs: ['bm25', 'exact'], callers: ['shop.cart.Cart.checkout'] }] },
+      budget: 1500,
+      more: null,
+    });
+    expect(html).toContain('<h3>Legs <span class="muted">(2)</span></h3><p class="list">bm25, exact</p>');
+    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
   });
 
   it('says when no larger budget is possible', () => {

@@ -1,0 +1,255 @@
+// End-to-end test of the extension in a real VS Code (code-server 4.100.3), against the real
+// CodeSynapse server started by the extension, on a copy of fixtures/python_repo.
+// Expected values are written out from the fixture's source.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  CodeServer,
+  OUTPUT_DIR,
+  REPO_DIR,
+  Workbench,
+  findCodeServer,
+  findPython,
+  findVsix,
+  launchBrowser,
+  waitFor,
+} from './harness.mjs';
+
+const FIXTURE = path.join(REPO_DIR, 'fixtures', 'python_repo');
+/** Source files of the fixture the index covers: shop/{__init__,cart,pricing,payment}.py and tests/test_cart.py. */
+const EXPECTED_FILES = 5;
+const CARD_BUDGET = 1200;
+const SERVER_READY_MS = Number(process.env.CODESYNAPSE_E2E_READY_MS ?? 240_000);
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codesynapse-e2e-'));
+const workspace = path.join(root, 'workspace', 'python_repo');
+let codeServer;
+let browser;
+let page;
+let wb;
+let python;
+let bareVenvPython;
+const failures = [];
+
+/** Run a test body; on failure keep a screenshot and the logs next to the test output. */
+function step(name, fn) {
+  return async () => {
+    try {
+      await fn();
+    } catch (error) {
+      const safe = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+      const shot = await wb?.screenshot(`failure-${safe}.png`).catch(() => null);
+      const logs = codeServer?.logs() ?? '';
+      failures.push(name);
+      const detail = `${shot ? `screenshot: ${shot}\n` : ''}${logs}`;
+      fs.mkdirSync(OUTPUT_DIR, { recursive: true });
+      fs.writeFileSync(path.join(OUTPUT_DIR, `failure-${safe}.log`), detail);
+      console.log(`# ${name} failed; logs:\n${detail.split('\n').map((l) => `#   ${l}`).join('\n')}`);
+      throw error;
+    }
+  };
+}
+
+async function panel() {
+  return wb.panelFrame();
+}
+
+async function waitForResult(title, timeout = 60_000) {
+  const frame = await panel();
+  await frame.locator('.result-head h2', { hasText: title }).first().waitFor({ state: 'visible', timeout });
+  await frame.locator('.result.busy').waitFor({ state: 'detached', timeout });
+  const error = frame.locator('.error-result .error');
+  if (await error.count()) throw new Error(`panel shows an error for "${title}": ${await error.innerText()}`);
+  return frame;
+}
+
+async function meter(frame) {
+  const m = frame.locator('.result .meter').first();
+  await m.waitFor({ state: 'visible', timeout: 10_000 });
+  return {
+    tokens: Number(await m.getAttribute('data-tokens')),
+    budget: Number(await m.getAttribute('data-budget')),
+    raw: await m.getAttribute('data-raw'),
+    summary: (await m.locator('.meter-summary').innerText()).trim(),
+  };
+}
+
+describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 * 60_000 }, () => {
+  before(async () => {
+    python = findPython();
+    const bin = findCodeServer();
+    const vsix = findVsix();
+    fs.mkdirSync(path.dirname(workspace), { recursive: true });
+    fs.cpSync(FIXTURE, workspace, {
+      recursive: true,
+      filter: (src) => !/(^|\/)(__pycache__|\.codesynapse-data|\.pytest_cache)(\/|$)/.test(src),
+    });
+    const git = (...args) => execFileSync('git', args, { cwd: workspace, stdio: 'pipe' });
+    git('init', '-q', '-b', 'main');
+    git('config', 'user.email', 'e2e@example.invalid');
+    git('config', 'user.name', 'e2e');
+    git('config', 'commit.gpgsign', 'false');
+    git('add', '.');
+    git('commit', '-qm', 'fixture');
+    // An interpreter without the codesynapse package, as a user's fresh venv would be.
+    execFileSync(python, ['-m', 'venv', '--without-pip', path.join(root, 'bare-venv')]);
+    bareVenvPython = path.join(root, 'bare-venv', 'bin', 'python');
+
+    codeServer = new CodeServer({ bin, root: path.join(root, 'code-server') });
+    console.log(`# ${codeServer.installExtension(vsix).split('\n').pop()}`);
+    codeServer.writeSettings({
+      'codesynapse.pythonPath': bareVenvPython,
+      'codesynapse.budget.symbolCard': CARD_BUDGET,
+      'codesynapse.statusBar.refreshSeconds': 1,
+    });
+    const url = await codeServer.start(workspace);
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    wb = new Workbench(page);
+    await page.goto(url);
+    await wb.ready();
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await codeServer?.stop();
+    if (failures.length === 0) fs.rmSync(root, { recursive: true, force: true });
+    else console.log(`# kept ${root} for inspection`);
+  });
+
+  it(
+    'explains a missing codesynapse package with the fix',
+    step('missing package', async () => {
+      const text = await waitFor('the status bar to say the server is not running', async () => {
+        const t = await wb.statusBarText();
+        return t?.includes('CodeSynapse: not running') ? t : null;
+      }, { timeout: 90_000 });
+      assert.match(text, /CodeSynapse: not running$/);
+      const notes = await waitFor('the error notification', async () => {
+        const all = await wb.notifications();
+        return all.find((n) => n.includes('codesynapse package is not installed'));
+      });
+      assert.equal(
+        notes,
+        `The codesynapse package is not installed for "${bareVenvPython}". Install it with: ${bareVenvPython} -m pip install codesynapse — or point "codesynapse.pythonPath" at an interpreter that has it.`,
+      );
+    }),
+  );
+
+  it(
+    'restarts when pythonPath is fixed and shows the index in the status bar',
+    step('status bar', async () => {
+      await wb.setSetting('codesynapse.pythonPath', python, 'Remote');
+      const text = await waitFor(
+        'the status bar to show the indexed files',
+        async () => {
+          const t = await wb.statusBarText();
+          return t && /CodeSynapse: \d[\d,]* files/.test(t) && !t.includes('indexing') ? t : null;
+        },
+        { timeout: SERVER_READY_MS, interval: 500 },
+      );
+      assert.equal(text, `CodeSynapse: ${EXPECTED_FILES} files`);
+    }),
+  );
+
+  it(
+    'shows the card of a symbol typed by name, with its token meter',
+    step('symbol card', async () => {
+      await wb.runCommand('CodeSynapse: Show Symbol Card');
+      await wb.answerInputBox('CodeSynapse: symbol card', 'shop.pricing.apply_discount');
+      const frame = await waitForResult('Symbol card');
+      const card = frame.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first();
+      await card.waitFor({ state: 'visible', timeout: 10_000 });
+      assert.equal(await card.locator('.kind').first().innerText(), 'function');
+      assert.equal(await card.locator('.location').first().innerText(), 'shop/pricing.py:6–8');
+      assert.equal(await card.locator('.summary').first().innerText(), 'Reduce an amount by a percentage.');
+      const m = await meter(frame);
+      assert.equal(m.budget, CARD_BUDGET);
+      assert.ok(m.tokens > 0 && m.tokens <= CARD_BUDGET, `tokens ${m.tokens} within (0, ${CARD_BUDGET}]`);
+      assert.match(m.summary, new RegExp(`^${m.tokens.toLocaleString('en-US')} of 1,200 tokens \\(\\d+% of budget\\)`));
+      // The panel is what the user guide shows.
+      await wb.screenshot('codesynapse-panel.png');
+    }),
+  );
+
+  it(
+    'shows the callees of the symbol at the cursor',
+    step('callees at cursor', async () => {
+      await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
+      await wb.runCommand('CodeSynapse: Show Callees');
+      const frame = await waitForResult('Callees');
+      const body = await frame.locator('.result .body').innerText();
+      assert.ok(body.includes('shop.pricing.apply_discount'), `callees include apply_discount:\n${body}`);
+      assert.ok(body.includes('shop.pricing.with_tax'), `callees include with_tax:\n${body}`);
+      assert.equal((await meter(frame)).budget, 20000);
+      await wb.screenshot('codesynapse-callees.png');
+    }),
+  );
+
+  it(
+    'answers a task typed into the panel within its budget',
+    step('task', async () => {
+      const frame = await panel();
+      await frame.locator('#task').fill('apply a discount to the cart total');
+      await frame.locator('#task-form button[type="submit"]').click();
+      const result = await waitForResult('Context for a task');
+      assert.equal(await result.locator('.subtitle').innerText(), 'apply a discount to the cart total');
+      const m = await meter(result);
+      assert.equal(m.budget, 1500);
+      assert.ok(m.tokens > 0 && m.tokens <= 1500, `tokens ${m.tokens} within (0, 1500]`);
+    }),
+  );
+
+  it(
+    'gives the context of the current git diff',
+    step('git diff', async () => {
+      const file = path.join(workspace, 'shop', 'pricing.py');
+      fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('TAX_RATE = 0.2', 'TAX_RATE = 0.25'));
+      await wb.runCommand('CodeSynapse: Context for the Current Git Diff');
+      const frame = await waitForResult('Context for the current git diff');
+      assert.match(await frame.locator('.subtitle').innerText(), /^1 changed file, \d[\d,]* bytes of diff$/);
+      const m = await meter(frame);
+      assert.equal(m.budget, 20000);
+      assert.ok(m.tokens > 0 && m.tokens <= 20000);
+    }),
+  );
+
+  it(
+    'counts an unsaved buffer in the status bar',
+    step('unsaved buffer', async () => {
+      await wb.openFile('shop/cart.py');
+      await wb.clickLine('return with_tax(net)');
+      await page.keyboard.press('End');
+      await page.keyboard.type('  # edited');
+      const text = await waitFor('the status bar to count the unsaved buffer', async () => {
+        const t = await wb.statusBarText();
+        return t?.includes('1 unsaved') ? t : null;
+      }, { timeout: 30_000 });
+      assert.match(text, /^CodeSynapse: \d+ files( · \d+ pending)? · 1 unsaved$/);
+      await wb.clickLine('# edited');
+      await page.keyboard.press('Control+z');
+    }),
+  );
+
+  it(
+    'remembers a selection as a fact and recalls it',
+    step('memory', async () => {
+      await wb.openFile('shop/cart.py');
+      await wb.clickLine('def total(self, percent=0):');
+      await page.keyboard.press('End');
+      await page.keyboard.press('Shift+Home'); // to the first non-blank character
+      await wb.runCommand('CodeSynapse: Remember Selection as a Fact');
+      await wb.answerInputBox('CodeSynapse: remember selection', 'Cart.total');
+      await waitForResult('Remembered');
+      await wb.runCommand('CodeSynapse: Recall…');
+      await wb.answerInputBox('CodeSynapse: recall', 'Cart.total');
+      const frame = await waitForResult('Recall');
+      const body = await frame.locator('.result .body').innerText();
+      assert.ok(body.includes('def total(self, percent=0):'), `recall shows the remembered text:\n${body}`);
+    }),
+  );
+});
