@@ -38,6 +38,67 @@ SELF_NAMES = {"python": ("self", "cls"), "javascript": ("this",), "typescript": 
 _SEPS = {"rust": "::", "cpp": "::", "php": "\\"}
 _CALLISH = re.compile(r"\(\)|\[\]")
 
+# -- language rules beside Python's (kept apart so Python resolution is untouched) ----------
+# Languages where a method body does not see its class's members as bare names (``this.``,
+# ``self.``, a receiver or ``$this->`` is required); Python's rule is the same.
+_CLASS_SCOPE_HIDDEN = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "php"})
+_JS = frozenset({"javascript", "typescript", "tsx"})
+# Languages where a bare call inside a method may be a method of the class or of a base class
+# (implicit ``this``/``self``): Java, C#, Kotlin, C++, Ruby.
+_IMPLICIT_THIS = frozenset({"java", "csharp", "kotlin", "cpp", "ruby"})
+# Names that are the language's own when nothing in scope defines them: calls through them
+# are "external", not "unresolved".
+_GLOBALS = {
+    "go": frozenset({"append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make", "max",
+                     "min", "new", "panic", "print", "println", "real", "recover", "bool", "byte", "rune", "string",
+                     "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
+                     "uintptr", "float32", "float64", "complex64", "complex128", "error", "any"}),
+    "javascript": frozenset({"console", "JSON", "Math", "Object", "Array", "Promise", "String", "Number", "Boolean",
+                             "Symbol", "Date", "RegExp", "Error", "TypeError", "RangeError", "Map", "Set", "WeakMap",
+                             "WeakSet", "Reflect", "Proxy", "BigInt", "Intl", "parseInt", "parseFloat", "isNaN",
+                             "isFinite", "setTimeout", "clearTimeout", "setInterval", "clearInterval",
+                             "queueMicrotask", "structuredClone", "encodeURIComponent", "decodeURIComponent",
+                             "encodeURI", "decodeURI", "fetch", "require", "process", "Buffer", "globalThis",
+                             "window", "document", "URL", "URLSearchParams", "TextEncoder", "TextDecoder",
+                             "AbortController", "expect", "jest", "vi", "beforeEach", "afterEach", "beforeAll",
+                             "afterAll"}),
+}
+_GLOBALS["typescript"] = _GLOBALS["tsx"] = _GLOBALS["javascript"]
+_GLOBALS["java"] = frozenset({"System", "String", "Math", "Integer", "Long", "Double", "Float", "Boolean",
+                              "Character", "Byte", "Short", "Object", "Thread", "StringBuilder", "Objects",
+                              "Exception", "RuntimeException", "IllegalArgumentException",
+                              "IllegalStateException", "NullPointerException", "UnsupportedOperationException",
+                              "Runtime", "Class", "Enum", "Iterable", "Record"})
+_GLOBALS["kotlin"] = frozenset({"println", "print", "listOf", "mutableListOf", "mapOf", "mutableMapOf", "setOf",
+                                "mutableSetOf", "arrayOf", "emptyList", "emptyMap", "require", "requireNotNull",
+                                "check", "checkNotNull", "error", "TODO", "lazy", "repeat", "run", "let", "also",
+                                "apply", "with", "String", "Int", "Long", "Math", "System", "Exception",
+                                "IllegalArgumentException", "IllegalStateException", "StringBuilder", "Pair",
+                                "maxOf", "minOf"})
+_GLOBALS["csharp"] = frozenset({"Console", "Math", "String", "Convert", "Guid", "DateTime", "Task", "Exception",
+                                "ArgumentException", "ArgumentNullException", "InvalidOperationException",
+                                "NotImplementedException", "List", "Dictionary", "HashSet", "Enumerable", "nameof",
+                                "string", "int", "object"})
+_GLOBALS["c"] = frozenset({"printf", "fprintf", "sprintf", "snprintf", "puts", "putchar", "malloc", "calloc",
+                           "realloc", "free", "memcpy", "memmove", "memset", "memcmp", "strlen", "strcmp",
+                           "strncmp", "strcpy", "strncpy", "strcat", "strdup", "strchr", "strstr", "exit", "abort",
+                           "assert", "fopen", "fclose", "fread", "fwrite", "fgets", "atoi", "atol", "strtol",
+                           "qsort", "abs", "sizeof"})
+_GLOBALS["cpp"] = _GLOBALS["c"] | frozenset({"std"})
+_GLOBALS["ruby"] = frozenset({"puts", "print", "p", "pp", "require", "require_relative", "raise", "attr_reader",
+                              "attr_writer", "attr_accessor", "include", "extend", "lambda", "proc", "loop",
+                              "format", "sprintf", "Integer", "Float", "String", "Array", "Hash", "freeze",
+                              "private", "protected", "public", "assert", "assert_equal", "refute",
+                              "assert_nil", "assert_raises", "expect", "eq", "describe", "it", "before"})
+_GLOBALS["php"] = frozenset({"count", "strlen", "sprintf", "printf", "implode", "explode", "array_map",
+                             "array_filter", "array_keys", "array_values", "in_array", "isset", "unset", "empty",
+                             "json_encode", "json_decode", "str_replace", "strtolower", "strtoupper", "trim",
+                             "intdiv", "round", "max", "min", "var_dump", "print_r", "array_sum", "number_format"})
+
+
+def _is_global(lang: str, head: str) -> bool:
+    return head in _GLOBALS.get(lang, ())
+
 
 class FileInfo:
     __slots__ = ("path", "module", "language", "bindings", "stars", "symbols")
@@ -203,6 +264,18 @@ def _sep(language: str) -> str:
     return _SEPS.get(language, ".")
 
 
+def _rust_path_head(head: str, caller: str, fi: FileInfo, idx: SymbolIndex) -> str:
+    """Rust ``crate::`` → the crate root module; ``super::`` → the parent of the module (file
+    or inline ``mod``) that holds the caller."""
+    if head == "crate":
+        return fi.module.split("::", 1)[0]
+    q: str | None = caller
+    while q and q != fi.module and idx.kind(q) != "module":
+        q = idx.parents.get(q)
+    q = q or fi.module
+    return q.rsplit("::", 1)[0] if "::" in q else q
+
+
 class Resolver:
     """Resolves call sites and base-type expressions against a SymbolIndex."""
 
@@ -227,8 +300,12 @@ class Resolver:
         q: str | None = caller
         first = True
         while q and q != fi.module:
-            # Python: class scope is not visible from methods, only from the class body itself.
-            if first or not (fi.language == "python" and idx.is_type(q)):
+            # Java/C#/Kotlin/C++: inside class C, the name C is the class, not its constructor.
+            if fi.language in _IMPLICIT_THIS and idx.is_type(q) and q.rsplit(sep, 1)[-1] == name:
+                return q, "local"
+            # Python, JS/TS, Go, Rust, PHP: class scope is not visible from methods, only from
+            # the class body itself.
+            if first or not (fi.language in _CLASS_SCOPE_HIDDEN and idx.is_type(q)):
                 cand = f"{q}{sep}{name}"
                 if cand in idx.kinds:
                     return cand, "local"
@@ -256,7 +333,26 @@ class Resolver:
             return None
         full = sep.join([head[0], *parts[1:]])
         r = self.index.resolve_qname(full, sep)
+        if r is not None and len(parts) == 1 and self.index.is_module(r):
+            r = self._js_default(r, fi) or r
         return r if r is not None and self.index.is_type(r) else None
+
+    def _external_type(self, hint: str, caller: str, fi: FileInfo) -> bool:
+        """True when the hinted type is named through an import from outside the graph, or is
+        one of the language's own (Java ``String``, Go ``error``)."""
+        sep = _sep(fi.language)
+        head = hint.replace(sep, ".").split(".")[0]
+        found = self.scope_lookup(head, caller, fi)
+        if found is None:
+            return _is_global(fi.language, head)
+        return found[1] == "import-external"
+
+    def _js_default(self, module: str, fi: FileInfo) -> str | None:
+        """JS/TS: the default export of ``module`` (``export default X``, ``module.exports = X``)."""
+        if fi.language not in _JS or not self.index.is_module(module):
+            return None
+        r = self.index.resolve_qname(f"{module}.default", ".")
+        return r if r is not None and not self.index.is_module(r) else None
 
     def resolve_call(self, path: str, caller: str, callee: str, hint: str) -> Resolution:
         fi = self.index.files.get(path)
@@ -289,6 +385,8 @@ class Resolver:
                 m = idx.member(t, last, sep)
                 if m:
                     return Resolution(m, "inferred", 0.85)
+            elif lang != "python" and self._external_type(hint, caller, fi):
+                return EXTERNAL  # a method of an imported library type (Go ``t *testing.T``)
         # self.m / this.m
         if parts[0] in selfs and len(parts) == 2:
             cls = self.enclosing_class(caller)
@@ -307,9 +405,23 @@ class Resolver:
             return UNRESOLVED
         if any(_CALLISH.search(p) or p == "?" for p in parts):
             return UNRESOLVED
+        if len(parts) == 1 and lang in _IMPLICIT_THIS:
+            cls = self.enclosing_class(caller)
+            if cls:
+                m = idx.member(cls, last, sep)
+                # a constructor (a method named like its class) is reached by naming the class
+                if m and idx.kind(m) not in TYPE_KINDS and m.rsplit(sep, 2)[-2] != last:
+                    return Resolution(m, "self", 0.95)
+        if lang == "rust" and parts[0] in ("crate", "super") and len(parts) >= 2:
+            r = idx.resolve_qname(sep.join([_rust_path_head(parts[0], caller, fi, idx), *parts[1:]]), sep)
+            if r is None or idx.kind(r) == "module":
+                return UNRESOLVED
+            return Resolution(r, "module", 0.95)
         head = self.scope_lookup(parts[0], caller, fi)
         if head is None:
             if len(parts) == 1 and lang == "python" and parts[0] in PY_BUILTINS:
+                return EXTERNAL
+            if _is_global(lang, parts[0]):
                 return EXTERNAL
             return UNRESOLVED
         target, how = head
@@ -318,7 +430,10 @@ class Resolver:
         if len(parts) == 1:
             kind = idx.kind(target)
             if kind in ("module",):
-                return UNRESOLVED
+                # JS/TS: a module bound whole (``const f = require('./f')``) and called or
+                # instantiated means its default export.
+                d = self._js_default(target, fi)
+                return Resolution(d, how, 0.95) if d else UNRESOLVED
             return Resolution(target, how, 1.0 if how == "local" else 0.95)
         full = sep.join([target, *parts[1:]])
         r = idx.resolve_qname(full, sep)
