@@ -1,0 +1,494 @@
+"""JavaScript (and the shared ECMAScript behaviour TypeScript builds on).
+
+Module qnames are repository paths without the extension (``src/util``); an ``index`` file
+names its directory (``src/lib/index.js`` → ``src/lib``), so ``import … from './lib'`` and
+``'./lib/index.js'`` land on the same module. Relative specifiers are resolved to that form;
+bare specifiers (``react``, ``node:fs``) stay as written.
+
+Imports (ES modules and CommonJS) become ImportRefs whose ``binding`` is the local name:
+
+- ``import x from './m'`` → (``src/m``, ``default``, alias ``x``);
+- ``import * as m from './m'`` / ``const m = require('./m')`` → (``src/m``, alias ``m``);
+- ``import {a, b as c}`` / ``const {a, b: c} = require(…)`` → one ref per name;
+- ``export {a} from './m'`` / ``export * from './m'`` are re-exports, so they are bindings of
+  the exporting module and the resolver follows them (an ``index`` that re-exports works);
+- ``export default Foo`` / ``export default class Foo`` / ``module.exports = Foo`` bind
+  ``default`` in the exporting module to ``Foo`` (a ref to the file's own module), which is how
+  ``import Foo from './foo'`` reaches the class.
+
+Test blocks: ``it(...)`` / ``test(...)`` / ``describe(...)`` calls in ``*.test.*``,
+``*.spec.*`` or ``__tests__/`` files become ``test`` symbols named by their title; calls in
+the callback are attributed to them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from tree_sitter import Node
+
+from codesynapse.extract.hooks import LanguageHooks, squash, text
+from codesynapse.extract.model import ImportRef
+
+_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+_CONST = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_TYPE = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+_TEST_FILE = re.compile(r"(\.(test|spec)\.[cm]?[jt]sx?$)|(^|/)__tests__/")
+TEST_FNS = frozenset({"it", "test", "describe", "suite", "context", "specify"})
+_FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_SCOPES = frozenset({
+    "function_declaration", "generator_function_declaration", "function_expression", "function",
+    "arrow_function", "method_definition", "class_declaration", "class", "abstract_class_declaration",
+    "generator_function",
+})
+_FUNCTION_LIKE = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+
+
+def strip_ext(path: str) -> str:
+    for ext in _EXTS:
+        if path.endswith(ext):
+            path = path[: -len(ext)]
+            break
+    if path.endswith(".d"):  # foo.d.ts
+        path = path[:-2]
+    return path
+
+
+def module_of_path(path: str) -> str:
+    path = strip_ext(path)
+    if path.endswith("/index"):
+        return path[: -len("/index")]
+    return path
+
+
+def string_value(node: Node | None, src: bytes) -> str:
+    if node is None:
+        return ""
+    for c in node.named_children:
+        if c.type == "string_fragment":
+            return text(c, src)
+    raw = text(node, src)
+    return raw[1:-1] if len(raw) >= 2 and raw[0] in "'\"`" else raw
+
+
+def _norm(node: Node | None, src: bytes, depth: int = 0) -> str:
+    """``a.b.c`` for member chains; calls in the receiver become ``()``, ``new T()`` becomes
+    ``T()``, ``super.m`` becomes ``super().m``, other expressions ``?``."""
+    if node is None or depth > 16:
+        return "?"
+    t = node.type
+    if t in ("identifier", "property_identifier", "private_property_identifier", "type_identifier",
+             "shorthand_property_identifier"):
+        return text(node, src)
+    if t == "this":
+        return "this"
+    if t == "super":
+        return "super()"
+    if t == "member_expression":
+        obj = node.child_by_field_name("object")
+        prop = node.child_by_field_name("property")
+        return f"{_norm(obj, src, depth + 1)}.{text(prop, src)}"
+    if t == "call_expression":
+        return f"{_norm(node.child_by_field_name('function'), src, depth + 1)}()"
+    if t == "new_expression":
+        return f"{_norm(node.child_by_field_name('constructor'), src, depth + 1)}()"
+    if t == "subscript_expression":
+        return f"{_norm(node.child_by_field_name('object'), src, depth + 1)}[]"
+    if t in ("parenthesized_expression", "non_null_expression", "as_expression", "satisfies_expression",
+             "type_assertion"):
+        kids = [c for c in node.named_children if c.type not in ("type_arguments",)]
+        return _norm(kids[0], src, depth + 1) if kids else "?"
+    if t == "generic_type":  # a base type: Store<T> → Store
+        return _norm(node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None),
+                     src, depth + 1)
+    if t in ("nested_identifier", "nested_type_identifier"):
+        return re.sub(r"\s+", "", text(node, src))
+    return "?"
+
+
+def type_name(node: Node | None, src: bytes) -> str:
+    """A type annotation's simple nominal type (``Repo``, ``ns.Repo``, ``Map`` of ``Map<K, V>``),
+    or "" for unions, arrays, literals and the like."""
+    if node is None:
+        return ""
+    if node.type == "type_annotation":
+        kids = node.named_children
+        return type_name(kids[0], src) if kids else ""
+    if node.type in ("type_identifier", "identifier"):
+        return text(node, src)
+    if node.type == "nested_type_identifier":
+        return re.sub(r"\s+", "", text(node, src))
+    if node.type == "generic_type":
+        return type_name(node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None), src)
+    return ""
+
+
+def _ctor_name(node: Node | None, src: bytes) -> str:
+    """``new T(...)`` / ``new ns.T<X>(...)`` → the constructor as written."""
+    if node is None or node.type != "new_expression":
+        return ""
+    c = node.child_by_field_name("constructor")
+    s = _norm(c, src)
+    return s if _TYPE.match(s) else ""
+
+
+class _Hints:
+    def __init__(self) -> None:
+        self.hints: dict[str, str] = {}
+        self.conflicts: set[str] = set()
+
+    def put(self, var: str, typ: str) -> None:
+        if not var or var in self.conflicts:
+            return
+        if not typ or not _TYPE.match(typ):
+            return
+        if var in self.hints and self.hints[var] != typ:
+            self.conflicts.add(var)
+            del self.hints[var]
+            return
+        self.hints[var] = typ
+
+    def kill(self, var: str) -> None:
+        self.conflicts.add(var)
+        self.hints.pop(var, None)
+
+
+class JavaScriptHooks(LanguageHooks):
+    sep = "."
+    comment_types = frozenset({"comment"})
+
+    # -- naming ----------------------------------------------------------------------
+    def module_name(self, relpath: str, root: str) -> str:
+        return module_of_path(relpath) or relpath
+
+    def resolve_specifier(self, spec: str, relpath: str) -> str:
+        if spec.startswith("./") or spec.startswith("../") or spec in (".", ".."):
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(relpath), spec))
+            return module_of_path(joined) if joined not in (".", "") else ""
+        return spec
+
+    # -- kinds ---------------------------------------------------------------------------
+    def refine_kind(self, kind: str, node: Node, parent_kind: str) -> str:
+        if kind == "function" and parent_kind in ("class", "interface"):
+            return "method"
+        return kind
+
+    def constant_ok(self, name: str, node: Node) -> bool:
+        return bool(_CONST.match(name)) and not self._declares_function(node)
+
+    @staticmethod
+    def _declares_function(decl: Node) -> bool:
+        for d in decl.named_children:
+            if d.type == "variable_declarator":
+                v = d.child_by_field_name("value")
+                if v is not None and v.type in _FUNC_VALUES:
+                    return True
+        return False
+
+    def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
+        return kind == "test" and bool(_TEST_FILE.search(relpath))
+
+    def exported(self, name: str, node: Node, src: bytes) -> bool:
+        p = node
+        while p is not None and p.type != "program":
+            if p.type == "export_statement":
+                return True
+            if p.type in ("class_body", "interface_body", "object_type"):
+                return not name.startswith(("#", "_"))
+            p = p.parent
+        # CommonJS: module.exports = { name } / module.exports = name / exports.name = …
+        s = src.decode("utf-8", "replace") if b"exports" in src else ""
+        if not s:
+            return False
+        n = re.escape(name)
+        return bool(
+            re.search(rf"\bexports\.{n}\s*=", s)
+            or re.search(rf"\bmodule\.exports\s*=\s*{n}\b", s)
+            or re.search(rf"\bmodule\.exports\s*=\s*\{{[^}}]*\b{n}\b", s)
+        )
+
+    # -- bodies, signatures, summaries -----------------------------------------------
+    @staticmethod
+    def _callback(node: Node) -> Node | None:
+        args = node.child_by_field_name("arguments")
+        if args is None:
+            return None
+        for a in args.named_children:
+            if a.type in _FUNCTION_LIKE:
+                return a
+        return None
+
+    def body(self, node: Node) -> Node | None:
+        t = node.type
+        if t == "variable_declarator":
+            v = node.child_by_field_name("value")
+            return v.child_by_field_name("body") if v is not None and v.type in _FUNC_VALUES else None
+        if t in ("public_field_definition", "field_definition"):
+            v = node.child_by_field_name("value")
+            return v.child_by_field_name("body") if v is not None and v.type in _FUNC_VALUES else None
+        if t == "call_expression":  # a test block: the callback's body
+            cb = self._callback(node)
+            return cb.child_by_field_name("body") if cb is not None else None
+        if t in ("lexical_declaration", "variable_declaration"):
+            return None
+        return node.child_by_field_name("body")
+
+    def signature(self, node: Node, src: bytes) -> str:
+        t = node.type
+        if t == "call_expression":
+            fn = text(node.child_by_field_name("function"), src)
+            args = node.child_by_field_name("arguments")
+            title = args.named_children[0] if args is not None and args.named_children else None
+            return squash(f"{fn}({text(title, src)})") if title is not None else fn
+        if t in ("lexical_declaration", "variable_declaration"):  # constant: name and type, never the value
+            kw = text(node.children[0], src) if node.children else "const"
+            for d in node.named_children:
+                if d.type == "variable_declarator":
+                    typ = d.child_by_field_name("type")
+                    return squash(f"{kw} {text(d.child_by_field_name('name'), src)}{text(typ, src) if typ is not None else ''}")
+            return kw
+        if t in ("variable_declarator", "public_field_definition", "field_definition"):
+            v = node.child_by_field_name("value")
+            body = v.child_by_field_name("body") if v is not None else None
+            start = node.start_byte
+            if t == "variable_declarator" and node.parent is not None and node.parent.named_children \
+                    and node.parent.named_children[0] == node:
+                start = node.parent.start_byte
+            end = body.start_byte if body is not None else node.end_byte
+            sig = src[start:end].decode("utf-8", "replace").rstrip()
+            if sig.endswith("=>"):
+                sig = sig[:-2]
+            return squash(sig.rstrip().rstrip("{").rstrip())
+        if t == "type_alias_declaration":
+            return squash(text(node, src).split("\n", 1)[0].rstrip(";"))
+        return super().signature(node, src)
+
+    def _comment_anchor(self, node: Node) -> Node:
+        n = node
+        if n.type == "variable_declarator" and n.parent is not None:
+            n = n.parent
+        if n.type == "call_expression" and n.parent is not None and n.parent.type == "expression_statement":
+            n = n.parent
+        while n.parent is not None and n.parent.type in ("export_statement",):
+            n = n.parent
+        return n
+
+    def summary(self, node: Node, src: bytes) -> str:
+        return super().summary(self._comment_anchor(node), src)
+
+    # -- calls -------------------------------------------------------------------------
+    def callee_text(self, callee: Node, src: bytes) -> str:
+        parent = callee.parent
+        if callee.type == "identifier" and parent is not None and parent.type == "call_expression":
+            name = text(callee, src)
+            if name == "require":
+                return ""
+            if name in TEST_FNS and self._callback(parent) is not None:
+                return ""  # the test block itself: a definition, not a call
+        if callee.type == "super" and parent is not None and parent.type == "call_expression":
+            return ""  # super(...) in a constructor
+        s = _norm(callee, src)
+        return "" if s == "?" else s
+
+    # -- receiver hints --------------------------------------------------------------
+    def _param_hints(self, params: Node | None, src: bytes, h: _Hints, this_too: bool) -> None:
+        if params is None:
+            return
+        for p in params.named_children:
+            if p.type not in ("required_parameter", "optional_parameter"):
+                continue
+            pat = p.child_by_field_name("pattern")
+            if pat is None or pat.type != "identifier":
+                continue
+            typ = type_name(p.child_by_field_name("type"), src)
+            name = text(pat, src)
+            h.put(name, typ)
+            if this_too and any(c.type == "accessibility_modifier" or text(c, src) == "readonly" for c in p.children):
+                h.put("this." + name, typ)
+
+    def _walk_body(self, body: Node | None, src: bytes, h: _Hints) -> None:
+        if body is None:
+            return
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            t = n.type
+            if t == "variable_declarator":
+                name = n.child_by_field_name("name")
+                if name is not None and name.type == "identifier":
+                    var = text(name, src)
+                    typ = type_name(n.child_by_field_name("type"), src)
+                    val = n.child_by_field_name("value")
+                    if typ:
+                        h.put(var, typ)
+                    elif val is not None and val.type == "new_expression":
+                        h.put(var, _ctor_name(val, src))
+                    elif val is not None:
+                        h.kill(var)
+            elif t == "assignment_expression":
+                left = n.child_by_field_name("left")
+                right = n.child_by_field_name("right")
+                if left is not None and left.type in ("identifier", "member_expression"):
+                    var = _norm(left, src)
+                    if right is not None and right.type == "new_expression":
+                        h.put(var, _ctor_name(right, src))
+                    elif var.startswith("this.") or left.type == "identifier":
+                        h.kill(var)
+            for c in reversed(n.named_children):
+                if c.type in _SCOPES and c is not body:
+                    # nested functions keep their own locals, but `this.x = new T()` inside an
+                    # arrow function still describes the instance
+                    if c.type != "arrow_function":
+                        continue
+                stack.append(c)
+
+    def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
+        h = _Hints()
+        t = unit.type
+        if t in ("class_declaration", "class", "abstract_class_declaration"):
+            body = unit.child_by_field_name("body")
+            for m in body.named_children if body is not None else ():
+                if m.type in ("public_field_definition", "field_definition"):
+                    name = m.child_by_field_name("name") or m.child_by_field_name("property")
+                    if name is None:
+                        continue
+                    var = "this." + text(name, src)
+                    typ = type_name(m.child_by_field_name("type"), src)
+                    val = m.child_by_field_name("value")
+                    if typ:
+                        h.put(var, typ)
+                    elif val is not None and val.type == "new_expression":
+                        h.put(var, _ctor_name(val, src))
+                elif m.type == "method_definition" and text(m.child_by_field_name("name"), src) == "constructor":
+                    self._param_hints(m.child_by_field_name("parameters"), src, h, this_too=True)
+                    mh = _Hints()
+                    self._walk_body(m.child_by_field_name("body"), src, mh)
+                    for k, v in mh.hints.items():
+                        if k.startswith("this."):
+                            h.put(k, v)
+            return h.hints
+        fn = unit
+        if t == "variable_declarator" or t in ("public_field_definition", "field_definition"):
+            fn = unit.child_by_field_name("value")
+        elif t == "call_expression":
+            fn = self._callback(unit)
+        if fn is None:
+            return {}
+        self._param_hints(fn.child_by_field_name("parameters"), src, h,
+                          this_too=text(fn.child_by_field_name("name"), src) == "constructor")
+        self._walk_body(fn.child_by_field_name("body"), src, h)
+        return h.hints
+
+    # -- imports -----------------------------------------------------------------------
+    def imports(self, nodes: list[Node], src: bytes, module: str, relpath: str) -> list[ImportRef]:
+        out: list[ImportRef] = []
+        for node in nodes:
+            line = node.start_point[0] + 1
+            t = node.type
+            if t == "import_statement":
+                mod = self.resolve_specifier(string_value(node.child_by_field_name("source"), src), relpath)
+                if not mod:
+                    continue
+                clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+                if clause is None:
+                    out.append(ImportRef(module=mod, line=line))
+                    continue
+                for c in clause.named_children:
+                    if c.type == "identifier":
+                        out.append(ImportRef(module=mod, name="default", alias=text(c, src), line=line))
+                    elif c.type == "namespace_import":
+                        ident = next((x for x in c.named_children if x.type == "identifier"), None)
+                        out.append(ImportRef(module=mod, alias=text(ident, src), line=line))
+                    elif c.type == "named_imports":
+                        out.extend(self._specifiers(c, src, mod, line))
+            elif t == "export_statement":
+                source = node.child_by_field_name("source")
+                if source is not None:
+                    mod = self.resolve_specifier(string_value(source, src), relpath)
+                    if not mod:
+                        continue
+                    clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+                    ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
+                    if clause is not None:
+                        out.extend(self._specifiers(clause, src, mod, line))
+                    elif ns is not None:
+                        ident = next((x for x in ns.named_children if x.type in ("identifier", "string")), None)
+                        out.append(ImportRef(module=mod, alias=text(ident, src), line=line))
+                    else:
+                        out.append(ImportRef(module=mod, name="*", line=line))
+                    continue
+                # export default Foo / export default class Foo / export { a as b }
+                if any(c.type == "default" for c in node.children) or b"default" in src[node.start_byte:node.start_byte + 40]:
+                    decl = node.child_by_field_name("declaration")
+                    val = node.child_by_field_name("value")
+                    target = decl if decl is not None else val
+                    name = ""
+                    if target is not None:
+                        if target.type == "identifier":
+                            name = text(target, src)
+                        else:
+                            nn = target.child_by_field_name("name")
+                            name = text(nn, src) if nn is not None else ""
+                    if name:
+                        out.append(ImportRef(module=module, name=name, alias="default", line=line))
+                    continue
+                clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+                if clause is not None:
+                    for ref in self._specifiers(clause, src, module, line):
+                        if ref.alias:
+                            out.append(ref)
+            elif t in ("lexical_declaration", "variable_declaration"):
+                for d in node.named_children:
+                    if d.type != "variable_declarator":
+                        continue
+                    val = d.child_by_field_name("value")
+                    if val is None or val.type != "call_expression" or \
+                            text(val.child_by_field_name("function"), src) != "require":
+                        continue
+                    args = val.child_by_field_name("arguments")
+                    arg = args.named_children[0] if args is not None and args.named_children else None
+                    if arg is None or arg.type != "string":
+                        continue
+                    mod = self.resolve_specifier(string_value(arg, src), relpath)
+                    name = d.child_by_field_name("name")
+                    if not mod or name is None:
+                        continue
+                    if name.type == "identifier":
+                        out.append(ImportRef(module=mod, alias=text(name, src), line=line))
+                    elif name.type == "object_pattern":
+                        for p in name.named_children:
+                            if p.type == "shorthand_property_identifier_pattern":
+                                out.append(ImportRef(module=mod, name=text(p, src), line=line))
+                            elif p.type == "pair_pattern":
+                                k = p.child_by_field_name("key")
+                                v = p.child_by_field_name("value")
+                                if k is not None and v is not None and v.type == "identifier":
+                                    alias = text(v, src)
+                                    key = text(k, src)
+                                    out.append(ImportRef(module=mod, name=key, alias=alias if alias != key else "",
+                                                         line=line))
+            elif t == "expression_statement":  # module.exports = Foo
+                a = node.named_children[0] if node.named_children else None
+                if a is not None and a.type == "assignment_expression":
+                    right = a.child_by_field_name("right")
+                    if right is not None and right.type == "identifier":
+                        out.append(ImportRef(module=module, name=text(right, src), alias="default", line=line))
+        return out
+
+    @staticmethod
+    def _specifiers(clause: Node, src: bytes, mod: str, line: int) -> list[ImportRef]:
+        out = []
+        for s in clause.named_children:
+            if s.type not in ("import_specifier", "export_specifier"):
+                continue
+            name = text(s.child_by_field_name("name"), src)
+            alias = text(s.child_by_field_name("alias"), src)
+            if name:
+                out.append(ImportRef(module=mod, name=name, alias=alias if alias and alias != name else "", line=line))
+        return out
+
+
+def is_test_path(relpath: str) -> bool:
+    return bool(_TEST_FILE.search(relpath))
+

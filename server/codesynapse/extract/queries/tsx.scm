@@ -1,0 +1,49 @@
+; TSX: the same captures as typescript.scm (the tsx grammar shares its node types).
+; signatures in interfaces, `implements`. Test blocks as in javascript.scm.
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(class_declaration name: (type_identifier) @name) @definition.class
+(abstract_class_declaration name: (type_identifier) @name) @definition.class
+(interface_declaration name: (type_identifier) @name) @definition.interface
+(type_alias_declaration name: (type_identifier) @name) @definition.type
+(enum_declaration name: (identifier) @name) @definition.enum
+(method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.method
+(abstract_method_signature name: (property_identifier) @name) @definition.method
+(interface_body (method_signature name: (property_identifier) @name) @definition.method)
+(public_field_definition name: [(property_identifier) (private_property_identifier)] @name
+  value: [(arrow_function) (function_expression)]) @definition.method
+
+; const f = () => …, const f = function () {…} (module level or exported)
+(program (lexical_declaration (variable_declarator name: (identifier) @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function))
+(program (variable_declaration (variable_declarator name: (identifier) @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function))
+(program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)))
+
+; module-level constants (UPPER_CASE, not functions)
+(program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant)
+(program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant))
+
+; test blocks, named by their title as written, quotes included
+(call_expression
+  function: (identifier) @_fn (#any-of? @_fn "it" "test" "describe" "suite" "context" "specify")
+  arguments: (arguments . [(string) (template_string)] @name
+                         [(arrow_function) (function_expression)])) @definition.test
+
+(call_expression function: (_) @callee) @reference.call
+(new_expression constructor: (_) @callee) @reference.new
+
+(class_heritage (extends_clause value: (_) @inherit))
+(class_heritage (implements_clause [(type_identifier) (generic_type) (nested_type_identifier)] @implements))
+(interface_declaration (extends_type_clause type: (_) @inherit))
+
+(import_statement) @import
+(export_statement source: (_)) @import
+(export_statement "default") @import
+(program (export_statement (export_clause))) @import
+(program (lexical_declaration (variable_declarator value: (call_expression function: (identifier) @_req (#eq? @_req "require")))) @import)
+(program (variable_declaration (variable_declarator value: (call_expression function: (identifier) @_req (#eq? @_req "require")))) @import)
+(program (expression_statement (assignment_expression
+  left: (member_expression object: (identifier) @_m (#eq? @_m "module") property: (property_identifier) @_e (#eq? @_e "exports"))
+  right: (identifier))) @import)
