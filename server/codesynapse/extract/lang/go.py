@@ -1,0 +1,339 @@
+"""Go: packages by import path, receiver methods, embedding, doc comments, ``TestXxx``.
+
+Module qname = the package's import path: the nearest ``go.mod``'s module path plus the
+directory relative to it (``example.com/shop/store``), or the directory relative to the
+repository root when there is no ``go.mod``. Every file of a package shares it, so a bare call
+to a function in a sibling file resolves as module-local. External test packages
+(``package store_test``) share the directory's qname too.
+
+Methods are qualified by their receiver type wherever they are declared
+(``example.com/shop/store.Store.Get``); embedded fields and embedded interfaces are bases,
+so promoted methods are found through them (a type's method set). Receiver hints: the method
+receiver, typed parameters, ``var x T``, ``x := T{}`` / ``&T{}``, ``x := NewT()`` when that
+function is declared in the same file with a named result type, and ``recv.field`` when the
+receiver's struct is declared in the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+from tree_sitter import Node
+
+from codesynapse.extract.hooks import LanguageHooks, squash, text
+from codesynapse.extract.model import ImportRef
+
+_TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
+_TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+_VERSION = re.compile(r"^v\d+$")
+_NEW = re.compile(r"^New([A-Z]\w*)$")
+_SCOPES = frozenset({"func_literal", "function_declaration", "method_declaration"})
+
+
+@lru_cache(maxsize=4096)
+def _go_mod(directory: str) -> str | None:
+    try:
+        with open(os.path.join(directory, "go.mod"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("module"):
+                    rest = line[len("module"):].strip().strip('"')
+                    if rest:
+                        return rest
+    except OSError:
+        return None
+    return None
+
+
+def _type_of(node: Node | None, src: bytes) -> str:
+    """The named type of a type expression: ``*Store`` → ``Store``, ``pkg.T`` → ``pkg.T``,
+    ``Box[T]`` → ``Box``; "" for maps, slices, funcs and the like."""
+    if node is None:
+        return ""
+    t = node.type
+    if t == "pointer_type":
+        kids = node.named_children
+        return _type_of(kids[0], src) if kids else ""
+    if t in ("type_identifier", "identifier", "field_identifier"):
+        return text(node, src)
+    if t == "qualified_type":
+        return f"{text(node.child_by_field_name('package'), src)}.{text(node.child_by_field_name('name'), src)}"
+    if t == "generic_type":
+        return _type_of(node.child_by_field_name("type"), src)
+    if t == "parenthesized_type":
+        kids = node.named_children
+        return _type_of(kids[0], src) if kids else ""
+    return ""
+
+
+def _norm(node: Node | None, src: bytes, depth: int = 0) -> str:
+    if node is None or depth > 16:
+        return "?"
+    t = node.type
+    if t in ("identifier", "field_identifier", "type_identifier", "package_identifier"):
+        return text(node, src)
+    if t == "selector_expression":
+        return f"{_norm(node.child_by_field_name('operand'), src, depth + 1)}.{text(node.child_by_field_name('field'), src)}"
+    if t == "call_expression":
+        return f"{_norm(node.child_by_field_name('function'), src, depth + 1)}()"
+    if t == "composite_literal":  # Store{} used as a receiver: a fresh instance
+        typ = _type_of(node.child_by_field_name("type"), src)
+        return f"{typ}()" if typ else "?"
+    if t == "index_expression":
+        return f"{_norm(node.child_by_field_name('operand'), src, depth + 1)}[]"
+    if t in ("parenthesized_expression", "unary_expression"):
+        kid = node.child_by_field_name("operand") if t == "unary_expression" else None
+        if kid is None and node.named_children:
+            kid = node.named_children[0]
+        return _norm(kid, src, depth + 1)
+    if t in ("pointer_type", "qualified_type", "generic_type"):
+        s = _type_of(node, src)
+        return s or "?"
+    return "?"
+
+
+class GoHooks(LanguageHooks):
+    sep = "."
+    comment_types = frozenset({"comment"})
+
+    def module_name(self, relpath: str, root: str) -> str:
+        d = os.path.dirname(relpath)
+        parts = d.split("/") if d else []
+        for i in range(len(parts), -1, -1):
+            mod = _go_mod(os.path.join(root, *parts[:i]))
+            if mod is not None:
+                rest = "/".join(parts[i:])
+                return f"{mod}/{rest}" if rest else mod
+        return d
+
+    def tree_module(self, root: Node, src: bytes, module: str) -> str:
+        if module:
+            return ""
+        for c in root.named_children:  # a package at the root of a tree without go.mod
+            if c.type == "package_clause":
+                return text(c.named_children[0], src) if c.named_children else ""
+        return ""
+
+    def owner(self, node: Node, src: bytes) -> str:
+        if node.type != "method_declaration":
+            return ""
+        recv = node.child_by_field_name("receiver")
+        for p in recv.named_children if recv is not None else ():
+            if p.type == "parameter_declaration":
+                return _type_of(p.child_by_field_name("type"), src).rsplit(".", 1)[-1]
+        return ""
+
+    def refine_kind(self, kind: str, node: Node, parent_kind: str) -> str:
+        return kind
+
+    def body(self, node: Node) -> Node | None:
+        if node.type == "type_spec":
+            return node.child_by_field_name("type")
+        if node.type in ("const_spec", "method_elem"):
+            return None
+        return node.child_by_field_name("body")
+
+    def signature(self, node: Node, src: bytes) -> str:
+        t = node.type
+        if t == "const_spec":  # name and type, never the value
+            names = [text(n, src) for n in node.children_by_field_name("name")]
+            typ = node.child_by_field_name("type")
+            return squash("const " + ", ".join(names) + (f" {text(typ, src)}" if typ is not None else ""))
+        if t == "type_spec":
+            typ = node.child_by_field_name("type")
+            kw = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ is not None else "", "")
+            tp = node.child_by_field_name("type_parameters")
+            head = f"type {text(node.child_by_field_name('name'), src)}{text(tp, src) if tp is not None else ''}"
+            return squash(f"{head} {kw or text(typ, src)}", 160)
+        if t == "method_elem":
+            return squash(text(node, src))
+        return super().signature(node, src)
+
+    def _anchor(self, node: Node) -> Node:
+        p = node.parent
+        if node.type in ("type_spec", "const_spec") and p is not None and \
+                p.type in ("type_declaration", "const_declaration") and len(p.named_children) == 1:
+            return p
+        return node
+
+    def summary(self, node: Node, src: bytes) -> str:
+        return super().summary(self._anchor(node), src)
+
+    def summary_module(self, root: Node, src: bytes) -> str:
+        for c in root.named_children:
+            if c.type == "package_clause":
+                return super().summary(c, src)
+        return ""
+
+    def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
+        return kind == "function" and relpath.endswith("_test.go") and bool(_TEST.match(name))
+
+    def exported(self, name: str, node: Node, src: bytes) -> bool:
+        return name[:1].isupper()
+
+    def callee_text(self, callee: Node, src: bytes) -> str:
+        s = _norm(callee, src)
+        return "" if s == "?" else s
+
+    def imports(self, nodes: list[Node], src: bytes, module: str, relpath: str) -> list[ImportRef]:
+        out: list[ImportRef] = []
+        for node in nodes:
+            specs = [node] if node.type == "import_spec" else []
+            for c in node.named_children:
+                if c.type == "import_spec":
+                    specs.append(c)
+                elif c.type == "import_spec_list":
+                    specs.extend(x for x in c.named_children if x.type == "import_spec")
+            for spec in specs:
+                path_node = spec.child_by_field_name("path")
+                path = text(path_node, src).strip('"`')
+                if not path:
+                    continue
+                name_node = spec.child_by_field_name("name")
+                alias = text(name_node, src) if name_node is not None else ""
+                line = spec.start_point[0] + 1
+                if alias == ".":
+                    out.append(ImportRef(module=path, name="*", line=line))
+                    continue
+                if not alias:
+                    segs = path.split("/")
+                    last = segs[-1]
+                    if _VERSION.match(last) and len(segs) > 1:  # github.com/x/y/v2 is package y
+                        alias = segs[-2]
+                    elif "." in last and "/" in path:  # gopkg.in/yaml.v3 is package yaml
+                        alias = last.split(".", 1)[0]
+                out.append(ImportRef(module=path, alias=alias, line=line))
+        return out
+
+    # -- receiver hints ----------------------------------------------------------------
+    @staticmethod
+    def _file_root(node: Node) -> Node:
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
+        for decl in root.named_children:
+            if decl.type != "type_declaration":
+                continue
+            for spec in decl.named_children:
+                if spec.type != "type_spec" or text(spec.child_by_field_name("name"), src) != type_name:
+                    continue
+                st = spec.child_by_field_name("type")
+                if st is None or st.type != "struct_type":
+                    return {}
+                fields: dict[str, str] = {}
+                for fl in st.named_children:
+                    for f in fl.named_children:
+                        if f.type != "field_declaration":
+                            continue
+                        typ = _type_of(f.child_by_field_name("type"), src)
+                        for n in f.children_by_field_name("name"):
+                            if typ:
+                                fields[text(n, src)] = typ
+                return fields
+        return {}
+
+    def _result_type(self, root: Node, fn_name: str, src: bytes) -> str:
+        for decl in root.named_children:
+            if decl.type == "function_declaration" and text(decl.child_by_field_name("name"), src) == fn_name:
+                res = decl.child_by_field_name("result")
+                if res is None:
+                    return ""
+                if res.type == "parameter_list":
+                    ps = [p for p in res.named_children if p.type == "parameter_declaration"]
+                    return _type_of(ps[0].child_by_field_name("type"), src) if ps else ""
+                return _type_of(res, src)
+        return ""
+
+    def _value_type(self, root: Node, val: Node | None, src: bytes) -> str:
+        if val is None:
+            return ""
+        if val.type == "unary_expression":
+            val = val.child_by_field_name("operand")
+            if val is None:
+                return ""
+        if val.type == "composite_literal":
+            return _type_of(val.child_by_field_name("type"), src)
+        if val.type == "call_expression":
+            fn = val.child_by_field_name("function")
+            if fn is not None and fn.type == "identifier":
+                typ = self._result_type(root, text(fn, src), src)
+                if typ:
+                    return typ
+            # The Go constructor convention: NewT(...) / pkg.NewT(...) returns T (or *T). The
+            # resolver binds a call only if T exists and has the method.
+            if fn is not None and fn.type in ("identifier", "selector_expression"):
+                name = text(fn, src) if fn.type == "identifier" else text(fn.child_by_field_name("field"), src)
+                m = _NEW.match(name)
+                if m:
+                    if fn.type == "identifier":
+                        return m.group(1)
+                    pkg = fn.child_by_field_name("operand")
+                    if pkg is not None and pkg.type == "identifier":
+                        return f"{text(pkg, src)}.{m.group(1)}"
+        return ""
+
+    def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
+        if unit.type not in ("function_declaration", "method_declaration", "func_literal"):
+            return {}
+        hints: dict[str, str] = {}
+        conflicts: set[str] = set()
+
+        def put(var: str, typ: str) -> None:
+            if not var or var == "_" or var in conflicts:
+                return
+            if not typ or not _TYPE.match(typ):
+                if var in hints:
+                    conflicts.add(var)
+                    del hints[var]
+                return
+            if var in hints and hints[var] != typ:
+                conflicts.add(var)
+                del hints[var]
+                return
+            hints[var] = typ
+
+        root = self._file_root(unit)
+        recv_fields: list[tuple[str, str]] = []
+        for field in ("receiver", "parameters"):
+            plist = unit.child_by_field_name(field)
+            for p in plist.named_children if plist is not None else ():
+                if p.type != "parameter_declaration":
+                    continue
+                typ = _type_of(p.child_by_field_name("type"), src)
+                for n in p.children_by_field_name("name"):
+                    put(text(n, src), typ)
+                    if field == "receiver" and typ:
+                        recv_fields.append((text(n, src), typ))
+        for var, typ in recv_fields:
+            for fname, ftyp in self._struct_fields(root, typ, src).items():
+                put(f"{var}.{fname}", ftyp)
+        body = unit.child_by_field_name("body")
+        stack = [body] if body is not None else []
+        while stack:
+            n = stack.pop()
+            t = n.type
+            if t == "short_var_declaration":
+                left = n.child_by_field_name("left")
+                right = n.child_by_field_name("right")
+                lefts = [c for c in left.named_children] if left is not None else []
+                rights = [c for c in right.named_children] if right is not None else []
+                if len(lefts) == len(rights):
+                    for lnode, rnode in zip(lefts, rights):
+                        put(text(lnode, src), self._value_type(root, rnode, src))
+                else:
+                    for lnode in lefts:
+                        put(text(lnode, src), "")
+            elif t == "var_spec":
+                typ = _type_of(n.child_by_field_name("type"), src)
+                val = n.child_by_field_name("value")
+                vals = val.named_children if val is not None else []
+                for i, name in enumerate(n.children_by_field_name("name")):
+                    put(text(name, src), typ or (self._value_type(root, vals[i], src) if i < len(vals) else ""))
+            for c in reversed(n.named_children):
+                if c.type not in _SCOPES:
+                    stack.append(c)
+        return hints
