@@ -276,6 +276,38 @@ ORDINARY_TEXT = [
     "getTokenFromCache(tokenCacheKeyPrefix + userId)",
     "x = {'key': value, 'token_count': 3}",
     "see https://docs.example.com/auth/tokens#refresh for details",
+    '"neo4j_password": "CODESYNAPSE_NEO4J_PASSWORD",  # the environment variable to read',
+    # code seen in real JavaScript bundles
+    "pass: matchResult?.pass ?? false,",
+    "'allPass': 'overEvery', 'anyPass': 'overSome',",
+    "interface MatchResult {\n\tpass: boolean;\n\tmessage: () => string;\n}",
+    "t.credentials=`same-origin`",
+    'lastSignificantToken = "?NoLineTerminatorHere";',
+    "PWD: '/Users/maciej',",
+    "$token = Get-AzAccessToken @params",
+    "USERNAME_PASSWORD: 0x02,",
+    "passwordHash: 'hide',",
+    'const hexChars = "0123456789abcdefABCDEF";',
+    'const jweCryptoB64Encoded = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0";',
+    "re.src_auth = `(?:(?:(?!${re.src_ZCc}|[@/\\[\\]()]).){1,50}@)?`;",
+    'idToken: cacheRecord?.idToken?.secret || "",',
+    "const USE_CREDENTIALS = 'use-credentials'",
+    "maxTokenLength = getMaxLength(tokenizerOptions)",
+]
+
+# Random-looking values next to a secret-ish key (letters and digits as a generator would
+# make them): all redacted.
+CONTEXT_SECRETS = [
+    ('api_key = "Qm8ZtR2vLx9NcB4wKp7YhD3s"', 'api_key = "[REDACTED:generic_api_key]"'),
+    ("apiKey: 'hTq0RmZc81LxVnB6'", "apiKey: '[REDACTED:generic_api_key]'"),
+    ("ACCESS_TOKEN=f81d4fae7dec11d0a76500a0c91e6bf6", "ACCESS_TOKEN=[REDACTED:generic_token]"),
+    ('"refresh_token": "WzN4pQ7rTb2Ld9Kx"', '"refresh_token": "[REDACTED:generic_token]"'),
+    ("client_secret: kR7pW2nX9qL4vB8m", "client_secret: [REDACTED:generic_secret]"),
+    ("SIGNING_KEY='tYv93LsQp0ZrXe7N'", "SIGNING_KEY='[REDACTED:generic_secret]'"),
+    ("db_pass=hunter2", "db_pass=[REDACTED:password]"),
+    ("SMTP_PASS='p@ssw0rd!'", "SMTP_PASS='[REDACTED:password]'"),
+    ("credentials = 'svc-ci:Xy7!pQ2#'", "credentials = '[REDACTED:generic_secret]'"),
+    ("const secret = `mQ4zT8wY1rN6bV3c`;", "const secret = `[REDACTED:generic_secret]`;"),
 ]
 
 # Exact before/after pairs.
@@ -309,6 +341,12 @@ EXACT = [
         "config: {upload_key: [REDACTED:high_entropy_secret]}",
     ),
     ("--db-password 'Tr0ub4dor&3'", "--db-password '[REDACTED:password]'"),
+    (
+        # an unescaped "@" in the password: everything up to the last "@" goes
+        "postgres://app:p@ss:w0rd@db.example.com/app",
+        "postgres://[REDACTED:connection_string]@db.example.com/app",
+    ),
+    ("see http://example.com:80?email=a@b.com", "see http://example.com:80?email=a@b.com"),
 ]
 
 
@@ -369,6 +407,11 @@ def test_clean_files_survive_unchanged(name: str) -> None:
 def test_ordinary_text_survives_unchanged(text: str) -> None:
     assert redact(text) == text
     assert contains_secret(text) is False
+
+
+@pytest.mark.parametrize(("before", "after"), CONTEXT_SECRETS)
+def test_random_values_next_to_secret_keys(before: str, after: str) -> None:
+    assert redact(before) == after
 
 
 @pytest.mark.parametrize(("before", "after"), EXACT)
