@@ -56,6 +56,7 @@ from codesynapse.graph.store import SCHEMA_VERSION
 log = logging.getLogger(__name__)
 
 CHUNK = 5_000  # rows per UNWIND statement
+CALLS_PER_TX = 10_000  # call sites per insert_calls transaction (Neo4j bounds transaction memory)
 PAGE = 5_000  # rows per page of the all_* iterators (each page is its own short transaction)
 FULLTEXT_INDEX = "cs_symbol_text"
 MAX_QUERY_TERMS = 256  # × 3 fields stays under Lucene's 1024-clause limit
@@ -94,6 +95,29 @@ _DELETE_BY_PATH = {
     label: f"UNWIND $paths AS p MATCH (n:{label} {{graph_id: $g, path: p}}) DETACH DELETE n"
     for label in ("CsSymbol", "CsCall", "CsImport", "CsInherit", "CsFile")
 }
+
+# Property order of the rows sent by the writers (each row ends with its id).
+_FILE_PROPS = ("path", "language", "hash", "size", "mtime_ns", "lines", "module", "status", "reason", "indexed_at")
+_SYMBOL_PROPS = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col",
+                 "hash", "summary", "parent", "is_test", "exported", "language", "ft_name", "ft_qname", "ft_terms",
+                 "id")
+_CALL_PROPS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
+               "resolution", "confidence", "id")
+_IMPORT_PROPS = ("path", "module", "name", "alias", "line", "target", "id")
+_INHERIT_PROPS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "id")
+
+
+def _props(names: Sequence[str]) -> str:
+    return ", ".join(f"{k}: r[{i}]" for i, k in enumerate(names))
+
+
+_MERGE_FILES = ("UNWIND $rows AS r MERGE (f:CsFile {graph_id: $g, path: r[0]}) SET "
+                + ", ".join(f"f.{k} = r[{i}]" for i, k in enumerate(_FILE_PROPS) if k != "path"))
+_INSERT_SYMBOLS = ("UNWIND $rows AS r MATCH (f:CsFile {graph_id: $g, path: r[0]}) "
+                   f"CREATE (f)-[:CONTAINS]->(:CsSymbol {{graph_id: $g, {_props(_SYMBOL_PROPS)}}})")
+_INSERT = {label: f"UNWIND $rows AS r CREATE (:{label} {{graph_id: $g, {_props(props)}}})"
+           for label, props in (("CsCall", _CALL_PROPS), ("CsImport", _IMPORT_PROPS),
+                                ("CsInherit", _INHERIT_PROPS))}
 
 _SYM_ORDER = " ORDER BY s.qname, s.path, s.start_line, s.id"
 _CALL_ORDER = " ORDER BY c.path, c.line, c.col, c.callee, c.id"
@@ -138,7 +162,7 @@ def lucene_query(text: str) -> str:
 
 # ---- error translation --------------------------------------------------------------------
 
-def _translate(e: Exception, what: str) -> StoreError:
+def translate_error(e: Exception, what: str) -> StoreError:
     from neo4j import exceptions as nx
 
     msg = f"neo4j {what} failed: {e.__class__.__name__}: {e}"
@@ -199,7 +223,7 @@ class Neo4jGraphStore:
                 self.set_meta({"schema_version": str(SCHEMA_VERSION)})
         except self._errors as e:
             self._driver.close()
-            raise _translate(e, f"connect to {uri}") from e
+            raise translate_error(e, f"connect to {uri}") from e
         except BaseException:
             self._driver.close()
             raise
@@ -226,7 +250,7 @@ class Neo4jGraphStore:
             with self._session() as s:
                 return s.execute_read(unit_of_work(timeout=timeout or self.read_timeout)(fn), *args)
         except self._errors as e:
-            raise _translate(e, what) from e
+            raise translate_error(e, what) from e
 
     def _write(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         from neo4j import unit_of_work
@@ -235,7 +259,7 @@ class Neo4jGraphStore:
             with self._session() as s:
                 return s.execute_write(unit_of_work(timeout=self.write_timeout)(fn), *args)
         except self._errors as e:
-            raise _translate(e, what) from e
+            raise translate_error(e, what) from e
 
     def _rows(self, what: str, query: str, **params: Any) -> list[Any]:
         """Run one read query as an auto-commit transaction (one round trip fewer than a
@@ -248,7 +272,7 @@ class Neo4jGraphStore:
             with self._session() as s:
                 return [rec.values()[0] for rec in s.run(Query(query, timeout=self.read_timeout), params)]
         except self._errors as e:
-            raise _translate(e, what) from e
+            raise translate_error(e, what) from e
 
     def _scalar(self, what: str, query: str, **params: Any) -> Any:
         rows = self._rows(what, query, **params)
@@ -286,7 +310,8 @@ class Neo4jGraphStore:
         return int(rec["base"])
 
     @staticmethod
-    def _unwind(tx, query: str, rows: list[dict[str, Any]], **params: Any) -> None:
+    def _send(tx, query: str, rows: Sequence[Sequence[Any]], **params: Any) -> None:
+        """Run ``query`` over ``rows`` in chunks of CHUNK (``UNWIND $rows AS r``)."""
         for i in range(0, len(rows), CHUNK):
             tx.run(query, rows=rows[i:i + CHUNK], **params).consume()
 
@@ -298,26 +323,25 @@ class Neo4jGraphStore:
             for stmt in _DELETE_BY_PATH.values():
                 tx.run(stmt, paths=part, g=self.graph_id).consume()
 
-    def _call_row(self, path: str, c: CallSite, r: Resolution) -> dict[str, Any]:
-        return {"graph_id": self.graph_id, "path": path, "caller": c.caller, "callee": c.callee, "name": c.name,
-                "head": _head(c.callee), "hint": c.receiver_hint,
-                "hint_name": c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "",
-                "line": c.line, "col": c.col, "kind": c.kind, "target": r.target, "resolution": r.resolution,
-                "confidence": float(r.confidence)}
+    @staticmethod
+    def _call_row(path: str, c: CallSite, r: Resolution) -> list[Any]:
+        """A call site in ``_CALL_PROPS`` order (without its id, appended later)."""
+        return [path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+                c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+                r.target, r.resolution, float(r.confidence)]
 
-    def _insert_tx(self, tx, symbols: list[dict], calls: list[dict], imports: list[dict],
-                   inherits: list[dict]) -> None:
+    def _insert_tx(self, tx, symbols: list[list], calls: list[list], imports: list[list],
+                   inherits: list[list]) -> None:
         base = self._alloc(tx, self.graph_id, len(symbols) + len(calls) + len(imports) + len(inherits))
         for rows in (symbols, calls, imports, inherits):
             for r in rows:
                 base += 1
-                r["id"] = base
+                r.append(base)
         g = self.graph_id
-        self._unwind(tx, "UNWIND $rows AS r MATCH (f:CsFile {graph_id: $g, path: r.path}) "
-                         "CREATE (f)-[:CONTAINS]->(s:CsSymbol) SET s = r", symbols, g=g)
-        self._unwind(tx, "UNWIND $rows AS r CREATE (c:CsCall) SET c = r", calls)
-        self._unwind(tx, "UNWIND $rows AS r CREATE (i:CsImport) SET i = r", imports)
-        self._unwind(tx, "UNWIND $rows AS r CREATE (i:CsInherit) SET i = r", inherits)
+        self._send(tx, _INSERT_SYMBOLS, symbols, g=g)
+        self._send(tx, _INSERT["CsCall"], calls, g=g)
+        self._send(tx, _INSERT["CsImport"], imports, g=g)
+        self._send(tx, _INSERT["CsInherit"], inherits, g=g)
 
     def write_files(
         self,
@@ -334,82 +358,76 @@ class Neo4jGraphStore:
         import_targets = import_targets or {}
         now = time.time()
         unresolved = Resolution("", "unresolved", 0.0)
-        files: list[dict[str, Any]] = []
-        syms: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
-        imps: list[dict[str, Any]] = []
-        inhs: list[dict[str, Any]] = []
+        # Rows go over the wire as lists in the order of the _*_PROPS tuples (half the
+        # packing work of maps); they are read back by property name.
+        files: list[list[Any]] = []
+        syms: list[list[Any]] = []
+        calls: list[list[Any]] = []
+        imps: list[list[Any]] = []
+        inhs: list[list[Any]] = []
         for fx, mtime in extractions:
-            files.append({"graph_id": g, "path": fx.path, "language": fx.language, "hash": fx.hash,
-                          "size": fx.size, "mtime_ns": mtime, "lines": fx.lines, "module": fx.module,
-                          "status": "partial" if fx.partial else "indexed",
-                          "reason": fx.error or ("syntax errors; partial extraction" if fx.partial else ""),
-                          "indexed_at": now})
+            files.append([fx.path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
+                          "partial" if fx.partial else "indexed",
+                          fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now])
             for s in fx.symbols:
-                syms.append({"graph_id": g, "path": fx.path, "qname": s.qname, "name": s.name, "kind": s.kind,
-                             "signature": s.signature, "start_line": s.start_line, "end_line": s.end_line,
-                             "start_col": s.start_col, "end_col": s.end_col, "hash": s.hash, "summary": s.summary,
-                             "parent": s.parent, "is_test": bool(s.is_test), "exported": bool(s.exported),
-                             "language": fx.language, "terms": name_terms(s.name, s.qname),
-                             "ft_name": _fold_tokens(s.name), "ft_qname": _fold_tokens(s.qname),
-                             "ft_terms": _fold_tokens(name_terms(s.name, s.qname))})
+                terms = name_terms(s.name, s.qname)
+                syms.append([fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col,
+                             s.end_col, s.hash, s.summary, s.parent, bool(s.is_test), bool(s.exported), fx.language,
+                             _fold_tokens(s.name), _fold_tokens(s.qname), _fold_tokens(terms)])
             for i, c in enumerate(fx.calls if with_calls else ()):
                 calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
             for i, im in enumerate(fx.imports):
-                imps.append({"graph_id": g, "path": fx.path, "module": im.module, "name": im.name,
-                             "alias": im.alias, "line": im.line, "target": import_targets.get((fx.path, i), "")})
+                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), "")])
             for i, ih in enumerate(fx.inherits):
                 r = inherit_targets.get((fx.path, i), unresolved)
-                inhs.append({"graph_id": g, "path": fx.path, "child": ih.child, "base": ih.base, "kind": ih.kind,
-                             "line": ih.line, "target": r.target, "resolution": r.resolution,
-                             "confidence": float(r.confidence)})
+                inhs.append([fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
+                             float(r.confidence)])
         for s in skipped:
-            files.append({"graph_id": g, "path": s.path, "language": s.language, "hash": s.hash, "size": s.size,
-                          "mtime_ns": s.mtime_ns, "lines": s.lines, "module": s.module, "status": "skipped",
-                          "reason": s.reason, "indexed_at": now})
+            files.append([s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module, "skipped", s.reason,
+                          now])
         paths = list(dict.fromkeys([fx.path for fx, _ in extractions] + [s.path for s in skipped]))
 
         def work(tx):
             self._delete_paths_tx(tx, paths)
-            self._unwind(tx, "UNWIND $rows AS r MERGE (f:CsFile {graph_id: $g, path: r.path}) SET f += r",
-                         files, g=g)
+            self._send(tx, _MERGE_FILES, files, g=g)
             self._insert_tx(tx, syms, calls, imps, inhs)
 
         self._write("write_files", work)
 
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
-        """Add call sites (with their resolution) for files written with ``with_calls=False``."""
-        if not items:
-            return
+        """Add call sites (with their resolution) for files written with ``with_calls=False``.
+
+        Unlike SQLite, one transaction per ``CALLS_PER_TX`` call sites: Neo4j bounds the
+        memory of one transaction (``db.memory.transaction.total.max``), and the indexer
+        already hands over call sites in chunks and re-resolves after a crash."""
         rows = [self._call_row(path, c, r) for path, c, r in items]
-        self._write("insert_calls", lambda tx: self._insert_tx(tx, [], rows, [], []))
+        for i in range(0, len(rows), CALLS_PER_TX):
+            part = rows[i:i + CALLS_PER_TX]
+            self._write("insert_calls", lambda tx, part=part: self._insert_tx(tx, [], part, [], []))
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(dict.fromkeys(paths))
         if paths:
             self._write("delete_files", lambda tx: self._delete_paths_tx(tx, paths))
 
-    def _update(self, what: str, label: str, sets: str, rows: list[dict[str, Any]]) -> None:
+    def _update(self, what: str, label: str, sets: str, rows: list[list[Any]]) -> None:
         if not rows:
             return
-        query = f"UNWIND $rows AS r MATCH (n:{label} {{graph_id: $g, id: r.id}}) SET {sets}"
-        self._write(what, lambda tx: self._unwind(tx, query, rows, g=self.graph_id))
+        query = f"UNWIND $rows AS r MATCH (n:{label} {{graph_id: $g, id: r[0]}}) SET {sets}"
+        self._write(what, lambda tx: self._send(tx, query, rows, g=self.graph_id))
 
     def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
         self._update("update_call_targets", "CsCall",
-                     "n.target = r.target, n.resolution = r.resolution, n.confidence = r.confidence",
-                     [{"id": i, "target": r.target, "resolution": r.resolution, "confidence": float(r.confidence)}
-                      for i, r in updates])
+                     "n.target = r[1], n.resolution = r[2], n.confidence = r[3]",
+                     [[i, r.target, r.resolution, float(r.confidence)] for i, r in updates])
 
     def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
         self._update("update_inherit_targets", "CsInherit",
-                     "n.target = r.target, n.resolution = r.resolution, n.confidence = r.confidence",
-                     [{"id": i, "target": r.target, "resolution": r.resolution, "confidence": float(r.confidence)}
-                      for i, r in updates])
+                     "n.target = r[1], n.resolution = r[2], n.confidence = r[3]",
+                     [[i, r.target, r.resolution, float(r.confidence)] for i, r in updates])
 
     def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
-        self._update("update_import_targets", "CsImport", "n.target = r.target",
-                     [{"id": i, "target": t} for i, t in updates])
+        self._update("update_import_targets", "CsImport", "n.target = r[1]", [[i, t] for i, t in updates])
 
     def delete_graph(self) -> int:
         """Remove every node of this graph id (files, symbols, calls, imports, inherits, meta,
