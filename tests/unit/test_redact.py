@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -347,6 +346,14 @@ EXACT = [
         "postgres://[REDACTED:connection_string]@db.example.com/app",
     ),
     ("see http://example.com:80?email=a@b.com", "see http://example.com:80?email=a@b.com"),
+    # passwords may start with a symbol; references and YAML tags/aliases are not secrets
+    ('password: "!Qaz2wsx"', 'password: "[REDACTED:password]"'),
+    ("PASSWORD=@dm1n-2024", "PASSWORD=[REDACTED:password]"),
+    ('password = "$ecretP@ss"', 'password = "[REDACTED:password]"'),
+    ("password: !vault |", "password: !vault |"),
+    ("password: *db_password", "password: *db_password"),
+    ("password=%DB_PASSWORD%", "password=%DB_PASSWORD%"),
+    ('password: "{password}"', 'password: "{password}"'),
 ]
 
 

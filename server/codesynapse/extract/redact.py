@@ -9,8 +9,9 @@ How secrets are found (all regexes are compiled once, at import):
 
 1. **Shaped tokens** — credentials whose shape identifies them (``AKIA…``, ``ghp_…``,
    ``xoxb-…``, ``sk_live_…``, ``AIza…``, JWTs, PEM private keys, npm/PyPI/GitLab/… tokens).
-   Every rule is gated by literal anchors (``"AKIA" in text``) and starts with a literal,
-   so ordinary text costs one fast substring scan per anchor and no regex work at all.
+   Text without a run of 16 token characters (most prose) skips them all after one regex
+   search; otherwise each rule's regex starts with a literal (the regex engine's fast
+   prefix scan) or is gated by a literal anchor (``"Q~" in text``).
 2. **Contextual secrets** — a value next to a word that says "this is a secret": key/value
    assignments (``password = "…"``, ``API_KEY=…``, ``"client_secret": "…"``,
    ``--db-password x``), ``Bearer``/``Basic`` authorization values, Azure
@@ -205,7 +206,8 @@ def _scan_aws_secret_near(text: str, pos: int, out: list[Finding]) -> None:
 _KEY_ANCHORS: Final = ("pass", "pwd", "pswd", "secret", "credential", "key", "token", "auth")
 
 # The end of a (lower-cased) key name that marks a secret: keyword + optional harmless tail
-# (`secretKey`, `SECRET_KEY_BASE`, `password_hash`; not `token_type`, `password_field`).
+# (`secretKey`, `SECRET_KEY_BASE`, `api_key_value`; not `token_type`, `password_field`,
+# `password_hash`).
 _KEY_END_RE: Final = re.compile(
     r"(?P<kw>passwords?|passwd|passphrase|passcode|pass|pwd|pswd"
     r"|client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|secret|credentials?"
@@ -264,11 +266,13 @@ _PLACEHOLDER_RE: Final = re.compile(
         \$\{[^}]*\}? | \$\(.*\)? | \$[A-Za-z_][A-Za-z0-9_]* | %\([^)]*\)[sdr] | %[sdr]
       | \{\{.*\}\}? | \{[A-Za-z0-9_.]*\} | <[^>]*>? | \[[^\]]*\]
       | [*xX#.•-]+ | (?:your|my|the|some|example|dummy|fake|sample|placeholder|redacted)[_-]?[A-Za-z_-]*
+      | %[A-Za-z_][A-Za-z0-9_]*% | \{[A-Za-z_][A-Za-z0-9_.]*\}\S*
       | \[REDACTED:[a-z_]+\].* | null | nil | none | undefined | true | false | yes | no | on | off
       | (?:pass(?:word|wd)?|pwd|secret|token|api[_-]?key|changeit|xxx+)
     )$""",
     re.IGNORECASE | re.VERBOSE,
 )
+_SIGIL_REF_RE: Final = re.compile(r"^(?:[!&*][A-Za-z_][\w.-]*|@[A-Za-z_./-]+|#.*)$")
 _TYPE_NAMES: Final = frozenset(
     {"str", "string", "bytes", "int", "bool", "any", "object", "optional", "none", "char",
      "text", "secretstr", "secretbytes", "securestring", "list", "dict"}
@@ -387,10 +391,14 @@ def _looks_like_password(value: str) -> bool:
     return has_letter and (has_digit or has_symbol)
 
 
-def _is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER_RE.match(value.strip())) or value.startswith(
-        ("$", "{", "%", "!", "&", "*", "@", "\\", "#")
-    )
+def _is_placeholder(value: str, quoted: bool = True) -> bool:
+    """A reference or placeholder, not a secret: ``${DB_PASSWORD}``, ``<password>``,
+    ``%(pw)s``, ``{{ vault_pw }}``, ``****``; unquoted also YAML tags/anchors/aliases
+    (``!vault``, ``*pw``), ``@file`` and comments."""
+    v = value.strip()
+    if _PLACEHOLDER_RE.match(v):
+        return True
+    return not quoted and _SIGIL_REF_RE.match(v) is not None
 
 
 _LINE_WINDOW: Final = 256  # look this far around a key for its line (keeps scans linear)
@@ -452,7 +460,7 @@ def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Find
     value = raw[1:-1] if quoted else raw
     v_start = m.start("val") + (1 if quoted else 0)
     v_end = v_start + len(value)
-    if not value or _is_placeholder(value) or _TEMPLATE_RE.search(value):
+    if not value or _is_placeholder(value, quoted) or _TEMPLATE_RE.search(value):
         return None
     if sep == "" and not key.startswith("-"):
         return None  # space-separated values only for command-line flags: --password x
