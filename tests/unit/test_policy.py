@@ -480,6 +480,7 @@ def test_warnings_do_not_block_a_policy() -> None:
          "maxFileBytes, languages, annotations, redact), found a list"),
         ("exclude: generated/**\n", (0, 9, "error", "exclude"), "exclude: expected a list of globs, found a string"),
         ("exclude: [[a]]\n", (0, 10, "error", "exclude[0]"), "exclude[0]: expected a glob, found a list"),
+        ("[" * 3000 + "]" * 3000, (0, 0, "error", ""), "invalid YAML: nested too deeply"),
         ('maxFileBytes: "1MB"\n', (0, 14, "error", "maxFileBytes"),
          "maxFileBytes: expected a whole number of bytes, found a string"),
         ("maxFileBytes: 0\n", (0, 14, "error", "maxFileBytes"), "maxFileBytes: must be a positive number of bytes (found 0)"),
@@ -616,3 +617,19 @@ def test_directory_pruning_never_hides_an_included_path() -> None:
             below = any(matcher.match(p) is not None for p in paths if p.startswith(d + "/"))
             if below:
                 assert matcher.may_match_below(d), (glob, d)
+
+
+_YAMLISH = st.text(alphabet=st.sampled_from(list("abexcludinrtsvo:-[]{}\"'*&!#|>\n  .0129/?,@%")), max_size=200)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_YAMLISH, st.text(max_size=200)))
+def test_any_text_gives_a_policy_and_diagnostics_never_an_exception(text: str) -> None:
+    previous = default_policy()
+    policy, diagnostics = parse_policy(text, previous)
+    assert isinstance(policy, Policy)
+    for d in diagnostics:
+        assert d.severity in {"error", "warning"}
+        assert 0 <= d.line <= d.end_line and d.column >= 0 and d.end_column >= 0
+    if any(d.severity == "error" for d in diagnostics):
+        assert policy is previous

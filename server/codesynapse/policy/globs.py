@@ -214,8 +214,9 @@ _GLOB_SPECIALS: Final = frozenset("*?[\\")
 class PathMatcher:
     """A list of path globs, compiled for fast matching.
 
-    ``match(path, is_dir)`` returns the text of a matching glob (the first in list order
-    when several match at the same depth) or None.
+    ``match(path, is_dir)`` returns the text of a matching glob or None. When several
+    match, anchored globs win, then the match at the shallowest segment, then the earliest
+    in the list.
 
     With ``cover=True`` (gitignore semantics: a match on a directory covers everything
     inside it) the globs are split by shape, because most real patterns are simple:

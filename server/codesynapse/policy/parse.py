@@ -65,8 +65,9 @@ class _Diagnostics:
         self.items: list[PolicyDiagnostic] = []
 
     def add(self, node: Node | None, key: str, message: str, severity: str = "error") -> None:
-        if node is None:
-            line = column = end_line = end_column = 0
+        if node is None:  # the whole file: mark its first character
+            line = column = end_line = 0
+            end_column = 1
         else:
             line, column = node.start_mark.line, node.start_mark.column
             end_line, end_column = node.end_mark.line, node.end_mark.column
@@ -384,6 +385,18 @@ def parse_policy(text: str, previous: Policy | None = None) -> tuple[Policy, lis
     and ``previous`` (or the default policy) instead — an invalid policy never takes effect.
     """
     fallback = previous if previous is not None else default_policy()
+    try:
+        return _parse(text, fallback)
+    except Exception:  # a validator bug must not take the server down or apply a bad policy
+        log.exception("unexpected error while validating %s", POLICY_FILENAME)
+        return fallback, [PolicyDiagnostic(
+            message=f"internal error while validating {POLICY_FILENAME}; the previous policy stays in force "
+                    "(see the server log)",
+            end_column=1,
+        )]
+
+
+def _parse(text: str, fallback: Policy) -> tuple[Policy, list[PolicyDiagnostic]]:
     diags = _Diagnostics()
     if len(text.encode("utf-8", errors="replace")) > MAX_POLICY_BYTES:
         diags.add(None, "", f"the policy file is larger than {MAX_POLICY_BYTES // 1024} KiB")
@@ -392,6 +405,9 @@ def parse_policy(text: str, previous: Policy | None = None) -> tuple[Policy, lis
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         _yaml_error(e, diags)
+        return fallback, diags.items
+    except RecursionError:
+        diags.add(None, "", "invalid YAML: nested too deeply")
         return fallback, diags.items
     if root is None:  # empty file or only comments
         return default_policy(), []
