@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { ServerConnection } from './client';
 import { currentSettings } from './config';
 import { currentDiff } from './git';
+import { estimateRawCost } from './rawCost';
 import { MAX_RECALL_QUERY_BYTES, Methods, asString, isRecord, looksLikeCard, type Selector } from './protocol';
 import {
   checkSelector,
@@ -73,8 +74,17 @@ export class ContextController implements vscode.Disposable {
         const qn = isRecord(subject) ? asString(subject.qualifiedName) : null;
         if (qn && qn !== subtitle) subtitle = `${qn}  (${subtitle})`;
       }
+      const root = workspaceRoot();
+      const rawEstimate = root ? estimateRawCost(result, root) : null;
       await this.panel.show(
-        renderResult({ title: query.title, subtitle, result, budget: queryBudget(query), more: more ? { label: more.label } : null }),
+        renderResult({
+          title: query.title,
+          subtitle,
+          result,
+          budget: queryBudget(query),
+          more: more ? { label: more.label } : null,
+          rawEstimate,
+        }),
       );
       return result;
     } catch (error) {

@@ -27,14 +27,20 @@ export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** An editor document with unsaved changes, by URI and by workspace-relative path. */
+export interface UnsavedDocument {
+  uri: string;
+  relativePath: string;
+}
+
 /**
- * The status bar text and tooltip for an index status. `unsavedUris` are the URIs of the
- * editor's dirty documents; those the server reports as open buffers are counted as
- * "unsaved" (their unsaved text is what the index answers from).
+ * The status bar text and tooltip for an index status. `unsavedDocs` are the editor's dirty
+ * documents; those the server reports among its open buffers (as URIs or workspace-relative
+ * paths) are counted as "unsaved": the index answers from their unsaved text.
  */
-export function formatIndexStatus(status: IndexStatus, unsavedUris: readonly string[], now: Date): StatusView {
+export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly UnsavedDocument[], now: Date): StatusView {
   const served = new Set(status.openBuffers);
-  const unsaved = unsavedUris.filter((u) => served.has(u)).length;
+  const unsaved = unsavedDocs.filter((d) => served.has(d.uri) || served.has(d.relativePath)).length;
   const indexing = status.state === 'indexing';
   const icon = indexing || status.pending > 0 ? '$(sync~spin)' : '$(database)';
   const parts = [`${formatCount(status.files)} files`];
@@ -161,7 +167,9 @@ export class IndexStatusBar implements vscode.Disposable {
         return this.lastStatus;
       }
       this.lastStatus = status;
-      const unsaved = vscode.workspace.textDocuments.filter((d) => d.isDirty).map((d) => d.uri.toString());
+      const unsaved = vscode.workspace.textDocuments
+        .filter((d) => d.isDirty)
+        .map((d) => ({ uri: d.uri.toString(), relativePath: vscode.workspace.asRelativePath(d.uri, false) }));
       if (this.connection.state.kind === 'running') this.show(formatIndexStatus(status, unsaved, new Date()));
       return status;
     } catch (error) {

@@ -18,6 +18,7 @@ import {
   type Envelope,
   type SymbolRef,
 } from '../protocol';
+import type { RawCost } from '../rawCost';
 
 export function escapeHtml(value: string): string {
   return value
@@ -34,6 +35,9 @@ export interface Meter {
   tokens: number | null;
   budget: number;
   raw: number | null;
+  /** Who measured `raw`: the server (`rawTokens`) or this editor from the files the answer names. */
+  rawSource: 'server' | 'editor' | null;
+  rawFiles: number | null;
   /** Percent saved against reading the raw files, one decimal; null when not applicable. */
   savedPercent: number | null;
   /** Percent of the budget used, whole number; null when tokens are unknown. */
@@ -41,14 +45,16 @@ export interface Meter {
 }
 
 /** The meter figures: returned tokens, the budget in force, and the raw-file cost. */
-export function meterFigures(env: Envelope, requestedBudget: number): Meter {
+export function meterFigures(env: Envelope, requestedBudget: number, estimate: RawCost | null = null): Meter {
   const budget = env.maxTokens ?? requestedBudget;
   const tokens = env.tokens;
-  const raw = env.rawTokens;
+  const rawSource = env.rawTokens !== null ? 'server' : estimate ? 'editor' : null;
+  const raw = env.rawTokens ?? estimate?.tokens ?? null;
+  const rawFiles = env.rawTokens === null && estimate ? estimate.files : null;
   const savedPercent =
     tokens !== null && raw !== null && raw > 0 ? Math.round(((raw - tokens) / raw) * 1000) / 10 : null;
   const usedPercent = tokens !== null && budget > 0 ? Math.round((tokens / budget) * 100) : null;
-  return { tokens, budget, raw, savedPercent, usedPercent };
+  return { tokens, budget, raw, rawSource, rawFiles, savedPercent, usedPercent };
 }
 
 function bar(kind: string, label: string, value: number | null, scale: number): string {
@@ -62,23 +68,27 @@ function bar(kind: string, label: string, value: number | null, scale: number): 
   );
 }
 
-export function renderMeter(env: Envelope, requestedBudget: number): string {
-  const m = meterFigures(env, requestedBudget);
+export function renderMeter(env: Envelope, requestedBudget: number, estimate: RawCost | null = null): string {
+  const m = meterFigures(env, requestedBudget, estimate);
   const scale = Math.max(m.tokens ?? 0, m.budget, m.raw ?? 0);
   const summary: string[] = [];
   if (m.tokens !== null) summary.push(`${fmt(m.tokens)} of ${fmt(m.budget)} tokens (${m.usedPercent}% of budget)`);
   else summary.push(`budget ${fmt(m.budget)} tokens; the answer did not report its size`);
   if (m.raw !== null && m.raw > 0) {
-    summary.push(`raw files ${fmt(m.raw)} tokens`);
+    summary.push(
+      m.rawSource === 'editor'
+        ? `raw files ≈ ${fmt(m.raw)} tokens (${m.rawFiles} file${m.rawFiles === 1 ? '' : 's'})`
+        : `raw files ${fmt(m.raw)} tokens`,
+    );
     if (m.savedPercent !== null) summary.push(`${m.savedPercent}% saved`);
   } else {
     summary.push('raw file cost not reported');
   }
   return (
-    `<section class="meter" aria-label="Token meter" data-tokens="${m.tokens ?? ''}" data-budget="${m.budget}" data-raw="${m.raw ?? ''}">` +
+    `<section class="meter" aria-label="Token meter" data-tokens="${m.tokens ?? ''}" data-budget="${m.budget}" data-raw="${m.raw ?? ''}" data-raw-source="${m.rawSource ?? ''}">` +
     bar('returned', 'Returned', m.tokens, scale) +
     bar('budget', 'Budget', m.budget, scale) +
-    bar('raw', 'Raw files', m.raw, scale) +
+    bar('raw', m.rawSource === 'editor' ? 'Raw files ≈' : 'Raw files', m.raw, scale) +
     `<p class="meter-summary">${escapeHtml(summary.join(' · '))}</p>` +
     `</section>`
   );
@@ -135,7 +145,7 @@ export function renderCard(card: Card): string {
   const counts =
     countEntries.length > 0
       ? `<p class="counts">${countEntries
-          .map(([k, v]) => `<span class="count" data-count="${escapeHtml(k)}">${fmt(v)} ${escapeHtml(k)}</span>`)
+          .map(([k, v]) => `<span class="count" data-count="${escapeHtml(k)}">${fmt(v)} ${escapeHtml(countLabel(k, v))}</span>`)
           .join(' · ')}</p>`
       : '';
   const callers = renderRefList('Callers', 'callers', card.callers, card.counts.callers);
@@ -154,6 +164,12 @@ export function renderCard(card: Card): string {
     tests +
     `</article>`
   );
+}
+
+/** "callers" → "callers"/"caller", "unresolvedCallers" → "unresolved callers". */
+function countLabel(key: string, n: number): string {
+  const words = humanize(key).toLowerCase();
+  return n === 1 && words.endsWith('s') ? words.slice(0, -1) : words;
 }
 
 function humanize(key: string): string {
@@ -343,6 +359,26 @@ export interface ResultView {
   result: unknown;
   budget: number | null;
   more: LoadMore | null;
+  /** The editor's estimate of the raw-file cost, used when the server sends no `rawTokens`. */
+  rawEstimate?: RawCost | null;
+}
+
+/** Keys that only qualify the subject: shown when they say something unusual. */
+function renderBody(result: Record<string, unknown>): string {
+  if (looksLikeCard(result)) return renderValue(result);
+  const parts: string[] = [];
+  const skip = new Set(ENVELOPE_KEYS);
+  if (result.found === false) {
+    parts.push('<p class="not-found" role="status">Not found.</p>');
+  }
+  skip.add('found');
+  // A symbol answer's subject comes first, without a heading.
+  if (isRecord(result.card) && looksLikeCard(result.card)) {
+    parts.push(renderValue(result.card));
+    skip.add('card');
+  }
+  parts.push(renderFields(result, skip, 0));
+  return parts.join('');
 }
 
 /** The panel body for one answer: title, token meter, content, omissions, provenance. */
@@ -353,14 +389,10 @@ export function renderResult(view: ResultView): string {
     (view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : '') +
     `</header>`;
   const budget = view.budget ?? env.maxTokens;
-  const meter = budget !== null ? renderMeter(env, budget) : '';
+  const meter = budget !== null ? renderMeter(env, budget, view.rawEstimate ?? null) : '';
   let body: string;
   if (isRecord(view.result)) {
-    if (looksLikeCard(view.result)) body = renderValue(view.result);
-    else {
-      const content = renderFields(view.result, ENVELOPE_KEYS, 0);
-      body = content || '<p class="muted">The answer is empty.</p>';
-    }
+    body = renderBody(view.result) || '<p class="muted">The answer is empty.</p>';
   } else if (view.result === null || view.result === undefined) {
     body = '<p class="muted">No answer.</p>';
   } else {

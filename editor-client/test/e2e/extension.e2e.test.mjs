@@ -20,8 +20,8 @@ import {
 } from './harness.mjs';
 
 const FIXTURE = path.join(REPO_DIR, 'fixtures', 'python_repo');
-/** Source files of the fixture the index covers: shop/{__init__,cart,pricing,payment}.py and tests/test_cart.py. */
-const EXPECTED_FILES = 5;
+/** Files of the fixture the index covers: shop/{__init__,cart,pricing,payment}.py, tests/test_cart.py and README.md. */
+const EXPECTED_FILES = 6;
 const CARD_BUDGET = 1200;
 const SERVER_READY_MS = Number(process.env.CODESYNAPSE_E2E_READY_MS ?? 240_000);
 
@@ -74,6 +74,7 @@ async function meter(frame) {
     tokens: Number(await m.getAttribute('data-tokens')),
     budget: Number(await m.getAttribute('data-budget')),
     raw: await m.getAttribute('data-raw'),
+    rawSource: await m.getAttribute('data-raw-source'),
     summary: (await m.locator('.meter-summary').innerText()).trim(),
   };
 }
@@ -170,9 +171,17 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const m = await meter(frame);
       assert.equal(m.budget, CARD_BUDGET);
       assert.ok(m.tokens > 0 && m.tokens <= CARD_BUDGET, `tokens ${m.tokens} within (0, ${CARD_BUDGET}]`);
-      assert.match(m.summary, new RegExp(`^${m.tokens.toLocaleString('en-US')} of 1,200 tokens \\(\\d+% of budget\\)`));
-      // The panel is what the user guide shows.
-      await wb.screenshot('codesynapse-panel.png');
+      // Raw cost: the card's file plus its callers' and tests' files, ceil(bytes / 4) each.
+      const files = ['shop/pricing.py', 'shop/cart.py', 'tests/test_cart.py'];
+      const raw = files.reduce((sum, f) => sum + Math.ceil(fs.statSync(path.join(workspace, f)).size / 4), 0);
+      assert.equal(m.rawSource, 'editor');
+      assert.equal(Number(m.raw), raw);
+      const saved = Math.round(((raw - m.tokens) / raw) * 1000) / 10;
+      assert.equal(
+        m.summary,
+        `${m.tokens.toLocaleString('en-US')} of 1,200 tokens (${Math.round((m.tokens / 1200) * 100)}% of budget) · raw files ≈ ${raw.toLocaleString('en-US')} tokens (3 files) · ${saved}% saved`,
+      );
+      await wb.screenshot('codesynapse-card.png');
     }),
   );
 
@@ -187,6 +196,12 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       assert.ok(body.includes('shop.pricing.with_tax'), `callees include with_tax:\n${body}`);
       assert.equal((await meter(frame)).budget, 20000);
       await wb.screenshot('codesynapse-callees.png');
+      // A symbol in the panel opens its card.
+      await frame.locator('button.symbol[data-action="card"][data-selector="shop.pricing.apply_discount"]').first().click();
+      const card = await waitForResult('Symbol card');
+      await card.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first().waitFor({ timeout: 10_000 });
+      // The editor beside the panel with a card and its token meter: the user guide's picture.
+      await wb.screenshot('codesynapse-panel.png');
     }),
   );
 
@@ -225,6 +240,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await wb.clickLine('return with_tax(net)');
       await page.keyboard.press('End');
       await page.keyboard.type('  # edited');
+      await page.locator('.tab.dirty', { hasText: 'cart.py' }).waitFor({ timeout: 10_000 });
       const text = await waitFor('the status bar to count the unsaved buffer', async () => {
         const t = await wb.statusBarText();
         return t?.includes('1 unsaved') ? t : null;
@@ -242,7 +258,8 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await wb.clickLine('def total(self, percent=0):');
       await page.keyboard.press('End');
       await page.keyboard.press('Shift+Home'); // to the first non-blank character
-      await wb.runCommand('CodeSynapse: Remember Selection as a Fact');
+      assert.match(await wb.statusBarText('Ln 24'), /\(\d+ selected\)/);
+      await wb.runCommand('CodeSynapse: Remember Selection as a Fact', { keepSelection: true });
       await wb.answerInputBox('CodeSynapse: remember selection', 'Cart.total');
       await waitForResult('Remembered');
       await wb.runCommand('CodeSynapse: Recall…');

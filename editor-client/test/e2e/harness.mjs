@@ -103,6 +103,7 @@ export class CodeServer {
       'extensions.autoUpdate': false,
       'extensions.ignoreRecommendations': true,
       'git.enabled': false,
+      'files.autoSave': 'off',
       'window.commandCenter': false,
       'workbench.colorTheme': 'Default Dark Modern',
       'editor.minimap.enabled': false,
@@ -251,9 +252,12 @@ export class Workbench {
     await this.page.keyboard.press('Escape');
   }
 
-  /** Run a command from the Command Palette by its full title, e.g. "CodeSynapse: Show Callers". */
-  async runCommand(title) {
-    await this.focusWorkbench();
+  /**
+   * Run a command from the Command Palette by its full title, e.g. "CodeSynapse: Show Callers".
+   * `keepSelection` skips the Escape presses that close popups (Escape also clears an editor selection).
+   */
+  async runCommand(title, { keepSelection = false } = {}) {
+    if (!keepSelection) await this.focusWorkbench();
     await this.page.keyboard.press('F1');
     const input = this.quickInput();
     await input.waitFor({ state: 'visible', timeout: 15_000 });

@@ -6,9 +6,19 @@ import { readCard } from '../../src/protocol';
 describe('token meter', () => {
   it('shows returned tokens against the budget and the raw-file cost', () => {
     const env = readEnvelope({ tokens: 412, maxTokens: 2000, rawTokens: 9812 });
-    expect(meterFigures(env, 1500)).toEqual({ tokens: 412, budget: 2000, raw: 9812, savedPercent: 95.8, usedPercent: 21 });
+    expect(meterFigures(env, 1500)).toEqual({
+      tokens: 412,
+      budget: 2000,
+      raw: 9812,
+      rawSource: 'server',
+      rawFiles: null,
+      savedPercent: 95.8,
+      usedPercent: 21,
+    });
+    // the server's own figure wins over the editor's estimate
+    expect(meterFigures(env, 1500, { tokens: 5, files: 1 }).raw).toBe(9812);
     const html = renderMeter(env, 1500);
-    expect(html).toContain('data-tokens="412" data-budget="2000" data-raw="9812"');
+    expect(html).toContain('data-tokens="412" data-budget="2000" data-raw="9812" data-raw-source="server"');
     expect(html).toContain('412 of 2,000 tokens (21% of budget) · raw files 9,812 tokens · 95.8% saved');
     // bars are scaled to the largest of the three figures (9812)
     expect(html).toContain('<span class="fill" data-fraction="0.0420"></span></span><span class="meter-value">412</span>');
@@ -19,6 +29,13 @@ describe('token meter', () => {
     const html = renderMeter(readEnvelope({ tokens: 300 }), 1500);
     expect(html).toContain('data-tokens="300" data-budget="1500" data-raw=""');
     expect(html).toContain('300 of 1,500 tokens (20% of budget) · raw file cost not reported');
+  });
+
+  it('uses the editor estimate of the raw files when the server sends none', () => {
+    const html = renderMeter(readEnvelope({ tokens: 301, maxTokens: 1200 }), 1200, { tokens: 2087, files: 3 });
+    expect(html).toContain('data-tokens="301" data-budget="1200" data-raw="2087" data-raw-source="editor"');
+    expect(html).toContain('<span class="meter-label">Raw files ≈</span>');
+    expect(html).toContain('301 of 1,200 tokens (25% of budget) · raw files ≈ 2,087 tokens (3 files) · 85.6% saved');
   });
 
   it('does not claim a saving when raw is zero', () => {
@@ -86,8 +103,9 @@ describe('renderResult', () => {
       },
     });
     expect(html).toContain('<h2>Callees</h2><p class="subtitle">shop.cart.Cart.total</p>');
-    expect(html).toContain('data-tokens="180" data-budget="1000" data-raw=""');
-    expect(html).toContain('<dt>Found</dt><dd>yes</dd><dt>Direction</dt><dd>callees</dd><dt>Depth</dt><dd>2</dd>');
+    expect(html).toContain('data-tokens="180" data-budget="1000" data-raw="" data-raw-source=""');
+    expect(html).toContain('<dl class="fields"><dt>Direction</dt><dd>callees</dd><dt>Depth</dt><dd>2</dd></dl>');
+    expect(html).not.toContain('Found');
     expect(html).toContain(
       '<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="shop.cart.Cart.total"><header><span class="kind">method</span> ',
     );
@@ -116,6 +134,21 @@ describe('renderResult', () => {
     });
     expect(html).toContain('<h3>Legs <span class="muted">(2)</span></h3><p class="list">bm25, exact</p>');
     expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
+  });
+
+  it('puts the subject card of a symbol answer first, without a heading, and says "Not found"', () => {
+    const html = renderResult({
+      title: 'Symbol card',
+      result: { found: true, card: { qualifiedName: 'a.b', kind: 'function', counts: { callers: 1, unresolvedCallers: 2 } }, tokens: 50 },
+      budget: 2000,
+      more: null,
+    });
+    expect(html).toContain('<div class="body"><article class="card" data-qualified-name="a.b">');
+    expect(html).toContain('1 caller</span> · <span class="count" data-count="unresolvedCallers">2 unresolved callers</span>');
+    expect(html).not.toContain('<h3>Card</h3>');
+    expect(renderResult({ title: 'Symbol card', result: { found: false, suggestions: ['a.b'] }, budget: 2000, more: null })).toContain(
+      '<p class="not-found" role="status">Not found.</p>',
+    );
   });
 
   it('says when no larger budget is possible', () => {

@@ -23,7 +23,7 @@ describe('formatIndexStatus', () => {
     languages: { python: 1200, markdown: 34 },
     indexedCommit: '0123456789abcdef',
     dirty: true,
-    openBuffers: ['file:///ws/a.py', 'file:///ws/b.py'],
+    openBuffers: ['file:///ws/a.py', 'shop/b.py'],
     pending: 0,
     lastUpdate: '2025-06-01T11:59:48Z',
     state: 'ready',
@@ -48,13 +48,17 @@ describe('formatIndexStatus', () => {
     );
   });
 
-  it('counts pending changes and unsaved buffers the server serves', () => {
+  it('counts pending changes and unsaved buffers the server serves (by URI or relative path)', () => {
     const view = formatIndexStatus(
       readIndexStatus({ ...base, state: 'indexing', pending: 3 })!,
-      ['file:///ws/b.py', 'file:///ws/unknown.py'],
+      [
+        { uri: 'file:///ws/shop/b.py', relativePath: 'shop/b.py' },
+        { uri: 'file:///ws/a.py', relativePath: 'a.py' },
+        { uri: 'file:///ws/unknown.py', relativePath: 'unknown.py' },
+      ],
       now,
     );
-    expect(view.text).toBe('$(sync~spin) CodeSynapse: indexing · 1,234 files · 3 pending · 1 unsaved');
+    expect(view.text).toBe('$(sync~spin) CodeSynapse: indexing · 1,234 files · 3 pending · 2 unsaved');
   });
 });
 
