@@ -43,6 +43,7 @@ MAX_ANNOTATIONS: Final = 500
 MAX_LANGUAGES: Final = 200
 MAX_REDACT: Final = 100
 MAX_NOTE_CHARS: Final = 1000
+MAX_NESTING: Final = 64
 
 _TOP_KEYS: Final = ("version", "exclude", "include", "maxFileBytes", "languages", "annotations", "redact")
 _ANNOTATION_KEYS: Final = ("path", "symbol", "note")
@@ -401,6 +402,9 @@ def _parse(text: str, fallback: Policy) -> tuple[Policy, list[PolicyDiagnostic]]
     if len(text.encode("utf-8", errors="replace")) > MAX_POLICY_BYTES:
         diags.add(None, "", f"the policy file is larger than {MAX_POLICY_BYTES // 1024} KiB")
         return fallback, diags.items
+    if _flow_depth(text) > MAX_NESTING:
+        diags.add(None, "", "invalid YAML: nested too deeply")
+        return fallback, diags.items
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
@@ -449,6 +453,20 @@ def _parse(text: str, fallback: Policy) -> tuple[Policy, list[PolicyDiagnostic]]
         redact=tuple(_as(values.get("redact"), [])),
     )
     return policy, diags.items
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of [ ] and { } (quotes ignored: an over-estimate is harmless);
+    checked before parsing so absurd nesting is refused without deep recursion."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}" and depth:
+            depth -= 1
+    return deepest
 
 
 def _as(value, default):  # type: ignore[no-untyped-def]
