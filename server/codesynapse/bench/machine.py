@@ -43,6 +43,14 @@ def _our_commit() -> str:
         return ""
 
 
+def load_average() -> list[float] | None:
+    """1, 5 and 15-minute load averages: other work on a shared machine skews timings."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def machine_info() -> dict[str, Any]:
     mem = _mem_total_bytes()
     return {
@@ -55,9 +63,12 @@ def machine_info() -> dict[str, Any]:
         "executable": sys.executable,
         "codesynapseCommit": _our_commit(),
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadAverage": load_average(),
     }
 
 
 def machine_line(m: dict[str, Any]) -> str:
     return (f"{m['cpu']}, {m['cores']} cores, {m['ramGiB']} GiB RAM, {m['os']}; "
-            f"Python {m['python']}; CodeSynapse {m['codesynapseCommit'] or 'uncommitted'}; {m['date']}")
+            f"Python {m['python']}; CodeSynapse {m['codesynapseCommit'] or 'uncommitted'}; {m['date']}"
+            + (f"; load average {m['loadAverage'][0]} / {m['loadAverage'][1]} / {m['loadAverage'][2]} when written"
+               if m.get("loadAverage") else ""))

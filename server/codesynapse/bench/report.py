@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from codesynapse.bench.machine import machine_line
+from codesynapse.bench.machine import machine_info, machine_line
 from codesynapse.bench.stats import fmt_pct
 
 PERF_HEADER = """# Performance
@@ -20,6 +20,23 @@ issues' benchmark targets, reported as met or missed, never tuned for.
 """
 
 SECTIONS = ("index", "incremental", "requests", "tokens", "accuracy", "memory")
+
+
+def save_raw(key: str, value: Any) -> Path:
+    """Keep every benchmark's raw numbers in the bench cache (``results/performance.json``,
+    one key each), outside the repository."""
+    from codesynapse.bench.corpora import cache_dir
+
+    out = cache_dir() / "results"
+    path = out / "performance.json"
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        data = {}
+    data[key] = {"machine": machine_info(), "results": value}
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return path
 
 
 def write_perf_section(out_dir: Path, name: str, body: str) -> Path:

@@ -1,0 +1,253 @@
+"""``codesynapse bench incremental``: save-to-queryable latency and change-storm absorption.
+
+On a scratch copy of the corpus (the stdlib by default), indexed first:
+
+* **One-line edits.** A line ``def _cs_probe_N(): return N`` is appended to a file; the clock
+  starts just before the write and stops when a ``codesynapse/symbolCard`` request for
+  ``_cs_probe_N`` (sent through the daemon's dispatch table, polled every ``POLL_S``)
+  answers ``found: true``. Two paths: *didSave* (the write, then the live updater's
+  ``buffer_saved`` exactly as the LSP ``textDocument/didSave`` handler calls it; no file
+  watcher) and *disk write* (only the write; the watchfiles watcher must notice it). Small
+  files (50–150 lines) and the largest files of the corpus, separately.
+* **Change storm.** 1,000 files get a new function appended at once (a branch switch, seen by
+  the watcher); absorbed = every new function is queryable. Requests sent meanwhile are
+  timed and their freshness stamp is read (``pending`` > 0 while work is queued). The storm
+  is then undone the same way.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from codesynapse.bench import stats
+from codesynapse.bench.corpora import cache_dir, writable_copy
+from codesynapse.bench.machine import load_average, machine_info, machine_line
+from codesynapse.bench.report import met, ms, num, save_raw, write_perf_section
+
+POLL_S = 0.002
+STORM = 1000
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def _found(app, name: str) -> bool:
+    from codesynapse.methods import call_method
+
+    return bool(call_method(app, "codesynapse/symbolCard", {"selector": name}).get("found"))
+
+
+def _wait_visible(app, name: str, timeout: float = 30.0) -> float | None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if _found(app, name):
+            return time.perf_counter()
+        time.sleep(POLL_S)
+    return None
+
+
+def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str]]:
+    files = [f for f in app.store.files() if f.status != "skipped" and f.language == "python"]
+    small = sorted(f.path for f in files if 50 <= f.lines <= 150)
+    large = [f.path for f in sorted(files, key=lambda f: (-f.lines, f.path))[:n]]
+    small = sorted(rng.sample(small, min(n, len(small))))
+    return small, large
+
+
+def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str, via_save: bool,
+                 counter: list[int]) -> dict[str, Any]:
+    lat: list[float] = []
+    timeouts = 0
+    originals: dict[str, str] = {}
+    for i in range(samples):
+        rel = paths[i % len(paths)]
+        full = root / rel
+        text = full.read_text(encoding="utf-8")
+        originals.setdefault(rel, text)
+        counter[0] += 1
+        name = f"_cs_probe_{tag}_{counter[0]}"
+        new = text + ("" if text.endswith("\n") else "\n") + f"def {name}(): return {counter[0]}\n"
+        live.wait_idle(30)
+        t0 = time.perf_counter()
+        full.write_text(new, encoding="utf-8")
+        if via_save:
+            live.buffer_saved(rel)
+        t1 = _wait_visible(app, name)
+        if t1 is None:
+            timeouts += 1
+        else:
+            lat.append((t1 - t0) * 1000)
+    for rel, text in originals.items():
+        (root / rel).write_text(text, encoding="utf-8")
+        if via_save:
+            live.buffer_saved(rel)
+    time.sleep(0.3)
+    live.wait_idle(60)
+    lines = sorted({app.store.file(p).lines for p in paths if app.store.file(p)})
+    return {"latencyMs": stats.latency_summary(lat), "timeouts": timeouts, "files": len(paths),
+            "fileLines": [lines[0], lines[-1]] if lines else None, "samples": samples}
+
+
+def _storm(app, live, root: Path, paths: list[str], undo: dict[str, str] | None, rng: random.Random) -> dict[str, Any]:
+    from codesynapse.methods import call_method
+
+    names = []
+    t0 = time.perf_counter()
+    if undo is None:
+        undo = {}
+        for k, rel in enumerate(paths):
+            full = root / rel
+            text = full.read_text(encoding="utf-8")
+            undo[rel] = text
+            name = f"_cs_storm_{k}"
+            names.append(name)
+            full.write_text(text + ("" if text.endswith("\n") else "\n") + f"def {name}(): pass\n", encoding="utf-8")
+        check = lambda: all(app.store.symbols_by_name(n, limit=1) for n in names)  # noqa: E731
+    else:
+        for rel, text in undo.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        gone = [f"_cs_storm_{k}" for k in range(len(paths))]
+        check = lambda: not any(app.store.symbols_by_name(n, limit=1) for n in gone)  # noqa: E731
+    t_written = time.perf_counter()
+    # requests served meanwhile
+    sel = [s.qname for s in app.store.symbols_by_name("__init__", limit=200)] or ["__init__"]
+    req_lat: list[float] = []
+    pending_seen = 0
+    errors = 0
+    done = threading.Event()
+
+    def requester():
+        nonlocal pending_seen, errors
+        while not done.is_set():
+            q = rng.choice(sel)
+            t = time.perf_counter()
+            try:
+                a = call_method(app, "codesynapse/symbolCard", {"selector": q})
+                if a.get("provenance", {}).get("freshness", {}).get("pending", 0) > 0:
+                    pending_seen += 1
+            except Exception:
+                errors += 1
+            req_lat.append((time.perf_counter() - t) * 1000)
+            time.sleep(0.02)
+
+    th = threading.Thread(target=requester, daemon=True)
+    th.start()
+    absorbed = None
+    end = time.monotonic() + 600
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        if live.q.empty() and app.pending == 0 and check():
+            absorbed = time.perf_counter()
+            break
+    done.set()
+    th.join(5)
+    return {"files": len(paths), "writeSeconds": t_written - t0,
+            "absorbSeconds": (absorbed - t0) if absorbed else None,
+            "requestsDuring": stats.latency_summary(req_lat), "requestsSeeingPending": pending_seen,
+            "requestErrors": errors, "undo": undo}
+
+
+def run_incremental_bench(args) -> dict[str, Any]:
+    from codesynapse.bench.apps import open_app
+    from codesynapse.bench.corpora import resolve
+    from codesynapse.watch.live import LiveUpdater
+
+    quick = getattr(args, "quick", False)
+    corpus = resolve((args.corpus or ["python-stdlib"])[0])
+    samples = 20 if quick else 60
+    base = cache_dir() / "incremental"
+    root, data = base / "tree", base / "data"
+    _say(f"incremental: copying {corpus.version}")
+    writable_copy(corpus, root)
+    shutil.rmtree(data, ignore_errors=True)
+    app = open_app(root, data, corpus.exclude, corpus.include)
+    rng = random.Random(7)
+    try:
+        t0 = time.perf_counter()
+        app.index()
+        index_s = time.perf_counter() - t0
+        _say(f"  indexed the copy in {index_s:.1f} s")
+        small, large = _pick_files(app, rng, 10)
+        counter = [0]
+        load_before = load_average()
+        results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "quick": quick,
+                                   "debounceMs": app.settings.debounce_ms, "edits": {}}
+        live = LiveUpdater(app)
+        live.start(watch=False)
+        for size, paths in (("small", small), ("large", large)):
+            results["edits"][f"didSave/{size}"] = _edit_series(app, live, root, paths, samples, f"s{size[0]}", True,
+                                                               counter)
+            _say(f"  didSave {size}: {results['edits'][f'didSave/{size}']['latencyMs']}")
+        live.stop()
+        time.sleep(0.6)
+        live = LiveUpdater(app)
+        live.start(watch=True)
+        time.sleep(1.0)  # let the watcher start
+        for size, paths in (("small", small), ("large", large)):
+            results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
+                                                            counter)
+            _say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
+        pys = sorted(f.path for f in app.store.files() if f.status != "skipped" and f.language == "python")
+        storm_paths = sorted(rng.sample(pys, min(STORM, len(pys))))
+        storm = _storm(app, live, root, storm_paths, None, rng)
+        undo = storm.pop("undo")
+        _say(f"  storm of {len(storm_paths)} files absorbed in {storm['absorbSeconds']}")
+        revert = _storm(app, live, root, storm_paths, undo, rng)
+        revert.pop("undo")
+        _say(f"  revert storm absorbed in {revert['absorbSeconds']}")
+        live.stop()
+        results["storm"] = storm
+        results["stormRevert"] = revert
+        results["loadBefore"] = load_before
+        results["loadAfter"] = load_average()
+    finally:
+        app.close()
+    write_perf_section(Path(args.out), "incremental", incremental_markdown(results, machine_info()))
+    save_raw("incremental", results)
+    return results
+
+
+def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
+    lines = ["## Save-to-queryable latency and change storms", "",
+             f"* **Machine:** {machine_line(machine)}",
+             f"* **Corpus:** {r['corpus']['version']} (scratch copy, policy exclude {r['corpus']['policyExclude']}); "
+             f"copy indexed in {r['indexSeconds']:.1f} s; live-updater debounce {r['debounceMs']} ms (the default)."
+             + (" **--quick** run (fewer samples)." if r.get("quick") else ""),
+             "* **Method:** `codesynapse bench incremental`, in-process (the daemon's LiveUpdater and dispatch "
+             "table; no JSON-RPC transport). A one-line edit appends `def _cs_probe_N(): return N` to a file; the "
+             "clock runs from just before the write to the first `codesynapse/symbolCard` answer (polled every "
+             "2 ms) that finds the new function. *didSave*: write + `buffer_saved` as the didSave handler calls it; "
+             "*disk*: write only, noticed by the watchfiles watcher. Small = 50–150-line files, large = the 10 "
+             "largest files. Load average (1 min) "
+             f"{(r.get('loadBefore') or ['?'])[0]} before, {(r.get('loadAfter') or ['?'])[0]} after (shared machine).",
+             "",
+             "| path / files | samples | file lines | p50 ms | p95 ms | p99 ms | max ms | timeouts |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for k, v in r["edits"].items():
+        lat = v["latencyMs"]
+        fl = v.get("fileLines")
+        lines.append(f"| {k} | {lat['n']} | {fl[0]}–{fl[1]} | {ms(lat['p50'])} | {ms(lat['p95'])} | "
+                     f"{ms(lat['p99'])} | {ms(lat['max'])} | {v['timeouts']} |" if fl else
+                     f"| {k} | {lat['n']} | — | {ms(lat['p50'])} | {ms(lat['p95'])} | {ms(lat['p99'])} | "
+                     f"{ms(lat['max'])} | {v['timeouts']} |")
+    lines += ["", "| storm | files | writes s | absorbed s | requests meanwhile | their p50 / p95 ms | "
+                  "answers saying work is pending | errors |", "|---|---:|---:|---:|---:|---|---:|---:|"]
+    for label, s in (("1,000-file change", r["storm"]), ("undo of it", r["stormRevert"])):
+        q = s["requestsDuring"]
+        ab = s["absorbSeconds"]
+        lines.append(f"| {label} | {num(s['files'])} | {s['writeSeconds']:.2f} | "
+                     f"{'not absorbed in 600 s' if ab is None else f'{ab:.1f}'} | {q['n']} | "
+                     f"{ms(q['p50'])} / {ms(q['p95'])} | {s['requestsSeeingPending']} | {s['requestErrors']} |")
+    p95s = [v["latencyMs"]["p95"] for v in r["edits"].values() if v["latencyMs"]["p95"] is not None]
+    worst = max(p95s) if p95s else None
+    lines += ["", f"Target (issue 3, benchmark): p95 ≤ 100 ms for a one-line edit — {met(worst is not None and worst <= 100)} "
+                  f"(worst p95 {ms(worst)} ms)."]
+    return "\n".join(lines)

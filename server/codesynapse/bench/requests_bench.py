@@ -1,0 +1,185 @@
+"""``codesynapse bench requests``: latency of each request type on the stdlib index.
+
+In-process, through the daemon's dispatch table (``call_method``) from a thread pool the
+size of the concurrency (the daemon runs requests on a pool of 8 worker threads; JSON-RPC
+framing and stdio are not included). Closed loop: each of C client threads sends its next
+request when the previous one returns; latency is measured per request.
+
+* **cold**: the first request of each type on a freshly opened App over an existing index
+  (one App per type; the OS file cache is warm — this is "daemon just started", not "disk
+  cold").
+* **warm**: after a warm-up pass, N requests per type at concurrency 1, 8 and 32.
+
+Subjects are drawn with a fixed seed from the index's functions, methods and classes.
+Errors (JSON-RPC errors the daemon would send) and timeouts (> 10 s) are counted.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from codesynapse.bench import stats
+from codesynapse.bench.corpora import cache_dir
+from codesynapse.bench.machine import load_average, machine_info, machine_line
+from codesynapse.bench.report import met, ms, num, save_raw, write_perf_section
+
+CONCURRENCY = (1, 8, 32)
+TIMEOUT_MS = 10_000
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def request_kinds(app, rng: random.Random, n: int) -> dict[str, list[dict[str, Any]]]:
+    """n params per request type, from subjects drawn with ``rng``."""
+    syms = [s for s in app.store.all_symbols() if s.kind in ("function", "method", "class")]
+    syms.sort(key=lambda s: (s.path, s.start_line))
+    subj = [syms[rng.randrange(len(syms))] for _ in range(n)]
+
+    def diff(s) -> str:
+        return (f"--- a/{s.path}\n+++ b/{s.path}\n@@ -{s.start_line} +{s.start_line} @@\n-x\n+y\n")
+
+    return {
+        "symbolCard": [{"selector": s.qname} for s in subj],
+        "callGraph callers": [{"selector": s.qname, "direction": "callers"} for s in subj],
+        "callGraph both": [{"selector": s.qname, "direction": "both"} for s in subj],
+        "symbolContext": [{"selector": s.qname} for s in subj],
+        "minimalContext": [{"task": f"fix the bug in {s.name} when the input is empty"} for s in subj],
+        "prContext": [{"diff": diff(s)} for s in subj],
+        "search": [{"query": s.name, "mode": "compact", "limit": 20} for s in subj],
+        "snippet": [{"selector": s.qname, "mode": "head_tail", "maxLines": 60} for s in subj],
+        "indexStatus": [{} for _ in subj],
+    }
+
+
+METHOD = {"symbolCard": "codesynapse/symbolCard", "callGraph callers": "codesynapse/callGraph",
+          "callGraph both": "codesynapse/callGraph", "symbolContext": "codesynapse/symbolContext",
+          "minimalContext": "codesynapse/minimalContext", "prContext": "codesynapse/prContext",
+          "search": "codesynapse/search", "snippet": "codesynapse/snippet", "indexStatus": "codesynapse/indexStatus"}
+
+
+def _one(app, method: str, params: dict[str, Any]) -> tuple[float, str | None]:
+    from codesynapse.methods import call_method
+
+    t = time.perf_counter()
+    err = None
+    try:
+        call_method(app, method, params)
+    except Exception as e:  # counted, as the daemon would answer with a JSON-RPC error
+        err = e.__class__.__name__
+    return (time.perf_counter() - t) * 1000, err
+
+
+def _run_at(app, method: str, params: list[dict[str, Any]], conc: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    if conc == 1:
+        res = [_one(app, method, p) for p in params]
+    else:
+        with ThreadPoolExecutor(max_workers=conc) as pool:
+            res = list(pool.map(lambda p: _one(app, method, p), params))
+    wall = time.perf_counter() - t0
+    lat = [r[0] for r in res]
+    errors = [r[1] for r in res if r[1]]
+    out = stats.latency_summary(lat)
+    out.update({"errors": len(errors), "errorKinds": sorted(set(errors)),
+                "timeouts": sum(1 for x in lat if x > TIMEOUT_MS), "throughputPerS": len(res) / wall if wall else None})
+    return out
+
+
+def _open(corpus, data: Path):
+    from codesynapse.bench.apps import open_app
+
+    return open_app(corpus.path, data, corpus.exclude, corpus.include)
+
+
+def run_requests_bench(args) -> dict[str, Any]:
+    from codesynapse.bench.corpora import resolve
+
+    quick = getattr(args, "quick", False)
+    corpus = resolve((args.corpus or ["python-stdlib"])[0])
+    data = cache_dir() / "index" / corpus.name
+    n = 60 if quick else 200
+    app = _open(corpus, data)
+    try:
+        t0 = time.perf_counter()
+        rep = app.index()  # builds the index, or catches up with an existing one
+        _say(f"requests: index ready in {time.perf_counter() - t0:.1f} s ({rep.parsed} parsed)")
+        kinds = request_kinds(app, random.Random(11), n)
+        status = app.status()
+    finally:
+        app.close()
+    cold: dict[str, Any] = {}
+    for k, plist in kinds.items():
+        app = _open(corpus, data)
+        try:
+            lat, err = _one(app, METHOD[k], plist[0])
+            cold[k] = {"ms": lat, "error": err}
+        finally:
+            app.close()
+    app = _open(corpus, data)
+    warm: dict[str, dict[str, Any]] = {}
+    load_before = load_average()
+    try:
+        for k, plist in kinds.items():
+            for p in plist[:10]:
+                _one(app, METHOD[k], p)
+        for conc in CONCURRENCY:
+            for k, plist in kinds.items():
+                warm.setdefault(k, {})[str(conc)] = _run_at(app, METHOD[k], plist, conc)
+                w = warm[k][str(conc)]
+                _say(f"  {k} c={conc}: p50 {ms(w['p50'])} p95 {ms(w['p95'])} p99 {ms(w['p99'])} errors {w['errors']}")
+    finally:
+        app.close()
+    results = {"corpus": corpus.describe(), "files": status["files"], "symbols": status["symbols"],
+               "samplesPerType": n, "quick": quick, "cold": cold, "warm": warm,
+               "policyFingerprint": status.get("policyFingerprint", ""), "loadBefore": load_before,
+               "loadAfter": load_average()}
+    write_perf_section(Path(args.out), "requests", requests_markdown(results, machine_info()))
+    save_raw("requests", results)
+    return results
+
+
+def requests_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
+    lines = ["## Request latency", "",
+             f"* **Machine:** {machine_line(machine)}",
+             f"* **Index:** {r['corpus']['version']}, {num(r['files'])} files, {num(r['symbols'])} symbols, "
+             f"SQLite; policy fingerprint `{r['policyFingerprint'][:16]}…`."
+             + (" **--quick** run." if r.get("quick") else ""),
+             "* **Method:** `codesynapse bench requests`, in-process through the daemon's dispatch table (no "
+             "JSON-RPC framing or stdio), closed loop with C client threads, "
+             f"{r['samplesPerType']} requests per type and concurrency, subjects drawn with a fixed seed from the "
+             "index's functions, methods and classes. *Cold* = first request of its type on a freshly opened App "
+             "over the existing index (OS file cache warm). Nearest-rank percentiles. Errors are JSON-RPC errors "
+             "the daemon would answer (e.g. a budget error); timeouts are > 10 s. Load average (1 min) "
+             f"{(r.get('loadBefore') or ['?'])[0]} before the warm runs, {(r.get('loadAfter') or ['?'])[0]} after "
+             "(the machine is shared; other work inflates the tails).",
+             "",
+             "| request | cold ms | c=1 p50 / p95 / p99 | c=8 p50 / p95 / p99 | c=32 p50 / p95 / p99 | "
+             "errors (1/8/32) | timeouts |",
+             "|---|---:|---|---|---|---|---:|"]
+    for k, by in r["warm"].items():
+        cells = []
+        for c in ("1", "8", "32"):
+            w = by.get(c)
+            cells.append("—" if not w else f"{ms(w['p50'])} / {ms(w['p95'])} / {ms(w['p99'])}")
+        errs = "/".join(str(by[c]["errors"]) for c in ("1", "8", "32") if c in by)
+        tos = sum(by[c]["timeouts"] for c in by)
+        cold = r["cold"].get(k, {})
+        lines.append(f"| {k} | {ms(cold.get('ms'))} | {cells[0]} | {cells[1]} | {cells[2]} | {errs} | {tos} |")
+    kinds = [by for k, by in r["warm"].items() if k in ("symbolCard", "callGraph callers")]
+    worst = max((by[c]["p95"] for by in kinds for c in ("1", "8") if c in by and by[c]["p95"] is not None),
+                default=None)
+    lines += ["", "Target (issue 4, benchmark): card and callers p95 ≤ 20 ms (at concurrency 1 and 8) — "
+                  f"{met(worst is not None and worst <= 20)} (worst {ms(worst)} ms)."]
+    errs = {k: sorted({e for c in by.values() for e in c.get("errorKinds", [])}) for k, by in r["warm"].items()}
+    errs = {k: v for k, v in errs.items() if v}
+    if errs:
+        lines.append(f"\nError kinds seen: {errs}.")
+    return "\n".join(lines)
