@@ -23,13 +23,11 @@ log = logging.getLogger(__name__)
 
 
 def load_policy_for(root: Path, previous=None):
-    """The repository policy, or the default when the policy module finds none."""
+    """The repository policy (the default when there is no .codesynapse.yaml). An invalid
+    policy comes back with diagnostics and the previous valid policy stays in force."""
     from codesynapse.policy import load_policy
 
-    policy, diagnostics = load_policy(root)
-    if diagnostics and previous is not None and any(getattr(d, "severity", "") == "error" for d in diagnostics):
-        return previous, diagnostics  # an invalid policy keeps the last valid one in force
-    return policy, diagnostics
+    return load_policy(root, previous)
 
 
 def open_graph_store(settings: Settings, ws: Workspace) -> GraphStore:

@@ -30,6 +30,12 @@ def register(server) -> None:
         from codesynapse.app import App
         from codesynapse.lsp.server import make_connection_scope
 
+        import asyncio
+
+        try:
+            ls.loop = asyncio.get_running_loop()
+        except RuntimeError:
+            ls.loop = asyncio.get_event_loop()
         root = _root_of(params)
         opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         label = str(opts.get("sessionLabel", ""))[:64] if opts else ""

@@ -64,6 +64,20 @@ class CodeSynapseServer(LanguageServer):
         self.ready = threading.Event()
         self.index_error: str | None = None
         self.live = None  # LiveUpdater
+        self.loop = None  # the event loop that owns stdout; set on initialize
+
+    def in_loop(self, fn, *args) -> None:
+        """Run ``fn`` on the event loop thread: every message to the client is written from
+        there, so worker threads never interleave bytes on stdout."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        def run():
+            try:
+                fn(*args)
+            except Exception:
+                log.debug("sending to the client failed", exc_info=True)
+        loop.call_soon_threadsafe(run)
 
     def require_app(self):
         if self.app is None:

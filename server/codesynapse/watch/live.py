@@ -72,13 +72,20 @@ class LiveUpdater:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self, watch: bool = True) -> None:
-        t = threading.Thread(target=self._worker, name="codesynapse-live", daemon=True)
-        t.start()
-        self._threads.append(t)
+        self.start_watcher(watch)
+        self.start_worker()
+
+    def start_watcher(self, watch: bool = True) -> None:
+        """Start watching (events queue up until the worker starts)."""
         if watch:
             w = threading.Thread(target=self._watch, name="codesynapse-watch", daemon=True)
             w.start()
             self._threads.append(w)
+
+    def start_worker(self) -> None:
+        t = threading.Thread(target=self._worker, name="codesynapse-live", daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def stop(self) -> None:
         self._stop.set()
