@@ -148,14 +148,16 @@ class ContextService:
             card["annotations"] = ann
         card["counts"] = {"callers": n_callers, "callees": n_callees, "implementations": len(rel["impls"]),
                           "tests": len(rel["tests"]), "unresolvedCallers": unresolved_callers}
-        if rel["callers"]:
-            card["callers"] = [self._call_ref(c, "caller") for c in rel["callers"][:top]]
-        if rel["callees"]:
-            card["callees"] = [self._call_ref(c, "callee") for c in rel["callees"][:top]]
-        if rel["impls"]:
+        # counts are call sites; the top lists name each caller / callee once
+        if rel["callers"] and top:
+            card["callers"] = _first_per(rel["callers"], lambda c: c.caller, top, lambda c: self._call_ref(c, "caller"))
+        if rel["callees"] and top:
+            card["callees"] = _first_per(rel["callees"], lambda c: c.target or c.callee, top,
+                                         lambda c: self._call_ref(c, "callee"))
+        if rel["impls"] and top:
             card["implementations"] = [{"qualifiedName": i.child, "path": i.path, "line": i.line}
                                        for i in rel["impls"][:top]]
-        if rel["tests"]:
+        if rel["tests"] and top:
             card["tests"] = [{"qualifiedName": t.qname, "path": t.path, "line": t.start_line}
                              for t in rel["tests"][:top]]
         if include_ids:
@@ -539,6 +541,19 @@ class ContextService:
         if len(out.stdout) > DIFF_MAX:
             raise InvalidParams("diff", f"the diff between the refs is over {DIFF_MAX} bytes")
         return out.stdout.decode("utf-8", "replace")
+
+
+def _first_per(rows, key, n, render):
+    out, seen = [], set()
+    for r in rows:
+        k = key(r)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(render(r))
+        if len(out) >= n:
+            break
+    return out
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
