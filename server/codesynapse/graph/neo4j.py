@@ -56,6 +56,7 @@ from codesynapse.graph.store import SCHEMA_VERSION
 log = logging.getLogger(__name__)
 
 CHUNK = 5_000  # rows per UNWIND statement
+TOUCH_CHUNK = 1_000  # names per calls_touching query
 CALLS_PER_TX = 10_000  # call sites per insert_calls transaction (Neo4j bounds transaction memory)
 PAGE = 5_000  # rows per page of the all_* iterators (each page is its own short transaction)
 FULLTEXT_INDEX = "cs_symbol_text"
@@ -601,8 +602,8 @@ class Neo4jGraphStore:
     def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
         names = sorted(set(names))
         out: dict[int, CallRow] = {}
-        for i in range(0, len(names), 1000):
-            chunk = names[i:i + 1000]
+        for i in range(0, len(names), TOUCH_CHUNK):
+            chunk = names[i:i + TOUCH_CHUNK]
             for r in self._rows(
                     "calls_touching",
                     "CALL { "
