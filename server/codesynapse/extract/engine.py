@@ -84,7 +84,9 @@ def extract_tree(
                 name_nodes = caps.get("name")
                 if not name_nodes:
                     continue
-                name = text(name_nodes[0], src).strip()
+                # several @name captures in one match are joined with "." (a C++
+                # ``TEST(Suite, Name)`` is named ``Suite.Name``)
+                name = ".".join(text(n, src).strip() for n in name_nodes)
                 if name and len(defs) < MAX_DEFS:
                     defs.append(_Def(nodes[0], name, cname.split(".", 1)[1]))
                 break
@@ -159,7 +161,10 @@ def extract_tree(
                 kind=d.kind,
                 signature=redact(hooks.signature(d.node, src)),
                 start_line=d.node.start_point[0] + 1,
-                end_line=d.node.end_point[0] + 1,
+                # a node that ends at column 0 ends with its newline (C ``#define``): its last
+                # line is the one before
+                end_line=d.node.end_point[0] + (0 if d.node.end_point[1] == 0
+                                                and d.node.end_point[0] > d.node.start_point[0] else 1),
                 start_col=d.node.start_point[1],
                 end_col=d.node.end_point[1],
                 hash=hashlib.sha1(src[d.node.start_byte:d.node.end_byte]).hexdigest(),
