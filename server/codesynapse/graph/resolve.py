@@ -83,7 +83,8 @@ _GLOBALS["c"] = frozenset({"printf", "fprintf", "sprintf", "snprintf", "puts", "
                            "realloc", "free", "memcpy", "memmove", "memset", "memcmp", "strlen", "strcmp",
                            "strncmp", "strcpy", "strncpy", "strcat", "strdup", "strchr", "strstr", "exit", "abort",
                            "assert", "fopen", "fclose", "fread", "fwrite", "fgets", "atoi", "atol", "strtol",
-                           "qsort", "abs", "sizeof"})
+                           "qsort", "abs", "sizeof", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
+                           "islower", "toupper", "tolower"})
 _GLOBALS["cpp"] = _GLOBALS["c"] | frozenset({"std"})
 _GLOBALS["ruby"] = frozenset({"puts", "print", "p", "pp", "require", "require_relative", "raise", "attr_reader",
                               "attr_writer", "attr_accessor", "include", "extend", "lambda", "proc", "loop",
@@ -93,7 +94,9 @@ _GLOBALS["ruby"] = frozenset({"puts", "print", "p", "pp", "require", "require_re
 _GLOBALS["php"] = frozenset({"count", "strlen", "sprintf", "printf", "implode", "explode", "array_map",
                              "array_filter", "array_keys", "array_values", "in_array", "isset", "unset", "empty",
                              "json_encode", "json_decode", "str_replace", "strtolower", "strtoupper", "trim",
-                             "intdiv", "round", "max", "min", "var_dump", "print_r", "array_sum", "number_format"})
+                             "intdiv", "round", "max", "min", "var_dump", "print_r", "array_sum", "number_format",
+                             "Exception", "InvalidArgumentException", "RuntimeException", "LogicException",
+                             "DomainException", "TypeError", "DateTimeImmutable", "ArrayObject"})
 
 
 def _is_global(lang: str, head: str) -> bool:
@@ -101,15 +104,26 @@ def _is_global(lang: str, head: str) -> bool:
 
 
 class FileInfo:
-    __slots__ = ("path", "module", "language", "bindings", "stars", "symbols")
+    __slots__ = ("path", "module", "language", "bindings", "alternatives", "stars", "symbols")
 
     def __init__(self, path: str, module: str, language: str):
         self.path = path
         self.module = module
         self.language = language
         self.bindings: dict[str, str] = {}  # local name → target text (module or module.name)
+        # Python: later imports of a name already bound (``try: from _c import f`` / ``except
+        # ImportError: from _py import f``, ``if posix: import posixpath as path`` / ``else:
+        # import ntpath as path``), in source order after ``bindings[name]``.
+        self.alternatives: dict[str, list[str]] = {}
         self.stars: list[str] = []
         self.symbols: list[tuple[str, str]] = []  # (qname, kind)
+
+    def targets(self, name: str) -> list[str]:
+        """Every import target bound to ``name``, first binding first."""
+        first = self.bindings.get(name)
+        if first is None:
+            return []
+        return [first, *self.alternatives.get(name, ())]
 
 
 class SymbolIndex:
@@ -140,7 +154,11 @@ class SymbolIndex:
                 fi.stars.append(im.module)
             else:
                 target = f"{im.module}{_sep(language)}{im.name}" if im.name else im.module
-                fi.bindings[im.binding] = target
+                if language == "python" and im.binding in fi.bindings:
+                    if target != fi.bindings[im.binding]:
+                        fi.alternatives.setdefault(im.binding, []).append(target)
+                else:
+                    fi.bindings[im.binding] = target
         self.files[path] = fi
         if module:
             self.module_files[module].add(path)
@@ -244,11 +262,11 @@ class SymbolIndex:
             if direct in self.kinds:
                 return direct
             for fi in self.module_bindings(p):
-                target = fi.bindings.get(last)
-                if target is not None and target != q:
-                    r = self.resolve_qname(target, sep, depth + 1)
-                    if r is not None:
-                        return r
+                for target in fi.targets(last):
+                    if target != q:
+                        r = self.resolve_qname(target, sep, depth + 1)
+                        if r is not None:
+                            return r
                 for star in fi.stars:
                     r = self.resolve_qname(f"{star}{sep}{last}", sep, depth + 1)
                     if r is not None:
@@ -315,10 +333,15 @@ class Resolver:
             cand = f"{fi.module}{sep}{name}"
             if cand in idx.kinds:
                 return cand, "local"
-        target = fi.bindings.get(name)
-        if target is not None:
-            r = idx.resolve_qname(target, sep)
-            return (r, "import") if r is not None else (target, "import-external")
+        targets = fi.targets(name)
+        if targets:
+            # the first binding that the graph knows (a C accelerator or the other platform's
+            # module is not in it); none known: the first binding, outside the graph
+            for target in targets:
+                r = idx.resolve_qname(target, sep)
+                if r is not None:
+                    return r, "import"
+            return targets[0], "import-external"
         for star in fi.stars:
             r = idx.resolve_qname(f"{star}{sep}{name}", sep)
             if r is not None:
