@@ -86,16 +86,11 @@ def memory_store(backend: str, neo4j_uri: str, tmp_path) -> Iterator:
 
 @pytest.fixture
 def tenant(request: pytest.FixtureRequest, memory_store, backend: str) -> Iterator[str]:
-    """A tenant name unique to this test; its namespaces are removed from Neo4j afterwards."""
+    """A tenant name unique to this test; its namespaces are removed from Neo4j afterwards
+    (this fixture is torn down before ``memory_store`` closes)."""
     name = unique(request, "tenant")
     yield name
     if backend == "neo4j":
-        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
-
-        cleaner = Neo4jMemoryStore(memory_store.uri)
-        try:
-            for t in (name, name + "-other"):
-                for ns in ("repo1", "repo2"):
-                    cleaner.delete_namespace(t, f"{t}|{ns}")
-        finally:
-            cleaner.close()
+        for t in (name, name + "-other"):
+            for ns in (f"{name}|repo1", f"{name}|repo2", f"{name}-other|repo1"):
+                memory_store.delete_namespace(t, ns)

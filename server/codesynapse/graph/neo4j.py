@@ -178,6 +178,29 @@ def translate_error(e: Exception, what: str) -> StoreError:
     return StoreError(msg)
 
 
+def ensure_schema(driver, database: str | None, statements: Sequence[str]) -> int:
+    """Create the named constraints and indexes that do not exist yet (one ``SHOW`` round
+    trip when all do); wait for new indexes to come online. Returns how many were created."""
+    from neo4j.exceptions import ClientError
+
+    existing = {rec["name"] for q in ("SHOW CONSTRAINTS YIELD name", "SHOW INDEXES YIELD name")
+                for rec in driver.execute_query(q, database_=database).records}
+    created = 0
+    for stmt in statements:
+        m = re.match(r"CREATE (?:FULLTEXT )?(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS", stmt)
+        if m is None or m.group(1) in existing:
+            continue
+        try:
+            driver.execute_query(stmt, database_=database)
+            created += 1
+        except ClientError as e:  # another process created the same rule meanwhile
+            if "EquivalentSchemaRuleAlreadyExists" not in (e.code or "") and "already exists" not in str(e):
+                raise
+    if created:
+        driver.execute_query("CALL db.awaitIndexes(300)", database_=database)
+    return created
+
+
 def _driver_errors() -> tuple[type[BaseException], ...]:
     from neo4j import exceptions as nx
 
@@ -231,15 +254,7 @@ class Neo4jGraphStore:
 
     # -- plumbing ------------------------------------------------------------------------
     def _ensure_schema(self) -> None:
-        from neo4j.exceptions import ClientError
-
-        for stmt in _SCHEMA:
-            try:
-                self._driver.execute_query(stmt, database_=self.database)
-            except ClientError as e:  # another process created the same rule meanwhile
-                if "EquivalentSchemaRuleAlreadyExists" not in (e.code or "") and "already exists" not in str(e):
-                    raise
-        self._driver.execute_query("CALL db.awaitIndexes(120)", database_=self.database)
+        ensure_schema(self._driver, self.database, _SCHEMA)
 
     def _session(self):
         return self._driver.session(database=self.database, bookmark_manager=self._bookmarks)

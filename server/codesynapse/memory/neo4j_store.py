@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from codesynapse.errors import StoreError
-from codesynapse.graph.neo4j import translate_error
+from codesynapse.graph.neo4j import ensure_schema, translate_error
 from codesynapse.memory.sqlite_store import new_entity_id, new_fact_id
 from codesynapse.memory.store import EntityRecord, FactRecord, TodoItem, UpsertOutcome
 from codesynapse.scope import Scope
@@ -105,7 +105,7 @@ class Neo4jMemoryStore:
         if not uri:
             raise StoreError("the neo4j memory store needs a URI (CODESYNAPSE_NEO4J_URI)")
         from neo4j import GraphDatabase
-        from neo4j.exceptions import ClientError, ConfigurationError, DriverError, Neo4jError
+        from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
 
         self._errors = (Neo4jError, DriverError)
         self.uri = uri
@@ -121,13 +121,7 @@ class Neo4jMemoryStore:
         self._bookmarks = GraphDatabase.bookmark_manager()
         try:
             self._driver.verify_connectivity()
-            for stmt in _SCHEMA:
-                try:
-                    self._driver.execute_query(stmt, database_=database)
-                except ClientError as e:  # created by another process meanwhile
-                    if "EquivalentSchemaRuleAlreadyExists" not in (e.code or "") and "already exists" not in str(e):
-                        raise
-            self._driver.execute_query("CALL db.awaitIndexes(120)", database_=database)
+            ensure_schema(self._driver, database, _SCHEMA)
             self._write("schema", lambda tx: tx.run(
                 "MERGE (m:CsMemMeta {key: 'schema_version'}) ON CREATE SET m.value = $v", v=str(SCHEMA_VERSION)
             ).consume())
@@ -430,19 +424,22 @@ class Neo4jMemoryStore:
 
         return self._write("forget_facts", work)
 
-    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> int:
+    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> list[str]:
+        """Tombstone the visible live facts with these ids; returns those ids (in the order
+        asked for)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
-            return 0
+            return []
         p = _p(scope, ids=ids, now=now)
 
-        def work(tx) -> int:
+        def work(tx) -> list[str]:
             self._lock(tx, scope)
-            return tx.run(
+            done = {r["id"] for r in tx.run(
                 "UNWIND $ids AS x MATCH (:CsMemEntity {tenant: $t, namespace: $n})"
                 "-[f:FACT {id: x, tenant: $t, namespace: $n}]->(:CsMemEntity {tenant: $t, namespace: $n}) "
                 "WHERE f.session IN $vis AND f.valid_to IS NULL "
-                "SET f.valid_to = $now, f.updated_at = $now REMOVE f.live_key RETURN count(f) AS n", p).single()["n"]
+                "SET f.valid_to = $now, f.updated_at = $now REMOVE f.live_key RETURN f.id AS id", p)}
+            return [i for i in ids if i in done]
 
         return self._write("forget_fact_ids", work)
 
