@@ -112,5 +112,5 @@ def test_rspec_blocks_only_in_spec_files():
         ('Object.Bank::Ledger."records"', "Bank.Ledger", "new"),
         ('Object.Bank::Ledger."records"', "Bank.Ledger().record", "call"),
     ]
-    plain = fx("lib/not_a_spec.rb", src)
+    plain = fx("lib/ledger_examples.rb", src)
     assert symbols(plain) == [("Object", "module", 1, 5)]
