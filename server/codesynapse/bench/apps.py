@@ -42,3 +42,23 @@ def open_app(root: Path | str, data_dir: Path | str, exclude: tuple[str, ...] = 
     app.policy = policy
     app.indexer.policy = policy
     return app
+
+
+def what_if_analyze(app) -> bool:
+    """``CODESYNAPSE_BENCH_ANALYZE=1``: run SQLite ``ANALYZE`` on the index after indexing.
+
+    A what-if, not the product: without statistics SQLite answers ``graph_id = ? AND qname
+    = ?`` (and the FTS join) through the path index and scans every symbol, because every
+    row has the same graph id. Results say when this ran."""
+    import os
+    import sqlite3
+
+    if os.environ.get("CODESYNAPSE_BENCH_ANALYZE") != "1" or getattr(app.settings, "backend", "sqlite") != "sqlite":
+        return False
+    conn = sqlite3.connect(str(app.workspace.db_path), timeout=60)
+    try:
+        conn.execute("ANALYZE")
+    finally:
+        conn.close()
+    log.warning("what-if: ANALYZE was run on the index (CODESYNAPSE_BENCH_ANALYZE=1)")
+    return True

@@ -54,7 +54,7 @@ def _tokens_one(workload_path: Path, corpus_spec: str | None) -> dict[str, Any]:
         spec = str(cand if cand.is_dir() else cand2)
     corpus = resolve(spec)
     _say(f"tokens: {wl.name} ({len(wl.tasks)} tasks) on {corpus.version} at {corpus.path}")
-    res = run_workload(wl, corpus)
+    res = run_workload(wl, corpus, progress=_say)
     agg = res["aggregates"]
     ev = agg["evidence"]
     _say(f"  complete {ev['tasksComplete']}/{ev['tasks']}, evidence {ev['found']}/{ev['required']}; "
@@ -110,12 +110,44 @@ def run_accuracy(args) -> Any:
 
 def run_memory(args) -> Any:
     from codesynapse.bench import memory_bench  # written by another engineer
+    from codesynapse.bench.report import save_raw, write_perf_section
 
-    for name in ("run_memory_cli", "run_memory_bench", "run_bench", "main", "run"):
-        fn = getattr(memory_bench, name, None)
-        if callable(fn):
-            return fn(args)
-    raise SystemExit("codesynapse.bench.memory_bench has no entry point (run_memory_cli/run_memory_bench)")
+    quick = getattr(args, "quick", False)
+    fn = getattr(memory_bench, "run_memory_bench", None)
+    if not callable(fn):
+        raise SystemExit("codesynapse.bench.memory_bench has no run_memory_bench()")
+    _say("memory: recall latency, lexical and hybrid" + (" (--quick: 1,000 entities)" if quick else ""))
+    res = fn(sizes=(1000,) if quick else (1000, 10000), queries=50 if quick else 100)
+    res["quick"] = quick
+    write_perf_section(Path(args.out), "memory", memory_markdown(res))
+    save_raw("memory", res)
+    return res
+
+
+def memory_markdown(r: dict[str, Any]) -> str:
+    from codesynapse.bench.machine import machine_line
+    from codesynapse.bench.report import met, ms, num
+
+    lines = ["## Memory recall latency", "",
+             f"* **Machine:** {machine_line(r['machine'])}",
+             f"* **Method:** `codesynapse bench memory` → `codesynapse.bench.memory_bench.run_memory_bench` "
+             f"(see its docstring): synthetic entities remembered in batches of 100, then {r['queriesPerRound']} "
+             f"queries × {r['warmRounds']} warm rounds and {r['coldRuns']} cold opens per size and mode, "
+             f"concurrency {r['concurrency']}; embedder {r['model']['name']} ({r['model']['threads']} thread), "
+             f"loaded in {ms(r['embedderLoadMs'])} ms." + (" **--quick** run." if r.get("quick") else ""),
+             "",
+             "| mode | entities | cold p50 / p95 ms | warm p50 / p95 / p99 ms | dense leg ran | mean entries | "
+             "target (warm p95) |",
+             "|---|---:|---|---|---:|---:|---|"]
+    for x in r["results"]:
+        target = r["targetsMs"]["lexicalWarmP95"] if x["mode"] == "lexical" else r["targetsMs"]["hybridWarmP95"]
+        ok = r["targetsMet"].get(f"{x['mode']}@{x['entities']}")
+        lines.append(f"| {x['mode']} | {num(x['entities'])} | {ms(x['cold']['p50'])} / {ms(x['cold']['p95'])} | "
+                     f"{ms(x['warm']['p50'])} / {ms(x['warm']['p95'])} / {ms(x['warm']['p99'])} | "
+                     f"{x['denseRanShare'] * 100:.0f}% | {x['meanEntries']:.1f} | ≤ {target:.0f} ms: {met(ok)} |")
+    for p in r.get("populate", []):
+        lines.append(f"\n* populate {num(p.get('entities'))} entities: {p.get('seconds', 0):.1f} s")
+    return "\n".join(lines)
 
 
 def _all(args) -> int:

@@ -194,8 +194,10 @@ def retrieval_markdown(results: list[dict[str, Any]], machine: dict[str, Any], n
         full = ev["tasksComplete"] == ev["tasks"]
         ra = agg[primary]["a"]["successful"]["reductionPct"] if primary in agg else None
         rb = agg[primary]["b"]["successful"]["reductionPct"] if primary in agg else None
-        lines.append(f"* {res['workload']['name']}: (a) ≥ 98%: {met(ra is not None and ra >= 98)}; "
-                     f"(b) ≥ 90%: {met(rb is not None and rb >= 90)}; 100% evidence: {met(full)}")
+        ok_all = ra is not None and ra >= 98 and rb is not None and rb >= 90 and full
+        lines.append(f"* {res['workload']['name']}: target as a whole {met(ok_all)} — (a) ≥ 98% over the successful "
+                     f"tasks: {met(ra is not None and ra >= 98)}; (b) ≥ 90%: {met(rb is not None and rb >= 90)}; "
+                     f"100% evidence: {met(full)} ({ev['tasksComplete']}/{ev['tasks']} tasks complete)")
     lines += ["", RETRIEVAL_METHOD]
     for res in results:
         agg = res["aggregates"]
@@ -205,7 +207,11 @@ def retrieval_markdown(results: list[dict[str, Any]], machine: dict[str, Any], n
                   f"* Corpus: {c['version']} — {c['source']}; {num(c.get('files'))} files indexed, "
                   f"{num(c.get('symbols'))} symbols; policy exclude {c.get('policyExclude')} include "
                   f"{c.get('policyInclude')}; fingerprint `{res['policyFingerprint']}`",
-                  f"* Index of the scratch copy: {res['index']['seconds']} s",
+                  f"* Index of the scratch copy: {res['index']['seconds']} s"
+                  + ("; **what-if: SQLite ANALYZE was run on the index before the tasks (not done by the "
+                     "product)**" if res.get("whatIfAnalyze") else ""),
+                  f"* Requests that overran the 10 s deadline (answered as a deadline error, left running): "
+                  f"{res.get('overranDeadline', 0)}",
                   f"* Round trips: CodeSynapse {agg['roundTrips']['codesynapse']}, (a) {agg['roundTrips']['a']}, "
                   f"(b) {agg['roundTrips']['b']}",
                   ""]

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from codesynapse.bench.tokenizer import Tokenizers, default_tokenizers
 from codesynapse.bench.workload import Task, Workload, check
 
 log = logging.getLogger(__name__)
+
+DEADLINE_S = 10.0  # the daemon's deadline for every context request
 
 
 def jsonrpc_bytes(result: Any, error: dict[str, Any] | None = None) -> bytes:
@@ -62,6 +65,7 @@ class Runner:
         self.live = LiveUpdater(app)
         self.live.start(watch=False)
         self._scopes: dict[tuple[str, str], Any] = {}
+        self.overran = 0
 
     def close(self) -> None:
         self.live.stop()
@@ -105,6 +109,31 @@ class Runner:
         if key not in self._scopes:
             self._scopes[key] = make_scope(key[0], self.app.workspace.identity, key[1])
         return self._scopes[key]
+
+    def _send_deadline(self, method: str, params: dict[str, Any]) -> Any:
+        """The request as the daemon serves it: in a worker thread, answered with a deadline
+        error when it has not finished in DEADLINE_S. Each request gets a fresh thread, so a
+        task never queues behind an earlier one that overran (which, as in the daemon, is
+        not killed and runs on)."""
+        from codesynapse.errors import DeadlineExceeded
+
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["answer"] = self._send(method, params)
+            except BaseException as e:  # handed to the caller
+                box["error"] = e
+
+        t = threading.Thread(target=run, name="bench-request", daemon=True)
+        t.start()
+        t.join(DEADLINE_S + 0.5)
+        if t.is_alive():
+            self.overran += 1
+            raise DeadlineExceeded(DEADLINE_S)
+        if "error" in box:
+            raise box["error"]
+        return box["answer"]
 
     def _send(self, method: str, params: dict[str, Any], actor: dict[str, Any] | None = None) -> Any:
         from codesynapse.methods import call_method
@@ -158,7 +187,7 @@ class Runner:
                     self._send(step["method"], step.get("params", {}), step.get("actor"))
             t0 = time.perf_counter()
             try:
-                answer = self._send(task.method, task.params)
+                answer = self._send_deadline(task.method, task.params)
                 body = jsonrpc_bytes(answer)
             except CodeSynapseError as e:
                 payload = error_payload(e)
@@ -240,8 +269,8 @@ def aggregates(rows: list[dict[str, Any]], counters: list[str]) -> dict[str, Any
 
 
 def run_workload(workload: Workload, corpus: Corpus, work_dir: Path | None = None,
-                 tokenizers: Tokenizers | None = None, keep: bool = False) -> dict[str, Any]:
-    from codesynapse.bench.apps import open_app
+                 tokenizers: Tokenizers | None = None, keep: bool = False, progress=None) -> dict[str, Any]:
+    from codesynapse.bench.apps import open_app, what_if_analyze
 
     tokenizers = tokenizers if tokenizers is not None else default_tokenizers()
     base = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"tokens-{corpus.name}-",
@@ -258,12 +287,15 @@ def run_workload(workload: Workload, corpus: Corpus, work_dir: Path | None = Non
         t1 = time.perf_counter()
         report = app.index()
         index_s = time.perf_counter() - t1
+        analyzed = what_if_analyze(app)
         runner = Runner(app, root, tokenizers)
         rows = []
         for task in workload.tasks:
             row = runner.run_task(task)
             rows.append(row)
-            log.info("%s %s ok=%s", workload.name, task.id, row["ok"])
+            if progress:
+                progress(f"  {task.id}: {'ok' if row['ok'] else 'FAILED'} {row.get('latencyMs')} ms"
+                         + (f" ({row['error']})" if row.get("error") else ""))
         counters = ["est"] + list(tokenizers.names if tokenizers else ())
         status = app.status()
         return {
@@ -276,6 +308,8 @@ def run_workload(workload: Workload, corpus: Corpus, work_dir: Path | None = Non
             "tokenizer": tokenizers.label() if tokenizers else "unavailable",
             "index": {"seconds": round(index_s, 2), "copySeconds": round(copy_s, 2), "files": report.files,
                       "parsed": report.parsed},
+            "whatIfAnalyze": analyzed,
+            "overranDeadline": runner.overran,
             "rows": rows,
             "aggregates": aggregates(rows, counters),
         }
