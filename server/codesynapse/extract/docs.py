@@ -15,6 +15,7 @@ Caps: key paths are at most ``MAX_DEPTH`` components deep and a file yields at m
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 from tree_sitter import Node
@@ -233,6 +234,15 @@ def _unquote(s: str) -> str:
     return s
 
 
+def _json_string(raw: str) -> str:
+    """A JSON string literal's value (escapes decoded); the raw text when it is not one."""
+    try:
+        v = json.loads(raw)
+    except ValueError:
+        return _unquote(raw)
+    return v if isinstance(v, str) else raw
+
+
 class _ConfigHooks(_DocHooks):
     def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
                 redact_extra=()) -> FileExtraction:
@@ -355,7 +365,7 @@ class JsonHooks(_ConfigHooks):
                 if pair.type != "pair":
                     continue
                 k = pair.child_by_field_name("key")
-                name = _unquote(text(k, src)) if k is not None else ""
+                name = _json_string(text(k, src)) if k is not None else ""
                 if not name:
                     continue
                 keys.add(path + [name], pair, name)
