@@ -112,9 +112,14 @@ def test_missing_model_file_is_refused(tmp_path):
 
 
 def test_worker_times_out_and_refuses_while_busy_then_recovers():
-    worker = EmbedWorker()
+    worker = EmbedWorker(workers=2)
     release = threading.Event()
     try:
+        with pytest.raises(EmbeddingTimeout, match="no answer within 0.05 s"):
+            worker.call(lambda: release.wait(30), 0.05)
+        assert not worker.busy
+        # one thread is stuck; the other still serves calls
+        assert worker.call(lambda: 7, 5) == 7
         with pytest.raises(EmbeddingTimeout, match="no answer within 0.05 s"):
             worker.call(lambda: release.wait(30), 0.05)
         assert worker.busy
@@ -129,6 +134,20 @@ def test_worker_times_out_and_refuses_while_busy_then_recovers():
         assert worker.call(lambda: 42, 5) == 42
     finally:
         release.set()
+        worker.shutdown()
+
+
+def test_concurrent_calls_run_side_by_side():
+    worker = EmbedWorker(workers=2)
+    both = threading.Barrier(2, timeout=10)
+    out: list[int] = []
+    try:
+        t = threading.Thread(target=lambda: out.append(worker.call(lambda: both.wait(), 10)))
+        t.start()
+        out.append(worker.call(lambda: both.wait(), 10))
+        t.join(10)
+        assert sorted(out) == [0, 1]
+    finally:
         worker.shutdown()
 
 

@@ -145,7 +145,7 @@ def test_recall_result_json_shape_is_camel_case():
                  "lexical": {"ran": True, "hits": 1, "reason": ""},
                  "dense": {"ran": False, "hits": 0, "reason": "no embedder"},
                  "fusion": "rrf-k60"},
-        "notice": "n", "tokens": 5, "resultBytes": 20,
+        "notice": "n", "hint": "", "tokens": 5, "resultBytes": 20,
     }
 
 

@@ -169,7 +169,8 @@ def test_forget_facts_by_triple_and_id(store):
                               confidence=1.0, source_client="", durable=False, now=T0)
     assert store.forget_facts(A2, subject_id=a.id, predicate="p", object_id=b.id, now=T1) == 0
     assert store.forget_facts(A1, subject_id=a.id, predicate="p", object_id=b.id, now=T1) == 1
-    assert store.forget_fact_ids(A1, [f2.id], T1) == 1
+    assert store.forget_fact_ids(A2, [f2.id], T1) == []
+    assert store.forget_fact_ids(A1, [f2.id, "fact_" + "0" * 24], T1) == [f2.id]
     assert store.facts_touching(A1, [a.id], limit=10) == []
     assert f1.id != f2.id
 

@@ -217,30 +217,35 @@ class FastEmbedder:
 
 
 class EmbedWorker:
-    """One worker thread for embedding + vector search calls, each with a timeout.
+    """Worker threads for embedding + vector search calls, each call with a timeout.
 
-    While a timed-out call is still running, ``busy`` is true and ``call`` raises
-    EmbeddingTimeout immediately: a hung model never makes later requests wait."""
+    Concurrent calls run side by side (``workers`` threads). A call that outlives its
+    timeout keeps its thread; once every thread is held by such a stuck call, ``call``
+    raises EmbeddingTimeout at once: a hung model never makes later requests wait."""
 
-    def __init__(self, name: str = "codesynapse-vectors"):
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self._current: concurrent.futures.Future[object] | None = None
+    def __init__(self, name: str = "codesynapse-vectors", workers: int = 2):
+        self._workers = workers
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
+                                                           thread_name_prefix=name)
+        self._stuck: set[concurrent.futures.Future[object]] = set()
         self._lock = threading.Lock()
 
     @property
     def busy(self) -> bool:
-        cur = self._current
-        return cur is not None and not cur.done()
+        """Every worker thread is held by a call that timed out and is still running."""
+        with self._lock:
+            self._stuck = {f for f in self._stuck if not f.done()}
+            return len(self._stuck) >= self._workers
 
     def call(self, fn: Callable[[], T], timeout: float) -> T:
-        with self._lock:
-            if self.busy:
-                raise EmbeddingTimeout("the vector worker is still busy with a call that timed out")
-            fut = self._pool.submit(fn)
-            self._current = fut
+        if self.busy:
+            raise EmbeddingTimeout("the vector workers are still busy with calls that timed out")
+        fut = self._pool.submit(fn)
         try:
             return fut.result(timeout=max(0.0, timeout))  # type: ignore[return-value]
         except concurrent.futures.TimeoutError as e:
+            with self._lock:
+                self._stuck.add(fut)  # type: ignore[arg-type]
             raise EmbeddingTimeout(f"no answer within {timeout:g} s") from e
 
     def shutdown(self) -> None:

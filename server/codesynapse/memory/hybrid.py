@@ -148,6 +148,7 @@ class NativeHybridIndex:
                          "text": hybrid_text(entity_texts(r.name, r.aliases, r.type)),
                          "has_vec": bool(ok), "vec": list(v) if ok else self._placeholder})
         self.vectors._call("hybrid upsert", lambda c: c.upsert(name, rows))
+        self.vectors.settle(name)
         return len(rows)
 
     def delete(self, scope: Scope, entity_ids: Sequence[str]) -> None:
@@ -164,6 +165,8 @@ class NativeHybridIndex:
                 for name in c.list_collections():
                     if name.startswith(HYBRID_PREFIX):
                         c.delete(name, filter=expr, **kw)
+                        if self.vectors.uri is None:
+                            c.flush(name)
 
             return op
 

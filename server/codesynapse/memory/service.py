@@ -203,8 +203,11 @@ def _load_redactor(patterns: Sequence[str]) -> Callable[[str], str]:
 
 
 class _LegResults(msgspec.Struct, kw_only=True):
-    lex_ids: list[str]
-    dense_ids: list[str]
+    """Ranked candidate ids per provenance label ("lexical", "dense", or "hybrid" for
+    hits Milvus already fused), the entity version each was indexed at, and the fused
+    order."""
+
+    ranked: list[tuple[str, list[str]]]
     versions: dict[tuple[str, str], int]
     lex_rep: LegReport
     dense_rep: LegReport
@@ -244,6 +247,8 @@ class MemoryService:
         self._lex_lock = threading.Lock()
         self._worker = EmbedWorker()
         self._closed = False
+        self._drainer: threading.Thread | None = None
+        self._drain_lock = threading.Lock()
         if self.embedder is not None and self.vectors is not None:
             try:
                 n = self.store.enqueue_missing(scope, self.embedder.model_key)
@@ -392,13 +397,47 @@ class MemoryService:
             self.scope, key, [TodoItem(entity_id=e.id, version=e.version) for e in entities])
         note = ""
         done = 0
+        rejected = False
         try:
             done = self.backfill(max_items=max(EMBED_BATCH, len(entities)),
                                  timeout=self.settings.vector_timeout_s)
-        except (EmbeddingTimeout, EmbeddingRejected, VectorsUnavailable, StoreError) as e:
+        except EmbeddingRejected as e:  # the model's output is bad: retrying will not help
+            rejected = True
             note = f"embedding deferred: {e}"
             log.info("memory: %s", note)
-        return done, self.store.pending_embeddings(self.scope, key), note
+        except (EmbeddingTimeout, VectorsUnavailable, StoreError) as e:
+            note = f"embedding deferred: {e}"
+            log.info("memory: %s", note)
+        pending = self.store.pending_embeddings(self.scope, key)
+        if pending and not rejected:
+            self._schedule_backfill()
+        return done, pending, note
+
+    def _schedule_backfill(self) -> None:
+        """Drain the embedding queue in a background thread (one at a time per service).
+        A failure is logged once and ends the drain; the queue stays for the next try."""
+        with self._drain_lock:
+            if self._closed or (self._drainer is not None and self._drainer.is_alive()):
+                return
+
+            def drain() -> None:
+                try:
+                    while not self._closed and self.backfill(max_items=EMBED_BATCH * 4):
+                        pass
+                except Exception as e:
+                    log.warning("memory: background embedding stopped: %s", e)
+
+            self._drainer = threading.Thread(target=drain, name="codesynapse-memory-backfill",
+                                             daemon=True)
+            self._drainer.start()
+
+    def wait_backfill(self, timeout: float | None = None) -> bool:
+        """Wait for a running background drain (tests, benchmarks). True when idle."""
+        t = self._drainer
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
 
     def backfill(self, max_items: int = 256, timeout: float | None = None) -> int:
         """Drain this scope's embedding to-do queue for the active model (and for the
@@ -464,14 +503,14 @@ class MemoryService:
             out = self._native_legs(query, deadline)
         if out is None:
             out = self._in_process_legs(query, deadline, check)
-        lex_ids, dense_ids, versions = out.lex_ids, out.dense_ids, out.versions
+        versions = out.versions
         lex_rep, dense_rep, fused, fusion = out.lex_rep, out.dense_rep, out.fused, out.fusion
         check()
 
         found_by: dict[str, list[str]] = {}
         for e in exact:
             found_by.setdefault(e.id, []).append("exact")
-        for leg, ids in (("lexical", lex_ids), ("dense", dense_ids)):
+        for leg, ids in out.ranked:
             for i in ids:
                 found_by.setdefault(i, []).append(leg)
         order = list(dict.fromkeys([e.id for e in exact] + fused))
@@ -600,7 +639,7 @@ class MemoryService:
         versions = {("lexical", h.doc_id): h.version for h in lex_hits}
         versions.update({("dense", h.entity_id): h.version for h in dense_hits})
         return _LegResults(
-            lex_ids=lex_ids, dense_ids=dense_ids, versions=versions,
+            ranked=[("lexical", lex_ids), ("dense", dense_ids)], versions=versions,
             lex_rep=LegReport(ran=True, hits=len(lex_hits)), dense_rep=dense_rep,
             fused=[d for d, _ in rrf([lex_ids, dense_ids], k=RRF_K)], fusion=f"rrf-k{RRF_K}")
 
@@ -628,10 +667,8 @@ class MemoryService:
             log.info("memory: native hybrid unavailable (%s); in-process path used", e)
             return None
         ids = [h.entity_id for h in hits]
-        dense_ids = [] if dense_reason else ids
-        versions = {(leg, h.entity_id): h.version for h in hits for leg in ("lexical", "dense")}
         return _LegResults(
-            lex_ids=ids, dense_ids=dense_ids, versions=versions,
+            ranked=[("hybrid", ids)], versions={("hybrid", h.entity_id): h.version for h in hits},
             lex_rep=LegReport(ran=True, hits=len(hits), reason="milvus BM25 (native hybrid)"),
             dense_rep=(LegReport(ran=False, reason=dense_reason) if dense_reason else
                        LegReport(ran=True, hits=len(hits), reason="milvus dense (native hybrid)")),
@@ -682,10 +719,9 @@ class MemoryService:
             entity_ids += [r.id for r in hits]
         n_ent, n_facts = self.store.forget_entities(self.scope, entity_ids, now)
         if fact_ids:
-            got = self.store.forget_fact_ids(self.scope, fact_ids, now)
-            n_facts += got
-            if got < len(fact_ids):
-                not_found += fact_ids if got == 0 else []
+            done = set(self.store.forget_fact_ids(self.scope, fact_ids, now))
+            n_facts += len(done)
+            not_found += [i for i in fact_ids if i not in done]
         for f in p.facts:
             subj = self.store.find_exact(self.scope, [self._redact(f.subject.strip())])
             obj = self.store.find_exact(self.scope, [self._redact(f.object.strip())])
@@ -765,6 +801,8 @@ class MemoryService:
         if self._closed:
             return
         self._closed = True
+        if self._drainer is not None:
+            self._drainer.join(5)
         self._worker.shutdown()
         for fn in self._on_close:
             try:

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS memory_aliases(
   PRIMARY KEY(entity_id, alias)
 );
 CREATE INDEX IF NOT EXISTS memory_aliases_lookup ON memory_aliases(tenant, namespace, alias);
+CREATE INDEX IF NOT EXISTS memory_aliases_entity ON memory_aliases(entity_id, position);
 CREATE TABLE IF NOT EXISTS memory_facts(
   id TEXT PRIMARY KEY,
   tenant TEXT NOT NULL,
@@ -112,6 +113,12 @@ _VIS = "{x}.tenant = ? AND {x}.namespace = ? AND {x}.session IN ('', ?)"
 
 def _vis(alias: str) -> str:
     return _VIS.format(x=alias)
+
+
+def _vis_by_id(alias: str) -> str:
+    """The same scope binding for queries that look rows up by id: the unary ``+`` keeps
+    SQLite from preferring a scope index (a namespace scan) over the primary key."""
+    return "+{x}.tenant = ? AND +{x}.namespace = ? AND +{x}.session IN ('', ?)".format(x=alias)
 
 
 def _vp(scope: Scope) -> tuple[str, str, str]:
@@ -198,7 +205,7 @@ class SqliteMemoryStore:
             part = list(ids[start:start + _CHUNK])
             rows = self._read(
                 f"SELECT a.entity_id AS entity_id, a.alias AS alias FROM memory_aliases a "
-                f"WHERE {_vis('a')} AND a.entity_id IN ({_qmarks(len(part))}) "
+                f"INDEXED BY memory_aliases_entity WHERE {_vis('a')} AND a.entity_id IN ({_qmarks(len(part))}) "
                 f"ORDER BY a.entity_id, a.position",
                 (*_vp(scope), *part),
             )
@@ -286,7 +293,7 @@ class SqliteMemoryStore:
         for start in range(0, len(ids), _CHUNK):
             part = ids[start:start + _CHUNK]
             rows = self._read(
-                f"SELECT * FROM memory_entities e WHERE {_vis('e')} AND e.valid_to IS NULL "
+                f"SELECT * FROM memory_entities e WHERE {_vis_by_id('e')} AND e.valid_to IS NULL "
                 f"AND e.id IN ({_qmarks(len(part))})",
                 (*_vp(scope), *part),
             )
@@ -302,15 +309,19 @@ class SqliteMemoryStore:
             return []
         session = "" if durable_only else scope.session
         q = _qmarks(len(terms))
+        vp = (scope.tenant, scope.namespace, session)
+        # three indexed branches (by id, by name, by alias); an OR would scan the namespace
         rows = self._read(
-            f"SELECT e.* FROM memory_entities e WHERE {_vis('e')} AND e.valid_to IS NULL "
-            f"AND (e.id IN ({q}) OR e.name IN ({q})) "
+            f"SELECT e.* FROM memory_entities e WHERE e.id IN ({q}) AND {_vis_by_id('e')} "
+            f"AND e.valid_to IS NULL "
+            f"UNION "
+            f"SELECT e.* FROM memory_entities e INDEXED BY memory_entities_scope "
+            f"WHERE e.tenant = ? AND e.namespace = ? AND e.name IN ({q}) "
+            f"AND e.session IN ('', ?) AND e.valid_to IS NULL "
             f"UNION "
             f"SELECT e.* FROM memory_aliases a JOIN memory_entities e ON e.id = a.entity_id "
-            f"WHERE {_vis('a')} AND {_vis('e')} AND e.valid_to IS NULL AND a.alias IN ({q})",
-            (scope.tenant, scope.namespace, session, *terms, *terms,
-             scope.tenant, scope.namespace, session, scope.tenant, scope.namespace, session,
-             *terms),
+            f"WHERE {_vis('a')} AND a.alias IN ({q}) AND {_vis_by_id('e')} AND e.valid_to IS NULL",
+            (*terms, *vp, scope.tenant, scope.namespace, *terms, session, *vp, *terms, *vp),
         )
         recs = self._records(rows, scope)
         order = {t: i for i, t in enumerate(terms)}
@@ -352,8 +363,8 @@ class SqliteMemoryStore:
             where.append("e.session = ?")
             params.append(scope.session)
         if after is not None:
-            where.append("(e.name > ? OR (e.name = ? AND e.id > ?))")
-            params += [after[0], after[0], after[1]]
+            where.append("(e.name, e.id) > (?, ?)")
+            params += [after[0], after[1]]
         rows = self._read(
             f"SELECT * FROM memory_entities e WHERE {' AND '.join(where)} "
             f"ORDER BY e.name, e.id LIMIT ?",
@@ -380,7 +391,7 @@ class SqliteMemoryStore:
         q = _qmarks(len(ids))
         with self._write() as c:
             live = c.all(
-                f"SELECT id, session FROM memory_entities e WHERE {_vis('e')} "
+                f"SELECT id, session FROM memory_entities e WHERE {_vis_by_id('e')} "
                 f"AND e.valid_to IS NULL AND e.id IN ({q})",
                 (*_vp(scope), *ids),
             )
@@ -443,7 +454,7 @@ class SqliteMemoryStore:
         with self._write() as c:
             ends = c.all(
                 "SELECT id, session FROM memory_entities e WHERE "
-                f"{_vis('e')} AND e.valid_to IS NULL AND e.id IN (?, ?)",
+                f"{_vis_by_id('e')} AND e.valid_to IS NULL AND e.id IN (?, ?)",
                 (*_vp(scope), subject_id, object_id),
             )
             found = {r["id"]: r["session"] for r in ends}
@@ -489,11 +500,20 @@ class SqliteMemoryStore:
         if not ids or limit <= 0:
             return []
         q = _qmarks(len(ids))
+        # one indexed branch per endpoint (an OR would scan the namespace's facts)
+        def branch(index: str, column: str) -> str:
+            return ("SELECT f.*, s.name AS subject_name, o.name AS object_name "
+                    f"FROM memory_facts f INDEXED BY {index} "
+                    "JOIN memory_entities s ON s.id = f.subject_id "
+                    "JOIN memory_entities o ON o.id = f.object_id "
+                    + self._fact_where() + f"AND f.{column} IN ({q})")
+
+        scope_params = (*_vp(scope), *_vp(scope), *_vp(scope))
         rows = self._read(
-            self._FACT_SELECT + self._fact_where()
-            + f"AND (f.subject_id IN ({q}) OR f.object_id IN ({q})) "
-            "ORDER BY f.confidence DESC, f.updated_at DESC, f.id LIMIT ?",
-            (*_vp(scope), *_vp(scope), *_vp(scope), *ids, *ids, limit),
+            f"SELECT * FROM ({branch('memory_facts_subject', 'subject_id')} UNION "
+            f"{branch('memory_facts_object', 'object_id')}) "
+            "ORDER BY confidence DESC, updated_at DESC, id LIMIT ?",
+            (*scope_params, *ids, *scope_params, *ids, limit),
         )
         return [self._fact(r) for r in rows]
 
@@ -508,17 +528,23 @@ class SqliteMemoryStore:
                 (now, now, *_vp(scope), subject_id, predicate, object_id),
             ).rowcount
 
-    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> int:
+    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> list[str]:
         ids = list(dict.fromkeys(ids))
         if not ids:
-            return 0
+            return []
         with self._write() as c:
-            return c.execute(
-                f"UPDATE memory_facts SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
-                f"namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND "
-                f"id IN ({_qmarks(len(ids))})",
-                (now, now, *_vp(scope), *ids),
-            ).rowcount
+            q = _qmarks(len(ids))
+            live = [r["id"] for r in c.all(
+                f"SELECT id FROM memory_facts WHERE tenant = ? AND namespace = ? AND "
+                f"session IN ('', ?) AND valid_to IS NULL AND id IN ({q})",
+                (*_vp(scope), *ids))]
+            if live:
+                c.execute(
+                    f"UPDATE memory_facts SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
+                    f"namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND "
+                    f"id IN ({_qmarks(len(live))})",
+                    (now, now, *_vp(scope), *live))
+        return live
 
     # ---- change feed ------------------------------------------------------------------
 
@@ -554,7 +580,7 @@ class SqliteMemoryStore:
             sessions = {
                 r["id"]: r["session"]
                 for r in c.all(
-                    f"SELECT id, session FROM memory_entities e WHERE {_vis('e')} "
+                    f"SELECT id, session FROM memory_entities e WHERE {_vis_by_id('e')} "
                     f"AND e.id IN ({_qmarks(len(ids))})",
                     (*_vp(scope), *ids),
                 )
@@ -615,7 +641,7 @@ class SqliteMemoryStore:
             sessions = {
                 r["id"]: r["session"]
                 for r in c.all(
-                    f"SELECT id, session FROM memory_entities e WHERE {_vis('e')} "
+                    f"SELECT id, session FROM memory_entities e WHERE {_vis_by_id('e')} "
                     f"AND e.id IN ({_qmarks(len(ids))})",
                     (*_vp(scope), *ids),
                 )

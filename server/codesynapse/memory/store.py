@@ -162,7 +162,9 @@ class MemoryStore(Protocol):
         """Tombstone the visible live facts subject –predicate→ object. Returns the count."""
         ...
 
-    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> int: ...
+    def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> list[str]:
+        """Tombstone the visible live facts with these ids; returns the ids tombstoned."""
+        ...
 
     # change feed
     def change_cursor(self, scope: Scope) -> int:

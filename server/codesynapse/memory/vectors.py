@@ -417,7 +417,20 @@ class MilvusVectors:
                          "sess_d": "" if r.durable else s, "version": int(r.version),
                          "has_vec": True, "vec": r.vector})
         self._call("upsert", lambda c: c.upsert(name, data))
+        self.settle(name)
         return len(data)
+
+    def settle(self, name: str) -> None:
+        """milvus-lite only: flush the memtable after a write. Its memtable (flushed by
+        itself only at 128 MiB) is searched row by row, ~1.5 s at 10k rows on our test
+        machine versus ~0.1 s once flushed to segments, which it then compacts in the
+        background. A Milvus server seals segments itself, so nothing is done there."""
+        if self.uri is not None:
+            return
+        try:
+            self._call("flush", lambda c: c.flush(name))
+        except StoreError:
+            log.debug("milvus-lite flush of %s failed", name, exc_info=True)
 
     def search(
         self, scope: Scope, model_key: str, dim: int, vector: Sequence[float], *,
@@ -462,6 +475,7 @@ class MilvusVectors:
                 return lambda c: c.delete(name, filter=expr, **kwargs)
 
             self.filtered("delete", build)
+            self.settle(name)
 
     def count(self, model_key: str) -> int:
         name = collection_name(model_key)
