@@ -47,7 +47,14 @@ def _random_module(rng: random.Random) -> str:
 
 def _step(root: Path, rng: random.Random, tick: list[int]) -> str:
     py = sorted(p for p in root.rglob("*.py"))
-    op = rng.choice(["add", "delete", "edit", "rename", "edit_base"])
+    op = rng.choice(["add", "delete", "edit", "rename", "edit_base", "package"])
+    if op == "package":  # a package marker appears or disappears: every module below is renamed
+        init = root / "shop" / "__init__.py"
+        if init.exists():
+            init.unlink()
+            return "delete shop/__init__.py"
+        _write(init, "from .cart import Cart\n", tick)
+        return "add shop/__init__.py"
     if op == "add" or len(py) < 3:
         name = f"shop/gen_{rng.randint(0, 9)}.py"
         _write(root / name, _random_module(rng), tick)

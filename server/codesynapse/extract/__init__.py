@@ -9,9 +9,23 @@ from codesynapse.extract.engine import extract_tree
 from codesynapse.extract.languages import detect, load
 from codesynapse.extract.model import FileExtraction
 
-__all__ = ["extract_source", "content_hash", "detect"]
+__all__ = ["extract_source", "content_hash", "detect", "reset_caches"]
 
 _local = threading.local()
+
+
+def reset_caches() -> None:
+    """Forget what the language hooks cached about the file system (``__init__.py``,
+    ``go.mod``, ``Cargo.toml`` lookups): called before each update, since those files can
+    appear or vanish while the daemon runs."""
+    import sys
+
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("codesynapse.extract.lang.") and mod is not None:
+            for value in vars(mod).values():
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear) and getattr(value, "__module__", "") == name:
+                    clear()
 
 
 def content_hash(data: bytes) -> str:

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codesynapse.extract import content_hash, extract_source
+from codesynapse.extract import content_hash, extract_source, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import FileRow, Resolution
@@ -262,8 +262,6 @@ class Indexer:
         report.files = len(walked.candidates)
         for reason, n in walked.ignored.items():
             report.skipped[reason] += n
-        for s in walked.skipped:
-            report.skipped[s.reason.split(" (")[0]] += 0  # counted below from the stored rows
         for f in self.store.files():
             if f.status == "skipped":
                 report.skipped[f.reason.split(" (")[0]] += 1
@@ -300,10 +298,12 @@ class Indexer:
         """Re-extract ``changed``, drop ``deleted``, store ``skipped``; then re-resolve every
         edge whose resolution may depend on what changed."""
         report = IndexReport()
-        mtimes = {c.path: c.mtime_ns for c in changed}
+        reset_caches()
         with self.lock:
             self.load()
-            stored = {f.path: f for f in self.store.files()} if changed else {}
+            stored = {f.path: f for f in self.store.files()} if (changed or deleted) else {}
+            changed, force = self._with_package_moves(list(changed), deleted, stored)
+            mtimes = {c.path: c.mtime_ns for c in changed}
             idx = self.index
             affected: set[str] = set()
             changed_paths: list[str] = []
@@ -346,7 +346,7 @@ class Indexer:
                                               mtime_ns=mtimes.get(r.path, 0), status="skipped", reason=r.reason))
                     continue
                 prev = stored.get(r.path)
-                if prev is not None and prev.hash == r.hash and prev.status != "skipped" \
+                if prev is not None and prev.hash == r.hash and prev.status != "skipped" and r.path not in force \
                         and not (overlays and r.path in overlays) and r.path not in self._overlaid:
                     report.unchanged += 1
                     continue
@@ -372,6 +372,32 @@ class Indexer:
             self._resolve(set(changed_paths), set(removed), affected, deferred)
             self.store.set_meta({"resolution_pending": "0"})
         return report
+
+    @staticmethod
+    def _with_package_moves(changed: list[Candidate], deleted: Sequence[str],
+                            stored: dict[str, FileRow]) -> tuple[list[Candidate], set[str]]:
+        """A Python ``__init__.py`` that appears or disappears renames every module below it:
+        those files are re-extracted even though their bytes did not change."""
+        inits = [c.path for c in changed if c.path.rsplit("/", 1)[-1] == "__init__.py" and c.path not in stored]
+        inits += [p for p in deleted if p.rsplit("/", 1)[-1] == "__init__.py"]
+        if not inits:
+            return changed, set()
+        have = {c.path for c in changed}
+        force: set[str] = set()
+        gone = set(deleted)
+        for init in inits:
+            prefix = init.rsplit("/", 1)[0] + "/" if "/" in init else ""
+            for c in changed:
+                if c.language == "python" and c.path.startswith(prefix):
+                    force.add(c.path)
+            for path, f in stored.items():
+                if f.language == "python" and f.status != "skipped" and path.startswith(prefix) \
+                        and path not in have and path not in gone:
+                    changed.append(Candidate(path, "python", f.size, f.mtime_ns))
+                    have.add(path)
+                    force.add(path)
+        changed.sort(key=lambda c: c.path)
+        return changed, force
 
     def resolve_all(self) -> None:
         """Re-resolve every edge (after a crash between write and resolution)."""
