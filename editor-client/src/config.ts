@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { MAX_TOKENS, MIN_TOKENS } from './protocol';
+import { MAX_CALL_LIMIT, MAX_TOKENS, MIN_TOKENS } from './protocol';
 
 /** Setting ids are owned by package.json; this module reads them with typed fallbacks. */
 export const SECTION = 'codesynapse';
@@ -101,8 +101,8 @@ export function readSettings(cfg: Pick<vscode.WorkspaceConfiguration, 'get'>): {
 
   const depth = intIn(cfg.get<unknown>('callGraph.depth'), 2, 1, 5);
   if (!depth.ok) warn('callGraph.depth', `must be 1 to 5; using ${depth.value}`);
-  const limit = intIn(cfg.get<unknown>('callGraph.limit'), 25, 1, 500);
-  if (!limit.ok) warn('callGraph.limit', `must be 1 to 500; using ${limit.value}`);
+  const limit = intIn(cfg.get<unknown>('callGraph.limit'), 25, 1, MAX_CALL_LIMIT);
+  if (!limit.ok) warn('callGraph.limit', `must be 1 to ${MAX_CALL_LIMIT}; using ${limit.value}`);
   const refresh = intIn(cfg.get<unknown>('statusBar.refreshSeconds'), 5, 1, 600);
   if (!refresh.ok) warn('statusBar.refreshSeconds', `must be 1 to 600; using ${refresh.value}`);
 

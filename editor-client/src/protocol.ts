@@ -34,6 +34,8 @@ export const MAX_SELECTOR_BYTES = 4 * 1024;
 export const MAX_DIFF_BYTES = 4 * 1024 * 1024;
 export const MAX_PATHS = 100;
 export const MAX_RECALL_QUERY_BYTES = 4 * 1024;
+/** Largest call-graph node limit per direction the server accepts (it clamps larger ones). */
+export const MAX_CALL_LIMIT = 200;
 
 /** A symbol named by qualified or bare name, or the symbol at an LSP position (0-based line and character). */
 export type PositionSelector = { uri: string; line: number; character: number };

@@ -3,6 +3,7 @@
  * No `vscode` import, so they are unit-tested directly.
  */
 import {
+  MAX_CALL_LIMIT,
   MAX_SELECTOR_BYTES,
   MAX_TASK_BYTES,
   MAX_TOKENS,
@@ -65,7 +66,7 @@ export function taskParams(task: string, budget: number, paths?: string[]): { pa
   return { params, truncated: t.truncated };
 }
 
-export const CALL_LIMIT_MAX = 500;
+export const CALL_LIMIT_MAX = MAX_CALL_LIMIT;
 
 /**
  * The next, larger request for "load more": double the budget up to the server's maximum;

@@ -116,6 +116,7 @@ function renderRefList(title: string, cls: string, refs: SymbolRef[], total: num
   const shown = refs.length;
   const count = total !== undefined && total > shown ? `${shown} of ${fmt(total)}` : `${shown}`;
   if (shown === 0 && !total) return '';
+  if (shown === 0) return `<p class="refs ${cls} none">${escapeHtml(title)}: none of ${fmt(total ?? 0)} shown</p>`;
   return (
     `<details class="refs ${cls}" open><summary>${escapeHtml(title)} (${count})</summary>` +
     `<ul>${refs.map(renderRef).join('')}</ul></details>`

@@ -154,6 +154,10 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         { timeout: SERVER_READY_MS, interval: 500 },
       );
       assert.equal(text, `CodeSynapse: ${EXPECTED_FILES} files`);
+      // The LogOutputChannel on disk: the restart, and the agent tools VS Code accepted.
+      const log = codeServer.extensionLog();
+      assert.match(log, /\[info\] registered 9 language-model tools/);
+      assert.match(log, new RegExp(`\\[info\\] starting server: ${python.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} -m codesynapse serve \\(pythonPath\\)`));
     }),
   );
 
@@ -182,6 +186,28 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         `${m.tokens.toLocaleString('en-US')} of 1,200 tokens (${Math.round((m.tokens / 1200) * 100)}% of budget) · raw files ≈ ${raw.toLocaleString('en-US')} tokens (3 files) · ${saved}% saved`,
       );
       await wb.screenshot('codesynapse-card.png');
+    }),
+  );
+
+  it(
+    'lists what a small budget left out and loads more',
+    step('load more', async () => {
+      await wb.setSetting('codesynapse.budget.symbolCard', 256);
+      await wb.runCommand('CodeSynapse: Show Symbol Card');
+      await wb.answerInputBox('CodeSynapse: symbol card', 'shop.cart.Cart.total');
+      let frame = await waitForResult('Symbol card');
+      assert.equal((await meter(frame)).budget, 256);
+      const omitted = frame.locator('.omitted');
+      await omitted.waitFor({ timeout: 10_000 });
+      assert.match(await omitted.locator('h3').innerText(), /^Omitted/);
+      assert.ok((await omitted.locator('.omission').count()) > 0, 'at least one omission is listed');
+      assert.equal(await frame.locator('.card[data-qualified-name="shop.cart.Cart.total"] .callers li').count(), 0);
+      await frame.locator('button.more').click();
+      frame = await waitForResult('Symbol card');
+      await frame.locator('.meter[data-budget="512"]').waitFor({ timeout: 10_000 });
+      const callers = await frame.locator('.card[data-qualified-name="shop.cart.Cart.total"] .callers').innerText();
+      assert.ok(callers.includes('shop.cart.Cart.checkout'), `callers after load more:\n${callers}`);
+      await wb.setSetting('codesynapse.budget.symbolCard', CARD_BUDGET);
     }),
   );
 

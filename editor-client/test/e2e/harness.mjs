@@ -182,8 +182,15 @@ export class CodeServer {
     clearTimeout(timer);
   }
 
-  /** The extension's LogOutputChannel file(s) and the code-server log, for failure reports. */
-  logs() {
+  /** The text of the extension's LogOutputChannel ("CodeSynapse"), as VS Code wrote it to disk. */
+  extensionLog() {
+    return this.logFiles()
+      .filter((p) => path.basename(p) === 'CodeSynapse.log')
+      .map((p) => fs.readFileSync(p, 'utf8'))
+      .join('\n');
+  }
+
+  logFiles() {
     const found = [];
     const walk = (dir) => {
       let entries;
@@ -199,6 +206,12 @@ export class CodeServer {
       }
     };
     walk(path.join(this.userDataDir, 'logs'));
+    return found;
+  }
+
+  /** The extension's log file(s) and the code-server log, for failure reports. */
+  logs() {
+    const found = this.logFiles();
     const parts = found.map((p) => `--- ${path.relative(this.root, p)}\n${tail(p, 60)}`);
     parts.push(`--- code-server.log\n${tail(this.logFile, 30)}`);
     return parts.join('\n');

@@ -40,6 +40,7 @@ describe('package.json manifest', () => {
     }
     expect(props['codesynapse.budget.minimalContext']?.default).toBe(1500);
     for (const id of RESTART_SETTINGS) expect(props[id]).toBeDefined();
+    expect(props['codesynapse.callGraph.limit']?.maximum).toBe(200);
   });
 
   it('declares every language-model tool it registers, and no other', () => {

@@ -62,7 +62,10 @@ describe('loadMoreQuery', () => {
       query: { ...cg, params: { selector: 'f', direction: 'callers', depth: 2, limit: 50, maxTokens: 20000 } },
       label: 'Load more (up to 50 per direction)',
     });
-    expect(loadMoreQuery({ ...cg, params: { selector: 'f', direction: 'callers', limit: 500, maxTokens: 20000 } })).toBeNull();
+    expect(loadMoreQuery({ ...cg, params: { selector: 'f', direction: 'callers', limit: 150, maxTokens: 20000 } })?.label).toBe(
+      'Load more (up to 200 per direction)',
+    );
+    expect(loadMoreQuery({ ...cg, params: { selector: 'f', direction: 'callers', limit: 200, maxTokens: 20000 } })).toBeNull();
   });
 
   it('has nothing to grow for unbudgeted requests', () => {

@@ -65,7 +65,9 @@ describe('cards', () => {
     expect(html).toContain('<span class="count" data-count="callers">5 callers</span> · <span class="count" data-count="callees">0 callees</span>');
     expect(html).toContain('<summary>Callers (2 of 5)</summary>');
     expect(html).toContain('<button class="link symbol" data-action="card" data-selector="calc.cli.main">calc.cli.main</button>');
-    expect(html).not.toContain('Callees (');
+    expect(html).not.toContain('Callees');
+    const trimmed = renderCard(readCard({ qualifiedName: 'x.y', counts: { callers: 2 } })!);
+    expect(trimmed).toContain('<p class="refs callers none">Callers: none of 2 shown</p>');
   });
 
   it('escapes everything that comes from the server', () => {
