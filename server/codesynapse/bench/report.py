@@ -19,7 +19,7 @@ see "Method" in each). Benchmarks measure; no test asserts a timing. Targets are
 issues' benchmark targets, reported as met or missed, never tuned for.
 """
 
-SECTIONS = ("index", "incremental", "requests", "tokens", "accuracy", "memory")
+SECTIONS = ("index", "incremental", "incremental_whatif", "requests", "requests_whatif", "tokens", "accuracy", "memory")
 
 
 def save_raw(key: str, value: Any) -> Path:

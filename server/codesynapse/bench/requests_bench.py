@@ -158,13 +158,16 @@ def run_requests_bench(args) -> dict[str, Any]:
                "samplesPerType": n, "quick": quick, "cold": cold, "warm": warm,
                "policyFingerprint": status.get("policyFingerprint", ""), "loadBefore": load_before,
                "loadAfter": load_average(), "whatIfAnalyze": analyzed}
-    write_perf_section(Path(args.out), "requests", requests_markdown(results, machine_info()))
-    save_raw("requests", results)
+    section = "requests_whatif" if analyzed else "requests"
+    write_perf_section(Path(args.out), section, requests_markdown(results, machine_info()))
+    save_raw(section, results)
     return results
 
 
 def requests_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
-    lines = ["## Request latency", "",
+    title = ("## Request latency — what-if: SQLite ANALYZE run on the index first" if r.get("whatIfAnalyze")
+             else "## Request latency")
+    lines = [title, "",
              f"* **Machine:** {machine_line(machine)}",
              f"* **Index:** {r['corpus']['version']}, {num(r['files'])} files, {num(r['symbols'])} symbols, "
              f"SQLite; policy fingerprint `{r['policyFingerprint'][:16]}…`."
