@@ -23,6 +23,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
+from codesynapse.extract.lang._filecache import per_file
 from codesynapse.extract.model import ImportRef
 
 _TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
@@ -214,16 +215,17 @@ class GoHooks(LanguageHooks):
             node = node.parent
         return node
 
-    def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
+    @staticmethod
+    def _structs(root: Node, src: bytes) -> dict[str, dict[str, str]]:
+        """Struct name → {field: type} for the structs declared in this file."""
+        out: dict[str, dict[str, str]] = {}
         for decl in root.named_children:
             if decl.type != "type_declaration":
                 continue
             for spec in decl.named_children:
-                if spec.type != "type_spec" or text(spec.child_by_field_name("name"), src) != type_name:
-                    continue
-                st = spec.child_by_field_name("type")
+                st = spec.child_by_field_name("type") if spec.type == "type_spec" else None
                 if st is None or st.type != "struct_type":
-                    return {}
+                    continue
                 fields: dict[str, str] = {}
                 for fl in st.named_children:
                     for f in fl.named_children:
@@ -233,20 +235,31 @@ class GoHooks(LanguageHooks):
                         for n in f.children_by_field_name("name"):
                             if typ:
                                 fields[text(n, src)] = typ
-                return fields
-        return {}
+                out[text(spec.child_by_field_name("name"), src)] = fields
+        return out
+
+    @staticmethod
+    def _results(root: Node, src: bytes) -> dict[str, str]:
+        """Function name → its (first) named result type, for this file's functions."""
+        out: dict[str, str] = {}
+        for decl in root.named_children:
+            if decl.type != "function_declaration":
+                continue
+            res = decl.child_by_field_name("result")
+            typ = ""
+            if res is not None and res.type == "parameter_list":
+                ps = [p for p in res.named_children if p.type == "parameter_declaration"]
+                typ = _type_of(ps[0].child_by_field_name("type"), src) if ps else ""
+            elif res is not None:
+                typ = _type_of(res, src)
+            out[text(decl.child_by_field_name("name"), src)] = typ
+        return out
+
+    def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
+        return per_file(src, "go.structs", lambda: self._structs(root, src)).get(type_name, {})
 
     def _result_type(self, root: Node, fn_name: str, src: bytes) -> str:
-        for decl in root.named_children:
-            if decl.type == "function_declaration" and text(decl.child_by_field_name("name"), src) == fn_name:
-                res = decl.child_by_field_name("result")
-                if res is None:
-                    return ""
-                if res.type == "parameter_list":
-                    ps = [p for p in res.named_children if p.type == "parameter_declaration"]
-                    return _type_of(ps[0].child_by_field_name("type"), src) if ps else ""
-                return _type_of(res, src)
-        return ""
+        return per_file(src, "go.results", lambda: self._results(root, src)).get(fn_name, "")
 
     def _value_type(self, root: Node, val: Node | None, src: bytes) -> str:
         if val is None:

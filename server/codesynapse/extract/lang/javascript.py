@@ -29,6 +29,7 @@ import re
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
+from codesynapse.extract.lang._filecache import per_file
 from codesynapse.extract.model import ImportRef
 
 _EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
@@ -133,6 +134,15 @@ def _ctor_name(node: Node | None, src: bytes) -> str:
     return s if _TYPE.match(s) else ""
 
 
+def _commonjs_exports(src: bytes) -> frozenset[str]:
+    s = src.decode("utf-8", "replace")
+    names = set(re.findall(r"\bexports\.([A-Za-z_$][\w$]*)\s*=", s))
+    names.update(re.findall(r"\bmodule\.exports\s*=\s*([A-Za-z_$][\w$]*)\s*;?\s*$", s, re.M))
+    for body in re.findall(r"\bmodule\.exports\s*=\s*\{([^}]*)\}", s):
+        names.update(re.findall(r"(?:^|,)\s*([A-Za-z_$][\w$]*)", body))
+    return frozenset(names)
+
+
 class _Hints:
     def __init__(self) -> None:
         self.hints: dict[str, str] = {}
@@ -198,15 +208,9 @@ class JavaScriptHooks(LanguageHooks):
                 return not name.startswith(("#", "_"))
             p = p.parent
         # CommonJS: module.exports = { name } / module.exports = name / exports.name = …
-        s = src.decode("utf-8", "replace") if b"exports" in src else ""
-        if not s:
+        if b"exports" not in src:
             return False
-        n = re.escape(name)
-        return bool(
-            re.search(rf"\bexports\.{n}\s*=", s)
-            or re.search(rf"\bmodule\.exports\s*=\s*{n}\b", s)
-            or re.search(rf"\bmodule\.exports\s*=\s*\{{[^}}]*\b{n}\b", s)
-        )
+        return name in per_file(src, "js.cjs", lambda: _commonjs_exports(src))
 
     # -- bodies, signatures, summaries -----------------------------------------------
     @staticmethod
@@ -487,8 +491,3 @@ class JavaScriptHooks(LanguageHooks):
             if name:
                 out.append(ImportRef(module=mod, name=name, alias=alias if alias and alias != name else "", line=line))
         return out
-
-
-def is_test_path(relpath: str) -> bool:
-    return bool(_TEST_FILE.search(relpath))
-

@@ -24,6 +24,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, strip_comment, text
+from codesynapse.extract.lang._filecache import per_file
 from codesynapse.extract.model import ImportRef
 
 _TYPE = re.compile(r"^[A-Za-z_]\w*(::[A-Za-z_]\w*)*$")
@@ -312,11 +313,15 @@ class RustHooks(LanguageHooks):
                 self._use(c, prefix, here, src, line, out)
 
     # -- receiver hints ----------------------------------------------------------------
-    def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
+    @staticmethod
+    def _structs(root: Node, src: bytes) -> dict[str, dict[str, str]]:
+        """Struct name → {field: type} for the structs declared in this file (first wins)."""
+        out: dict[str, dict[str, str]] = {}
         stack = [root]
         while stack:
             n = stack.pop()
-            if n.type == "struct_item" and text(n.child_by_field_name("name"), src) == type_name:
+            if n.type == "struct_item":
+                name = text(n.child_by_field_name("name"), src)
                 body = n.child_by_field_name("body")
                 fields: dict[str, str] = {}
                 for f in body.named_children if body is not None else ():
@@ -324,10 +329,13 @@ class RustHooks(LanguageHooks):
                         typ = _type_of(f.child_by_field_name("type"), src)
                         if typ:
                             fields[text(f.child_by_field_name("name"), src)] = typ
-                return fields
-            if n.type in ("source_file", "declaration_list", "mod_item"):
-                stack.extend(n.named_children)
-        return {}
+                out.setdefault(name, fields)
+            elif n.type in ("source_file", "declaration_list", "mod_item"):
+                stack.extend(reversed(n.named_children))
+        return out
+
+    def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
+        return per_file(src, "rust.structs", lambda: self._structs(root, src)).get(type_name, {})
 
     def _value_type(self, val: Node | None, src: bytes) -> str:
         while val is not None and val.type in ("reference_expression", "try_expression", "parenthesized_expression"):
