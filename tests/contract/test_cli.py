@@ -1,0 +1,119 @@
+"""The real CLI on both graph backends: ``codesynapse index`` and ``codesynapse query`` run
+as separate processes, configured only through the environment
+(``CODESYNAPSE_BACKEND=neo4j CODESYNAPSE_NEO4J_URI=bolt://…``), on one copy of
+fixtures/python_repo; the answers must be the same as SQLite's.
+
+Only what docs/BACKENDS.md lists may differ: ``backend`` in indexStatus, timings and
+timestamps, and BM25 scores and the order of BM25-ranked (not exact) search results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
+VOLATILE = {"lastUpdate", "seconds", "filesPerSecond", "dataDir"}
+
+QUERIES = [
+    ("codesynapse/callGraph", {"selector": "shop.cart.BaseCart.add"}),
+    ("codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout", "direction": "callees", "depth": 2}),
+    ("codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers", "depth": 2}),
+    ("codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"}),
+    ("codesynapse/symbolCard", {"selector": "Cart"}),
+    ("codesynapse/symbolContext", {"selector": "shop.payment.pay_for"}),
+    ("codesynapse/snippet", {"selector": "shop.pricing.apply_discount"}),
+    ("codesynapse/symbolCard", {"selector": "shop.nothing.here"}),
+]
+
+
+def run_cli(args: list[str], env: dict[str, str]) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "codesynapse", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def answers(backend: str, root: Path, data_dir: Path, neo4j_uri: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODESYNAPSE_")}
+    env.update(CODESYNAPSE_BACKEND=backend, CODESYNAPSE_DATA_DIR=str(data_dir), CODESYNAPSE_WORKERS="1")
+    if backend == "neo4j":
+        env["CODESYNAPSE_NEO4J_URI"] = neo4j_uri
+    out = {"index": run_cli(["index", str(root), "--json"], env)}
+    for i, (method, params) in enumerate(QUERIES):
+        out[f"{i}:{method}"] = run_cli(["query", method, "--root", str(root), "--no-index", "--compact",
+                                        "--params", json.dumps(params)], env)
+    out["search"] = run_cli(["query", "codesynapse/search", "--root", str(root), "--no-index", "--compact",
+                             "--params", json.dumps({"query": "cart total", "mode": "full"})], env)
+    out["status"] = run_cli(["query", "codesynapse/indexStatus", "--root", str(root), "--no-index"], env)
+    return out
+
+
+@pytest.mark.neo4j
+def test_cli_answers_are_the_same_on_sqlite_and_neo4j(neo4j_server, tmp_path):
+    root = tmp_path / "python_repo"
+    shutil.copytree(FIXTURE, root)
+    lite = answers("sqlite", root, tmp_path / "data-sqlite", "")
+    neo = answers("neo4j", root, tmp_path / "data-neo4j", neo4j_server.uri)
+    graph_id = neo["status"]["graphId"]
+    try:
+        assert lite["status"]["graphId"] == graph_id
+        assert (lite["status"]["backend"], neo["status"]["backend"]) == ("sqlite", "neo4j")
+        for key in ("files", "skipped", "symbols", "edges", "calls", "resolvedCalls", "imports", "inherits",
+                    "languages", "kinds"):
+            assert neo["status"][key] == lite["status"][key], key
+        assert strip(neo["index"]) == strip(lite["index"])
+        for i, (method, _) in enumerate(QUERIES):
+            key = f"{i}:{method}"
+            assert strip(neo[key]) == strip(lite[key]), key
+        # spot checks with written-out values, so "equal" is not "equally wrong"
+        card = lite["3:codesynapse/symbolCard"]["card"]
+        assert [c["qualifiedName"] for c in card["callers"]] == ["shop.cart.Cart.checkout", "test_cart.test_total"]
+        edges = lite["0:codesynapse/callGraph"]["callers"]["edges"]
+        assert sorted((e["from"], e["resolution"]) for e in edges) == [
+            ("shop.payment.pay_for", "inferred"), ("test_cart.test_total", "inferred")]
+        assert lite["7:codesynapse/symbolCard"]["found"] is False
+
+        # search: same total, same exact matches in the same order, same BM25 result set;
+        # BM25 scores and the order among BM25 hits are backend-specific (docs/BACKENDS.md)
+        s_lite, s_neo = lite["search"], neo["search"]
+        assert s_neo["total"] == s_lite["total"]
+        exact = [r["qualifiedName"] for r in s_lite["results"] if r["match"] == "exact"]
+        assert [r["qualifiedName"] for r in s_neo["results"] if r["match"] == "exact"] == exact
+        assert sorted(r["qualifiedName"] for r in s_neo["results"]) == sorted(
+            r["qualifiedName"] for r in s_lite["results"])
+        assert s_lite["results"][0]["qualifiedName"] == s_neo["results"][0]["qualifiedName"] == "shop.cart.Cart.total"
+    finally:
+        from codesynapse.graph.neo4j import Neo4jGraphStore
+
+        store = Neo4jGraphStore(neo4j_server.uri, graph_id)
+        store.delete_graph()
+        store.close()
+
+
+def test_cli_reports_an_unreachable_neo4j(tmp_path):
+    """A Neo4j that is not there: the CLI exits non-zero naming StoreUnavailable and the URI.
+    (It prints the traceback too: cli.main does not catch CodeSynapseError yet.)"""
+    root = tmp_path / "python_repo"
+    shutil.copytree(FIXTURE, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODESYNAPSE_")}
+    env.update(CODESYNAPSE_BACKEND="neo4j", CODESYNAPSE_NEO4J_URI="bolt://127.0.0.1:9", CODESYNAPSE_DATA_DIR=str(
+        tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-m", "codesynapse", "index", str(root)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "StoreUnavailable" in proc.stderr and "127.0.0.1:9" in proc.stderr
