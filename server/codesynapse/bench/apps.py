@@ -62,3 +62,23 @@ def what_if_analyze(app) -> bool:
         conn.close()
     log.warning("what-if: ANALYZE was run on the index (CODESYNAPSE_BENCH_ANALYZE=1)")
     return True
+
+
+def settle(app, orphans, timeout: float = 120.0) -> int:
+    """Before closing an App: interrupt the SQLite statements of requests that overran their
+    deadline and are still running, and wait for their threads (closing a connection under
+    a running statement crashes SQLite). Returns how many were still alive at the end."""
+    import time
+
+    alive = [t for t in orphans if t.is_alive()]
+    if not alive:
+        return 0
+    for conn in list(getattr(app.store, "_conns", []) or []):
+        try:
+            conn.interrupt()
+        except Exception:  # a closed or foreign connection: nothing to interrupt
+            pass
+    end = time.monotonic() + timeout
+    for t in alive:
+        t.join(max(0.0, end - time.monotonic()))
+    return sum(1 for t in alive if t.is_alive())

@@ -30,6 +30,7 @@ from codesynapse.bench.report import met, ms, num, save_raw, write_perf_section
 
 CONCURRENCY = (1, 8, 32)
 TIMEOUT_MS = 10_000
+_ORPHANS: list = []  # request threads that overran their deadline and run on
 
 
 def _say(msg: str) -> None:
@@ -86,6 +87,7 @@ def _one(app, method: str, params: dict[str, Any]) -> tuple[float, str | None]:
     th.join(TIMEOUT_MS / 1000 + 0.5)
     lat = (time.perf_counter() - t) * 1000
     if th.is_alive():
+        _ORPHANS.append(th)
         return lat, "DeadlineExceeded"
     return lat, box.get("err")
 
@@ -105,6 +107,14 @@ def _run_at(app, method: str, params: list[dict[str, Any]], conc: int) -> dict[s
                 "timeouts": sum(1 for r in res if r[1] == "DeadlineExceeded"),
                 "throughputPerS": len(res) / wall if wall else None})
     return out
+
+
+def _close(app) -> None:
+    from codesynapse.bench.apps import settle
+
+    settle(app, _ORPHANS)
+    _ORPHANS.clear()
+    app.close()
 
 
 def _open(corpus, data: Path):
@@ -131,7 +141,7 @@ def run_requests_bench(args) -> dict[str, Any]:
         kinds = request_kinds(app, random.Random(11), n)
         status = app.status()
     finally:
-        app.close()
+        _close(app)
     cold: dict[str, Any] = {}
     for k, plist in kinds.items():
         app = _open(corpus, data)
@@ -139,7 +149,7 @@ def run_requests_bench(args) -> dict[str, Any]:
             lat, err = _one(app, METHOD[k], plist[0])
             cold[k] = {"ms": lat, "error": err}
         finally:
-            app.close()
+            _close(app)
     app = _open(corpus, data)
     warm: dict[str, dict[str, Any]] = {}
     load_before = load_average()
@@ -153,7 +163,7 @@ def run_requests_bench(args) -> dict[str, Any]:
                 w = warm[k][str(conc)]
                 _say(f"  {k} c={conc}: p50 {ms(w['p50'])} p95 {ms(w['p95'])} p99 {ms(w['p99'])} errors {w['errors']}")
     finally:
-        app.close()
+        _close(app)
     results = {"corpus": corpus.describe(), "files": status["files"], "symbols": status["symbols"],
                "samplesPerType": n, "quick": quick, "cold": cold, "warm": warm,
                "policyFingerprint": status.get("policyFingerprint", ""), "loadBefore": load_before,

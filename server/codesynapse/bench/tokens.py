@@ -66,9 +66,15 @@ class Runner:
         self.live.start(watch=False)
         self._scopes: dict[tuple[str, str], Any] = {}
         self.overran = 0
+        self.orphans: list[threading.Thread] = []
 
     def close(self) -> None:
+        from codesynapse.bench.apps import settle
+
         self.live.stop()
+        left = settle(self.app, self.orphans)
+        if left:
+            log.warning("%d overrunning requests still running at close", left)
 
     # -- setup -------------------------------------------------------------------------------
     def _wait_applied(self, gen: int, timeout: float = 30.0) -> None:
@@ -130,6 +136,7 @@ class Runner:
         t.join(DEADLINE_S + 0.5)
         if t.is_alive():
             self.overran += 1
+            self.orphans.append(t)
             raise DeadlineExceeded(DEADLINE_S)
         if "error" in box:
             raise box["error"]
