@@ -240,6 +240,11 @@ def test_hops_are_clamped_to_2(client):
     assert triples(two) == [("alpha", "calls", "bravo"), ("bravo", "calls", "charlie")]
     assert [f["hop"] for f in two["facts"]] == [1, 2]
     assert triples(recall(a, "alpha", hops=9)) == triples(two)
+    # a fact budget of 1 leaves the second hop's fact out, and says so
+    one = recall(a, "alpha", hops=2, maxFacts=1)
+    assert triples(one) == [("alpha", "calls", "bravo")]
+    assert (one["truncated"], one["omitted"]["facts"]) == (True, 1)
+    assert (two["truncated"], two["omitted"]["facts"]) == (False, 0)
 
 
 def test_at_most_80_facts(client):
@@ -249,10 +254,11 @@ def test_at_most_80_facts(client):
     res = recall(a, "hub", limit=1)
     assert names(res) == ["hub"]
     assert len(res["facts"]) == 80
-    assert res["truncated"] is True and res["omitted"]["facts"] == 1
+    assert res["truncated"] is True and res["omitted"]["facts"] == 20
     assert_budget(res)
     few = recall(a, "hub", limit=1, maxFacts=5)
     assert len(few["facts"]) == 5 and few["truncated"] is True
+    assert few["omitted"]["facts"] == 95
 
 
 def test_result_json_stays_within_32_kib(client):

@@ -167,6 +167,9 @@ def test_forget_facts_by_triple_and_id(store):
                               confidence=1.0, source_client="", durable=False, now=T0)
     f2, _ = store.upsert_fact(A1, subject_id=b.id, predicate="q", object_id=a.id,
                               confidence=1.0, source_client="", durable=False, now=T0)
+    assert store.count_facts_touching(A1, [a.id]) == 2
+    assert store.count_facts_touching(A1, [a.id, b.id]) == 2
+    assert store.count_facts_touching(A2, [a.id]) == 0
     assert store.forget_facts(A2, subject_id=a.id, predicate="p", object_id=b.id, now=T1) == 0
     assert store.forget_facts(A1, subject_id=a.id, predicate="p", object_id=b.id, now=T1) == 1
     assert store.forget_fact_ids(A2, [f2.id], T1) == []

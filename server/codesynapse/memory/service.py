@@ -523,7 +523,7 @@ class MemoryService:
         for eid in order:
             rec = current.get(eid)
             if rec is None or not self._owned(rec):
-                dropped += 1
+                dropped += 1  # foreign, deleted or unknown
                 continue
             legs = found_by[eid]
             ok_legs = []
@@ -534,30 +534,28 @@ class MemoryService:
                 v = versions.get((leg, eid))
                 if v == rec.version:
                     ok_legs.append(leg)
-                elif leg == "dense" and v is not None:
-                    stale.append(TodoItem(entity_id=rec.id, version=rec.version))
+                elif leg in ("dense", "hybrid") and v is not None:
+                    stale.append((leg, TodoItem(entity_id=rec.id, version=rec.version)))
             if not ok_legs:
-                dropped += 1
+                dropped += 1  # found only through an old name/alias/type (stale index)
                 continue
             found_by[eid] = ok_legs
             kept.append(rec)
-        if stale and self.embedder is not None:
-            try:
-                self.store.enqueue_embedding(self.scope, self.embedder.model_key, stale)
-            except StoreError:
-                log.debug("could not queue stale vectors", exc_info=True)
+        if dropped:
+            log.debug("memory: %d candidates dropped at hydration", dropped)
+        self._requeue_stale(stale)
         omitted_entries = max(0, len(kept) - limit)
         roots = kept[:limit]
         check()
 
         facts: list[tuple[FactRecord, int]] = []
-        more_facts = False
+        omitted_facts = 0
         if hops >= 1 and roots:
             root_ids = [r.id for r in roots]
             hop1 = self.store.facts_touching(self.scope, root_ids, limit=max_facts + 1)
             if len(hop1) > max_facts:
-                more_facts = True
                 hop1 = hop1[:max_facts]
+                omitted_facts += self.store.count_facts_touching(self.scope, root_ids) - max_facts
             facts = [(f, 1) for f in hop1]
             rootset = set(root_ids)
             nbrs = list(dict.fromkeys(
@@ -568,7 +566,11 @@ class MemoryService:
                 hop2 = [f for f in self.store.facts_touching(
                     self.scope, nbrs, limit=room + len(seen) + 1) if f.id not in seen]
                 if len(hop2) > room:
-                    more_facts = True
+                    nbrset = set(nbrs)
+                    via_hop1 = sum(1 for f in hop1
+                                   if f.subject_id in nbrset or f.object_id in nbrset)
+                    total2 = self.store.count_facts_touching(self.scope, nbrs) - via_hop1
+                    omitted_facts += total2 - room
                     hop2 = hop2[:room]
                 facts += [(f, 2) for f in hop2]
         check()
@@ -588,11 +590,24 @@ class MemoryService:
             for f, hop in facts
         ]
         legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep, fusion=fusion)
-        truncated = omitted_entries > 0 or more_facts
-        result = self._pack(entries, fact_out, legs, truncated, omitted_entries,
-                            1 if more_facts else 0)
+        truncated = omitted_entries > 0 or omitted_facts > 0
+        result = self._pack(entries, fact_out, legs, truncated, omitted_entries, omitted_facts)
         check()
         return result
+
+    def _requeue_stale(self, stale: list[tuple[str, TodoItem]]) -> None:
+        """Vectors of an older entity version: queue the current version again."""
+        if not stale or self.embedder is None:
+            return
+        keys = {"dense": self.embedder.model_key,
+                "hybrid": self.hybrid.todo_key if self.hybrid is not None else ""}
+        try:
+            for leg in ("dense", "hybrid"):
+                items = [t for lg, t in stale if lg == leg]
+                if items and keys[leg]:
+                    self.store.enqueue_embedding(self.scope, keys[leg], items)
+        except StoreError:
+            log.debug("could not queue stale vectors", exc_info=True)
 
     def _owned(self, rec: EntityRecord) -> bool:
         s = self.scope

@@ -500,7 +500,18 @@ class SqliteMemoryStore:
         if not ids or limit <= 0:
             return []
         q = _qmarks(len(ids))
-        # one indexed branch per endpoint (an OR would scan the namespace's facts)
+        sql, params = self._touching_sql(scope, ids)
+        rows = self._read(
+            f"SELECT * FROM ({sql}) ORDER BY confidence DESC, updated_at DESC, id LIMIT ?",
+            (*params, limit),
+        )
+        return [self._fact(r) for r in rows]
+
+    def _touching_sql(self, scope: Scope, ids: Sequence[str]) -> tuple[str, tuple[object, ...]]:
+        """Live visible facts touching ``ids``: one indexed branch per endpoint (an OR
+        would scan the namespace's facts)."""
+        q = _qmarks(len(ids))
+
         def branch(index: str, column: str) -> str:
             return ("SELECT f.*, s.name AS subject_name, o.name AS object_name "
                     f"FROM memory_facts f INDEXED BY {index} "
@@ -509,13 +520,16 @@ class SqliteMemoryStore:
                     + self._fact_where() + f"AND f.{column} IN ({q})")
 
         scope_params = (*_vp(scope), *_vp(scope), *_vp(scope))
-        rows = self._read(
-            f"SELECT * FROM ({branch('memory_facts_subject', 'subject_id')} UNION "
-            f"{branch('memory_facts_object', 'object_id')}) "
-            "ORDER BY confidence DESC, updated_at DESC, id LIMIT ?",
-            (*scope_params, *ids, *scope_params, *ids, limit),
-        )
-        return [self._fact(r) for r in rows]
+        return (f"{branch('memory_facts_subject', 'subject_id')} UNION "
+                f"{branch('memory_facts_object', 'object_id')}",
+                (*scope_params, *ids, *scope_params, *ids))
+
+    def count_facts_touching(self, scope: Scope, entity_ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return 0
+        sql, params = self._touching_sql(scope, ids)
+        return int(self._read(f"SELECT count(*) AS n FROM ({sql})", params)[0]["n"])
 
     def forget_facts(
         self, scope: Scope, *, subject_id: str, predicate: str, object_id: str, now: str,

@@ -156,6 +156,10 @@ class MemoryStore(Protocol):
         endpoints are live and visible; ordered by confidence desc, updated_at desc, id."""
         ...
 
+    def count_facts_touching(self, scope: Scope, entity_ids: Sequence[str]) -> int:
+        """How many facts ``facts_touching`` would return without a limit."""
+        ...
+
     def forget_facts(
         self, scope: Scope, *, subject_id: str, predicate: str, object_id: str, now: str,
     ) -> int:
