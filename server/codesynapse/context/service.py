@@ -160,6 +160,12 @@ class ContextService:
         if rel["tests"] and top:
             card["tests"] = [{"qualifiedName": t.qname, "path": t.path, "line": t.start_line}
                              for t in rel["tests"][:top]]
+        if s.kind == "module" and top:
+            imps = store.imports(s.path)
+            if imps:
+                card["imports"] = [{"module": i.module, "name": i.name, "alias": i.alias, "line": i.line,
+                                    "target": i.target} for i in imps[:20]]
+                card["counts"]["imports"] = len(imps)
         if include_ids:
             card["id"] = f"{store.graph_id}:{s.id}"
         return card
