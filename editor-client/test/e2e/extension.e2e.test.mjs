@@ -58,9 +58,12 @@ async function panel() {
   return wb.panelFrame();
 }
 
-async function waitForResult(title, timeout = 60_000) {
+/** Wait for the panel to show an answer titled `title` (and, if given, whose subtitle contains `subtitle`). */
+async function waitForResult(title, subtitle, timeout = 60_000) {
   const frame = await panel();
-  await frame.locator('.result-head h2', { hasText: title }).first().waitFor({ state: 'visible', timeout });
+  const head = frame.locator('.result-head', { has: frame.locator('h2', { hasText: title }) });
+  const wanted = subtitle ? head.filter({ has: frame.locator('.subtitle', { hasText: subtitle }) }) : head;
+  await wanted.first().waitFor({ state: 'visible', timeout });
   await frame.locator('.result.busy').waitFor({ state: 'detached', timeout });
   const error = frame.locator('.error-result .error');
   if (await error.count()) throw new Error(`panel shows an error for "${title}": ${await error.innerText()}`);
@@ -145,6 +148,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     'restarts when pythonPath is fixed and shows the index in the status bar',
     step('status bar', async () => {
       await wb.setSetting('codesynapse.pythonPath', python, 'Remote');
+      await codeServer.waitForSetting('codesynapse.pythonPath', python);
       const text = await waitFor(
         'the status bar to show the indexed files',
         async () => {
@@ -166,7 +170,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     step('symbol card', async () => {
       await wb.runCommand('CodeSynapse: Show Symbol Card');
       await wb.answerInputBox('CodeSynapse: symbol card', 'shop.pricing.apply_discount');
-      const frame = await waitForResult('Symbol card');
+      const frame = await waitForResult('Symbol card', 'shop.pricing.apply_discount');
       const card = frame.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first();
       await card.waitFor({ state: 'visible', timeout: 10_000 });
       assert.equal(await card.locator('.kind').first().innerText(), 'function');
@@ -193,9 +197,10 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     'lists what a small budget left out and loads more',
     step('load more', async () => {
       await wb.setSetting('codesynapse.budget.symbolCard', 256);
+      await codeServer.waitForSetting('codesynapse.budget.symbolCard', 256);
       await wb.runCommand('CodeSynapse: Show Symbol Card');
       await wb.answerInputBox('CodeSynapse: symbol card', 'shop.cart.Cart.total');
-      let frame = await waitForResult('Symbol card');
+      let frame = await waitForResult('Symbol card', 'shop.cart.Cart.total');
       assert.equal((await meter(frame)).budget, 256);
       const omitted = frame.locator('.omitted');
       await omitted.waitFor({ timeout: 10_000 });
@@ -203,11 +208,12 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       assert.ok((await omitted.locator('.omission').count()) > 0, 'at least one omission is listed');
       assert.equal(await frame.locator('.card[data-qualified-name="shop.cart.Cart.total"] .callers li').count(), 0);
       await frame.locator('button.more').click();
-      frame = await waitForResult('Symbol card');
       await frame.locator('.meter[data-budget="512"]').waitFor({ timeout: 10_000 });
+      frame = await waitForResult('Symbol card', 'shop.cart.Cart.total');
       const callers = await frame.locator('.card[data-qualified-name="shop.cart.Cart.total"] .callers').innerText();
       assert.ok(callers.includes('shop.cart.Cart.checkout'), `callers after load more:\n${callers}`);
       await wb.setSetting('codesynapse.budget.symbolCard', CARD_BUDGET);
+      await codeServer.waitForSetting('codesynapse.budget.symbolCard', CARD_BUDGET);
     }),
   );
 
@@ -216,7 +222,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     step('callees at cursor', async () => {
       await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
       await wb.runCommand('CodeSynapse: Show Callees');
-      const frame = await waitForResult('Callees');
+      const frame = await waitForResult('Callees', 'shop/cart.py:24:10');
       const body = await frame.locator('.result .body').innerText();
       assert.ok(body.includes('shop.pricing.apply_discount'), `callees include apply_discount:\n${body}`);
       assert.ok(body.includes('shop.pricing.with_tax'), `callees include with_tax:\n${body}`);
@@ -224,7 +230,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await wb.screenshot('codesynapse-callees.png');
       // A symbol in the panel opens its card.
       await frame.locator('button.symbol[data-action="card"][data-selector="shop.pricing.apply_discount"]').first().click();
-      const card = await waitForResult('Symbol card');
+      const card = await waitForResult('Symbol card', 'shop.pricing.apply_discount');
       await card.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first().waitFor({ timeout: 10_000 });
       // The editor beside the panel with a card and its token meter: the user guide's picture.
       await wb.screenshot('codesynapse-panel.png');
@@ -237,7 +243,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const frame = await panel();
       await frame.locator('#task').fill('apply a discount to the cart total');
       await frame.locator('#task-form button[type="submit"]').click();
-      const result = await waitForResult('Context for a task');
+      const result = await waitForResult('Context for a task', 'apply a discount to the cart total');
       assert.equal(await result.locator('.subtitle').innerText(), 'apply a discount to the cart total');
       const m = await meter(result);
       assert.equal(m.budget, 1500);
@@ -256,6 +262,20 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const m = await meter(frame);
       assert.equal(m.budget, 20000);
       assert.ok(m.tokens > 0 && m.tokens <= 20000);
+    }),
+  );
+
+  it(
+    'answers standard LSP requests from the same server (go to definition)',
+    step('definition', async () => {
+      await wb.openFile('shop/cart.py', 28, 17); // "return with_tax(net)" — cursor on "with_tax"
+      await wb.runCommand('Go to Definition');
+      await page.locator('.tab.active', { hasText: 'pricing.py' }).waitFor({ timeout: 15_000 });
+      const pos = await waitFor('the cursor on the definition', async () => {
+        const t = await wb.statusBarText('Ln ');
+        return t?.startsWith('Ln 11,') ? t : null;
+      });
+      assert.match(pos, /^Ln 11, Col \d+/);
     }),
   );
 
@@ -284,13 +304,13 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await wb.clickLine('def total(self, percent=0):');
       await page.keyboard.press('End');
       await page.keyboard.press('Shift+Home'); // to the first non-blank character
-      assert.match(await wb.statusBarText('Ln 24'), /\(\d+ selected\)/);
+      await waitFor('the selection of line 24', async () => /\(\d+ selected\)/.test((await wb.statusBarText('Ln 24')) ?? ''));
       await wb.runCommand('CodeSynapse: Remember Selection as a Fact', { keepSelection: true });
       await wb.answerInputBox('CodeSynapse: remember selection', 'Cart.total');
-      await waitForResult('Remembered');
+      await waitForResult('Remembered', 'Cart.total');
       await wb.runCommand('CodeSynapse: Recall…');
       await wb.answerInputBox('CodeSynapse: recall', 'Cart.total');
-      const frame = await waitForResult('Recall');
+      const frame = await waitForResult('Recall', 'Cart.total');
       const body = await frame.locator('.result .body').innerText();
       assert.ok(body.includes('def total(self, percent=0):'), `recall shows the remembered text:\n${body}`);
     }),

@@ -112,6 +112,22 @@ export class CodeServer {
     fs.writeFileSync(this.settingsFile, JSON.stringify({ ...base, ...settings }, null, 2));
   }
 
+  /** Wait until VS Code has written `key: value` to the user or machine settings file. */
+  async waitForSetting(key, value) {
+    const files = [this.settingsFile, path.join(this.userDataDir, 'Machine', 'settings.json')];
+    const want = `"${key}": ${JSON.stringify(value)}`;
+    await waitFor(`${want} in the settings`, () =>
+      files.some((f) => {
+        try {
+          return fs.readFileSync(f, 'utf8').includes(want);
+        } catch {
+          return false;
+        }
+      }),
+    );
+    await sleep(500); // the extension host hears of the change right after the write
+  }
+
   installExtension(vsix) {
     const r = spawnSync(
       this.bin,
@@ -330,18 +346,17 @@ export class Workbench {
 
   /** Open a workspace file with Quick Open and put the cursor at line:column (1-based). */
   async openFile(relativePath, line, column) {
+    const name = path.basename(relativePath);
     await this.runCommand('Go to File...');
-    const input = this.quickInput();
-    await input.fill(relativePath);
-    const row = this.page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relativePath) }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await this.page.keyboard.press('Enter');
-    await this.page.locator(`.tab[data-resource-name="${path.basename(relativePath)}"], .tab:has-text("${path.basename(relativePath)}")`).first().waitFor({ timeout: 15_000 });
+    await this.quickInput().fill(relativePath);
+    await this.pickExact(name);
+    await this.page.locator('.tab.active', { hasText: name }).first().waitFor({ timeout: 15_000 });
     await this.page.locator('.monaco-editor .view-lines').first().waitFor({ state: 'visible', timeout: 15_000 });
     if (line) {
       await this.runCommand('Go to Line/Column...');
       await this.quickInput().fill(`:${line}:${column ?? 1}`);
       await this.page.keyboard.press('Enter');
+      await waitFor(`the cursor at ${line}:${column ?? 1}`, async () => (await this.statusBarText('Ln '))?.startsWith(`Ln ${line}, Col ${column ?? 1}`));
     }
   }
 
