@@ -68,3 +68,18 @@ async def wait_indexed(client: LanguageClient, timeout: float = 60.0) -> dict[st
         if loop.time() > end:
             raise AssertionError(f"index not ready: {st}")
         await asyncio.sleep(0.1)
+
+
+async def eventually(probe, timeout: float = 20.0):
+    """Poll ``probe`` until it returns a truthy value (the daemon works asynchronously)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if loop.time() > end:
+            raise AssertionError(f"condition not reached; last: {value!r}")
+        await asyncio.sleep(0.05)

@@ -3,7 +3,6 @@ saves, closes, and changes made on disk outside the editor (watchfiles)."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 import pytest
@@ -11,7 +10,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
+from tests.e2e.lspclient import FIXTURES, eventually, check_budget, config, init_params, request, wait_indexed
 
 
 @pytest.fixture()
@@ -27,19 +26,6 @@ async def client(lsp_client: LanguageClient, repo):
     await wait_indexed(lsp_client)
     yield
     await lsp_client.shutdown_session()
-
-
-async def eventually(probe, timeout: float = 15.0):
-    """Poll ``probe`` until it returns a truthy value (the daemon works asynchronously)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.05)
 
 
 async def card(client, selector: str):

@@ -4,7 +4,6 @@ line numbers and keeps the last valid one in force, and indexStatus reports the 
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 import pytest
@@ -12,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
+from tests.e2e.lspclient import FIXTURES, eventually, check_budget, config, init_params, request, wait_indexed
 
 POLICY = """version: 1
 exclude: ["tests/**"]
@@ -36,18 +35,6 @@ async def client(lsp_client: LanguageClient, repo):
     await wait_indexed(lsp_client)
     yield
     await lsp_client.shutdown_session()
-
-
-async def eventually(probe, timeout: float = 20.0):
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"condition not reached; last: {value!r}")
-        await asyncio.sleep(0.05)
 
 
 async def test_policy_excludes_annotates_and_reapplies(client, repo):

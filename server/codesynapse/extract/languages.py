@@ -24,6 +24,7 @@ class LanguageSpec:
     hooks: str  # "module:Class"
     filenames: tuple[str, ...] = ()
     kind: str = "code"  # code | doc
+    query: str = ""  # queries/<query>.scm; "" → the language's own name
 
 
 # Order matters only for display. Code languages first, then documents and config.
@@ -31,7 +32,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
     LanguageSpec("python", "python", (".py", ".pyi"), "codesynapse.extract.lang.python:PythonHooks"),
     LanguageSpec("javascript", "javascript", (".js", ".jsx", ".mjs", ".cjs"), "codesynapse.extract.lang.javascript:JavaScriptHooks"),
     LanguageSpec("typescript", "typescript", (".ts", ".mts", ".cts"), "codesynapse.extract.lang.typescript:TypeScriptHooks"),
-    LanguageSpec("tsx", "tsx", (".tsx",), "codesynapse.extract.lang.typescript:TsxHooks"),
+    LanguageSpec("tsx", "tsx", (".tsx",), "codesynapse.extract.lang.typescript:TsxHooks", query="typescript"),
     LanguageSpec("go", "go", (".go",), "codesynapse.extract.lang.go:GoHooks"),
     LanguageSpec("rust", "rust", (".rs",), "codesynapse.extract.lang.rust:RustHooks"),
     LanguageSpec("java", "java", (".java",), "codesynapse.extract.lang.java:JavaHooks"),
@@ -85,7 +86,7 @@ def _load(name: str) -> Loaded:
 
     spec = BY_NAME[name]
     language = get_language(spec.grammar)  # type: ignore[arg-type]
-    source = resources.files("codesynapse.extract").joinpath("queries", f"{name}.scm").read_text()
+    source = resources.files("codesynapse.extract").joinpath("queries", f"{spec.query or name}.scm").read_text()
     query = Query(language, source)
     mod, cls = spec.hooks.split(":")
     hooks = getattr(importlib.import_module(mod), cls)()

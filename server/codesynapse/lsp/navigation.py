@@ -263,25 +263,33 @@ def register(server) -> None:
             return data["qname"]
         return it.detail or it.name
 
+    def grouped(ls, calls, key) -> list[tuple[SymbolRow, list]]:
+        """Call rows grouped by the symbol on the other end, in first-seen order."""
+        store = ls.app.store
+        groups: dict[str, list] = {}
+        for c in calls:
+            k = key(c)
+            if k:
+                groups.setdefault(k, []).append(c)
+        out = []
+        for q, rows in groups.items():
+            syms = store.symbols_by_qname(q)
+            if syms:
+                out.append((syms[0], rows))
+        return out
+
+    def ranges(pos: Positions, calls) -> list[types.Range]:
+        return [pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]
+
     @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
     async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
         ls.require_app()
 
         def run():
-            store = ls.app.store
             pos = Positions(ls)
-            groups: dict[str, list] = {}
-            for c in store.callers(_qname(params.item), limit=1000):
-                groups.setdefault(c.caller, []).append(c)
-            out = []
-            for caller, calls in groups.items():
-                rows = store.symbols_by_qname(caller)
-                if not rows:
-                    continue
-                out.append(types.CallHierarchyIncomingCall(
-                    from_=item(ls, pos, rows[0]),
-                    from_ranges=[pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]))
-            return out
+            calls = ls.app.store.callers(_qname(params.item), limit=1000)
+            return [types.CallHierarchyIncomingCall(from_=item(ls, pos, s), from_ranges=ranges(pos, rows))
+                    for s, rows in grouped(ls, calls, lambda c: c.caller)]
 
         return await ls.run_sync(run)
 
@@ -290,20 +298,9 @@ def register(server) -> None:
         ls.require_app()
 
         def run():
-            store = ls.app.store
             pos = Positions(ls)
-            groups: dict[str, list] = {}
-            for c in store.callees(_qname(params.item), limit=1000):
-                if c.target:
-                    groups.setdefault(c.target, []).append(c)
-            out = []
-            for target, calls in groups.items():
-                rows = store.symbols_by_qname(target)
-                if not rows:
-                    continue
-                out.append(types.CallHierarchyOutgoingCall(
-                    to=item(ls, pos, rows[0]),
-                    from_ranges=[pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]))
-            return out
+            calls = ls.app.store.callees(_qname(params.item), limit=1000)
+            return [types.CallHierarchyOutgoingCall(to=item(ls, pos, s), from_ranges=ranges(pos, rows))
+                    for s, rows in grouped(ls, calls, lambda c: c.target)]
 
         return await ls.run_sync(run)
