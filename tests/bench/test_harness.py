@@ -236,3 +236,34 @@ def test_tokens_smoke_on_python_fixture(tmp_path, monkeypatch):
     assert (out / "PERFORMANCE.md").exists()
     # the stale task's edit was undone in the scratch copy, and the original was never touched
     assert "def with_tax(" in (REPO / "fixtures" / "python_repo" / "shop" / "pricing.py").read_text()
+
+
+# ---- baseline (b): the grep-and-read agent ------------------------------------------------------
+
+
+def test_word_grep_baseline_counts_grep_output_and_definition_files(tmp_path):
+    from codesynapse.bench.baselines import CorpusText
+
+    (tmp_path / "a.py").write_text("def parse(x):\n    return x\n")  # 27 bytes
+    (tmp_path / "b.py").write_text("from a import parse\nparse(1)\nparser = 2\n")  # 40 bytes
+    (tmp_path / "c.py").write_text("nothing here\n")
+    corpus = CorpusText(str(tmp_path), [("a.py", "python"), ("b.py", "python"), ("c.py", "python")])
+    g = corpus.grep("parse")
+    # word matches only ("parser" is not one), printed as path:line:text
+    assert g.text == "a.py:1:def parse(x):\nb.py:1:from a import parse\nb.py:2:parse(1)\n"
+    assert g.output_bytes == len(g.text.encode()) == 21 + 27 + 16
+    assert g.hits == 3
+    assert g.files == ["a.py", "b.py"]
+    assert g.def_files == ["a.py"]
+    assert corpus.nbytes("a.py") == 27
+
+
+def test_perf_sections_are_replaced_in_place_and_kept_in_order(tmp_path):
+    from codesynapse.bench.report import write_perf_section
+
+    write_perf_section(tmp_path, "requests", "R1")
+    write_perf_section(tmp_path, "index", "I1")
+    write_perf_section(tmp_path, "requests", "R2")
+    text = (tmp_path / "PERFORMANCE.md").read_text()
+    assert "R1" not in text and text.count("<!-- bench:requests -->") == 1
+    assert text.index("I1") < text.index("R2")
