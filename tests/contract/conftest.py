@@ -1,7 +1,7 @@
 """One contract suite for every store backend.
 
 ``graph_store`` / ``make_graph_store`` run each test on SQLite and on a real Neo4j 5.26 (the
-session-wide ``neo4j_server``); ``memory_store`` likewise; ``vectors`` runs the Milvus
+session-wide ``neo4j_server``); ``memory_store`` likewise; ``dep`` (test_vectors.py) runs the Milvus
 adapter on an embedded milvus-lite folder and on a separate milvus-lite server process.
 The Neo4j and Milvus servers are shared by the whole test session, so every test writes
 under graph ids / tenants that are unique to it and removes them afterwards.
@@ -9,25 +9,13 @@ under graph ids / tenants that are unique to it and removes them afterwards.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from codesynapse.graph.sqlite import SqliteGraphStore
 from codesynapse.memory.sqlite_store import SqliteMemoryStore
-
-BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("neo4j", id="neo4j", marks=pytest.mark.neo4j)]
-VECTOR_BACKENDS = [pytest.param("lite", id="milvus-lite-file"), pytest.param("server", id="milvus-server")]
-
-_seq = itertools.count(1)
-
-
-def unique(request: pytest.FixtureRequest, label: str = "") -> str:
-    """A short id unique to this test (and call), usable as graph id or namespace suffix."""
-    h = hashlib.sha256(f"{request.node.nodeid}|{label}|{next(_seq)}".encode()).hexdigest()[:12]
-    return f"t{h}"
+from tests.contract.support import BACKENDS, unique
 
 
 @pytest.fixture(params=BACKENDS)

@@ -15,7 +15,7 @@ from pymilvus import MilvusClient
 from codesynapse.errors import StoreError
 from codesynapse.memory.vectors import MilvusVectors, VectorRow, collection_name
 from codesynapse.scope import Scope
-from tests.contract.conftest import VECTOR_BACKENDS, unique
+from tests.contract.support import VECTOR_BACKENDS, unique
 
 E1 = "mem_" + "1" * 24
 E2 = "mem_" + "2" * 24
