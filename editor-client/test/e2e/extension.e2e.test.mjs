@@ -25,7 +25,7 @@ const EXPECTED_FILES = 6;
 const CARD_BUDGET = 1200;
 const SERVER_READY_MS = Number(process.env.CODESYNAPSE_E2E_READY_MS ?? 240_000);
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codesynapse-e2e-'));
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codesynapse-vscode-e2e-'));
 const workspace = path.join(root, 'workspace', 'python_repo');
 let codeServer;
 let browser;
