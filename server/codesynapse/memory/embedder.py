@@ -237,16 +237,23 @@ class EmbedWorker:
             self._stuck = {f for f in self._stuck if not f.done()}
             return len(self._stuck) >= self._workers
 
-    def call(self, fn: Callable[[], T], timeout: float) -> T:
+    def start(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Start ``fn`` in a worker (refused at once while every worker is stuck)."""
         if self.busy:
             raise EmbeddingTimeout("the vector workers are still busy with calls that timed out")
-        fut = self._pool.submit(fn)
+        return self._pool.submit(fn)
+
+    def result(self, fut: concurrent.futures.Future[T], timeout: float) -> T:
+        """The result of a started call, waiting at most ``timeout`` seconds."""
         try:
-            return fut.result(timeout=max(0.0, timeout))  # type: ignore[return-value]
+            return fut.result(timeout=max(0.0, timeout))
         except concurrent.futures.TimeoutError as e:
             with self._lock:
                 self._stuck.add(fut)  # type: ignore[arg-type]
             raise EmbeddingTimeout(f"no answer within {timeout:g} s") from e
+
+    def call(self, fn: Callable[[], T], timeout: float) -> T:
+        return self.result(self.start(fn), timeout)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -118,14 +118,16 @@ class NativeHybridIndex:
                 try:
                     c.create_collection(name, schema=s, consistency_level="Strong")
                     c.create_index(name, ip, sync=False)
-                except Exception as e:
-                    if "already exist" not in str(e).lower():
+                except Exception:
+                    if not c.has_collection(name):  # not a lost race with another process
                         raise
             c.load_collection(name)
 
-        self.vectors._call("create hybrid collection", op)
+        with self.vectors._create_lock:
+            if name not in self.vectors._ready:
+                self.vectors._call("create hybrid collection", op)
+                self.vectors._ready.add(name)
         self._ready = True
-        self.vectors._ready.add(name)
         return name
 
     def upsert(self, scope: Scope, records: Sequence[EntityRecord],

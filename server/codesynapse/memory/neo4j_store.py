@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from codesynapse.errors import StoreError
-from codesynapse.graph.neo4j import ensure_schema, translate_error
+from codesynapse.graph.neo4j import check_uri, ensure_schema, translate_error
 from codesynapse.memory.sqlite_store import new_entity_id, new_fact_id
 from codesynapse.memory.store import EntityRecord, FactRecord, TodoItem, UpsertOutcome
 from codesynapse.scope import Scope
@@ -102,8 +102,7 @@ class Neo4jMemoryStore:
 
     def __init__(self, uri: str, *, user: str = "neo4j", password: str = "", database: str | None = None,
                  connect_timeout: float = 5.0, timeout: float = 10.0):
-        if not uri:
-            raise StoreError("the neo4j memory store needs a URI (CODESYNAPSE_NEO4J_URI)")
+        check_uri(uri)
         from neo4j import GraphDatabase
         from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
 

@@ -614,23 +614,38 @@ class MemoryService:
         return (rec.tenant == s.tenant and rec.namespace == s.namespace
                 and rec.session in ("", s.session))
 
-    def _dense_leg(self, query: str, deadline: float) -> tuple[list[Any], LegReport]:
+    def _start_dense(self, query: str, deadline: float) -> tuple[Any, float, float, str]:
+        """Start the dense leg in a vector worker: (future or None, when its time is up,
+        its time budget, the reason it did not start)."""
         reason = self.dense_available
         if reason:
-            return [], LegReport(ran=False, reason=reason)
+            return None, 0.0, 0.0, reason
         assert self.embedder is not None and self.vectors is not None
         emb, vec = self.embedder, self.vectors
         budget = min(self.settings.vector_timeout_s, max(0.0, deadline - time.monotonic()))
+        started = time.monotonic()
 
         def job() -> list[Any]:
             qv = emb.embed([query])[0]
+            left = max(0.05, budget - (time.monotonic() - started))
             return vec.search(self.scope, emb.model_key, emb.dim, qv, limit=LEG_LIMIT,
-                              timeout=budget)
+                              timeout=left)
 
         try:
-            hits = self._worker.call(job, budget)
+            return self._worker.start(job), started + budget, budget, ""
         except EmbeddingTimeout as e:
-            return [], LegReport(ran=False, reason=f"vector leg timed out ({e}); lexical only")
+            return None, 0.0, 0.0, f"vector leg timed out ({e}); lexical only"
+
+    def _finish_dense(self, pending: tuple[Any, float, float, str]
+                      ) -> tuple[list[Any], LegReport]:
+        fut, ends, budget, reason = pending
+        if fut is None:
+            return [], LegReport(ran=False, reason=reason)
+        try:
+            hits = self._worker.result(fut, max(0.0, ends - time.monotonic()))
+        except EmbeddingTimeout:
+            return [], LegReport(ran=False, reason=(
+                f"vector leg timed out (no answer within {budget:g} s); lexical only"))
         except EmbeddingRejected as e:
             return [], LegReport(ran=False, reason=f"query embedding rejected: {e}")
         except VectorsUnavailable as e:
@@ -645,10 +660,12 @@ class MemoryService:
 
     def _in_process_legs(self, query: str, deadline: float,
                          check: Callable[[], None]) -> _LegResults:
+        # the dense leg (embedding + Milvus) starts first and runs while BM25 ranks
+        pending = self._start_dense(query, deadline)
         self._sync_lexical()
         lex_hits = self._lex.search(query, LEG_LIMIT)
         check()
-        dense_hits, dense_rep = self._dense_leg(query, deadline)
+        dense_hits, dense_rep = self._finish_dense(pending)
         lex_ids = [h.doc_id for h in lex_hits]
         dense_ids = [h.entity_id for h in dense_hits]
         versions = {("lexical", h.doc_id): h.version for h in lex_hits}

@@ -150,6 +150,7 @@ class MilvusVectors:
         self._db: Any = None
         self._ready: set[str] = set()
         self._lock = threading.RLock()
+        self._create_lock = threading.Lock()
         self._last_election = 0.0
         self._joined_port: int | None = None
         self._connect()
@@ -321,7 +322,8 @@ class MilvusVectors:
         try:
             return self._call(what, build(self.templated_filters))
         except StoreError as e:
-            if not self.templated_filters or "{" not in str(e):
+            msg = str(e)
+            if not self.templated_filters or not ("'{'" in msg or "template" in msg.lower()):
                 raise
             log.info("Milvus at %s does not bind filter parameters; using validated "
                      "literal digests", self.uri)
@@ -386,13 +388,15 @@ class MilvusVectors:
                     c.create_collection(name, schema=schema, consistency_level="Strong")
                     # sync=False: pymilvus' index wait uses AllocTimestamp (not in lite)
                     c.create_index(name, ip, sync=False)
-                except Exception as e:
-                    if "already exist" not in str(e).lower():
+                except Exception:
+                    if not c.has_collection(name):  # not a lost race with another process
                         raise
             c.load_collection(name)
 
-        self._call("create collection", op)
-        self._ready.add(name)
+        with self._create_lock:  # one creator per process; other processes: see above
+            if name not in self._ready:
+                self._call("create collection", op)
+                self._ready.add(name)
         return name
 
     def collections(self) -> list[str]:
