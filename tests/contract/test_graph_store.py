@@ -356,3 +356,16 @@ def test_all_symbols_pages_through_large_graphs(graph_store, small_batches):
                                              module="m", symbols=syms), 1) for p in ("m1.py", "m2.py")])
     got = [(s.qname, s.path) for s in graph_store.all_symbols()]
     assert got == [(f"m.s{i:05d}", p) for i in range(1_000) for p in ("m1.py", "m2.py")]
+
+
+# ---- schema and errors ------------------------------------------------------------------------
+
+def test_a_graph_of_another_schema_version_is_refused(make_graph_store):
+    from codesynapse.errors import StoreError
+
+    first = make_graph_store()
+    first.set_meta({"schema_version": "99"})
+    with pytest.raises(StoreError, match="schema version 99"):
+        make_graph_store(first.graph_id)
+    first.set_meta({"schema_version": "1"})
+    assert make_graph_store(first.graph_id).get_meta("schema_version") == "1"

@@ -350,3 +350,63 @@ def test_hostile_names_are_plain_data(m, sc):
         assert ids(m.find_exact(sc.A1, [name])) == [e.id]
         assert ids(m.find_exact(sc.A1, [name + "!"])) == [e.id]
         assert m.find_exact(sc.B, [name]) == []
+
+
+# ---- rows planted behind the store's back --------------------------------------------------------
+
+def _plant(memory_store, backend, tmp_path, *, foreign_entity: dict, fact: dict) -> None:
+    """Write a foreign entity (with one alias) and a fact straight into the backend."""
+    if backend == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+        e = foreign_entity
+        conn.execute("INSERT INTO memory_entities(id, tenant, namespace, session, name, type, version, created_at, "
+                     "updated_at, valid_to) VALUES (?,?,?,?,?,'',1,?,?,NULL)",
+                     (e["id"], e["tenant"], e["namespace"], e["session"], e["name"], T0, T0))
+        conn.execute("INSERT INTO memory_aliases(entity_id, tenant, namespace, session, alias, position) "
+                     "VALUES (?,?,?,?,?,0)", (e["id"], e["tenant"], e["namespace"], e["session"], e["alias"]))
+        f = fact
+        conn.execute("INSERT INTO memory_facts(id, tenant, namespace, session, subject_id, predicate, object_id, "
+                     "confidence, source_client, created_at, updated_at, valid_to) "
+                     "VALUES (?,?,?,?,?,?,?,1.0,'',?,?,NULL)",
+                     (f["id"], f["tenant"], f["namespace"], f["session"], f["subject_id"], f["predicate"],
+                      f["object_id"], T0, T0))
+        conn.commit()
+        conn.close()
+        return
+    from neo4j import GraphDatabase
+
+    with GraphDatabase.driver(memory_store.uri, auth=None) as d:
+        d.execute_query(
+            "CREATE (e:CsMemEntity {id: $e.id, tenant: $e.tenant, namespace: $e.namespace, session: $e.session, "
+            "name: $e.name, live_name: $e.name, aliases: [$e.alias], type: '', version: 1, created_at: $t, "
+            "updated_at: $t})-[:ALIAS]->(:CsMemAlias {entity_id: $e.id, tenant: $e.tenant, namespace: $e.namespace, "
+            "session: $e.session, alias: $e.alias})", e=foreign_entity, t=T0)
+        d.execute_query(
+            "MATCH (s:CsMemEntity {id: $f.subject_id}), (o:CsMemEntity {id: $f.object_id}) "
+            "CREATE (s)-[:FACT {id: $f.id, tenant: $f.tenant, namespace: $f.namespace, session: $f.session, "
+            "predicate: $f.predicate, confidence: 1.0, source_client: '', created_at: $t, updated_at: $t}]->(o)",
+            f=fact, t=T0)
+
+
+@pytest.mark.parametrize("foreign", ["tenant", "namespace", "session"])
+def test_planted_foreign_rows_are_never_returned(m, sc, backend, tmp_path, foreign):
+    mine = add(m, sc.A1, "Config", durable=True, aliases=["Cfg"])
+    other = {"tenant": (sc.T, sc.A1.namespace, ""), "namespace": (sc.A1, sc.B.namespace, ""),
+             "session": (sc.A1, sc.A1.namespace, "s2")}[foreign]
+    fid = "fact_" + "f" * 24
+    eid = "mem_" + "f" * 24
+    _plant(m, backend, tmp_path,
+           foreign_entity={"id": eid, "tenant": other[0].tenant, "namespace": other[1], "session": other[2],
+                           "name": "Config", "alias": "Cfg"},
+           # a fact that claims to be A1's, from A1's entity to the foreign one
+           fact={"id": fid, "tenant": sc.A1.tenant, "namespace": sc.A1.namespace, "session": "",
+                 "subject_id": mine.id, "predicate": "uses", "object_id": eid})
+    assert ids(m.find_exact(sc.A1, ["Config", "Cfg", eid])) == [mine.id]
+    assert m.get_entities(sc.A1, [eid]) == {}
+    assert m.facts_touching(sc.A1, [mine.id, eid], limit=10) == []
+    assert [(r.name, n) for r, n in m.list_entities(sc.A1, durable=None, after=None, limit=10)] == [("Config", 0)]
+    assert m.forget_entities(sc.A1, [eid], T1) == (0, 0)
+    # tombstoning my entity does not reach into the foreign one
+    assert m.forget_entities(sc.A1, [mine.id], T1)[0] == 1

@@ -178,6 +178,25 @@ def translate_error(e: Exception, what: str) -> StoreError:
     return StoreError(msg)
 
 
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
+def check_uri(uri: str) -> None:
+    """Only Bolt URIs with a host: ``bolt://`` (one server) or ``neo4j://`` (routing)."""
+    from urllib.parse import urlsplit
+
+    if not uri:
+        raise StoreError("the neo4j backend needs a URI (CODESYNAPSE_NEO4J_URI, e.g. bolt://host:7687)")
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname
+    except ValueError as e:
+        raise StoreError(f"invalid neo4j URI {uri!r}: {e}") from e
+    if parts.scheme not in BOLT_SCHEMES or not host:
+        raise StoreError(f"invalid neo4j URI {uri!r}: expected {' or '.join(BOLT_SCHEMES[::3])}://host[:port] "
+                         f"(schemes: {', '.join(BOLT_SCHEMES)})")
+
+
 def ensure_schema(driver, database: str | None, statements: Sequence[str]) -> int:
     """Create the named constraints and indexes that do not exist yet (one ``SHOW`` round
     trip when all do); wait for new indexes to come online. Returns how many were created."""
@@ -216,8 +235,7 @@ class Neo4jGraphStore:
     def __init__(self, uri: str, graph_id: str, *, user: str = "neo4j", password: str = "",
                  database: str | None = None, connect_timeout: float = 5.0,
                  read_timeout: float = 10.0, write_timeout: float = 300.0):
-        if not uri:
-            raise StoreError("the neo4j backend needs a URI (CODESYNAPSE_NEO4J_URI, e.g. bolt://host:7687)")
+        check_uri(uri)
         from neo4j import GraphDatabase
         from neo4j.exceptions import ConfigurationError
 
