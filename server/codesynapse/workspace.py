@@ -48,6 +48,10 @@ class Workspace:
         except (ValueError, OSError):
             return None
         s = rel.as_posix()
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:  # not UTF-8: never indexed, so never a valid request path
+            return None
         return None if s in ("", ".") else s
 
     def git_head(self) -> str | None:

@@ -84,6 +84,11 @@ def walk(root: Path, policy=None) -> WalkResult:
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # a name that is not UTF-8 cannot be stored or asked for
+                out.ignored["name not UTF-8"] += 1
+                continue
+            try:
                 is_link = entry.is_symlink()
                 if entry.is_dir(follow_symlinks=False):
                     if _policy_excluded(policy, rel, True):
