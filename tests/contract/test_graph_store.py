@@ -369,3 +369,21 @@ def test_a_graph_of_another_schema_version_is_refused(make_graph_store):
         make_graph_store(first.graph_id)
     first.set_meta({"schema_version": "1"})
     assert make_graph_store(first.graph_id).get_meta("schema_version") == "1"
+
+
+def test_concurrent_writers_of_different_files(graph_store):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> None:
+        fx = FileExtraction(path=f"p{i}.py", language="python", hash=str(i), size=1, lines=1, module=f"p{i}",
+                            symbols=[Symbol(qname=f"p{i}.f", name="f", kind="function", signature="", start_line=1,
+                                            end_line=1, start_col=0, end_col=0, hash=str(i))],
+                            calls=[CallSite(caller=f"p{i}.f", callee="g", name="g", line=1, col=0)])
+        graph_store.write_files([(fx, i)])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(one, range(16)))
+    assert [f.path for f in graph_store.files()] == sorted(f"p{i}.py" for i in range(16))
+    assert graph_store.count_unresolved_named("g") == 16
+    ids = [s.id for s in graph_store.all_symbols()]
+    assert len(set(ids)) == 16

@@ -410,3 +410,14 @@ def test_planted_foreign_rows_are_never_returned(m, sc, backend, tmp_path, forei
     assert m.forget_entities(sc.A1, [eid], T1) == (0, 0)
     # tombstoning my entity does not reach into the foreign one
     assert m.forget_entities(sc.A1, [mine.id], T1)[0] == 1
+
+
+def test_concurrent_upserts_of_one_name_make_one_entity(m, sc):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outs = list(pool.map(lambda i: m.upsert_entity(sc.A1, name="race", aliases=["r"], type="", durable=True,
+                                                       now=T0), range(12)))
+    assert len({o.entity.id for o in outs}) == 1
+    assert sorted(o.status for o in outs) == ["created"] + ["unchanged"] * 11
+    assert [r.name for r, _ in m.list_entities(sc.A1, durable=True, after=None, limit=10)] == ["race"]
