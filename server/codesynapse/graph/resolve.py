@@ -403,7 +403,9 @@ class Resolver:
             return UNRESOLVED
         # receiver type hints from the extractor
         if hint and len(parts) >= 2:
-            t = self.resolve_type(hint, caller, fi)
+            # ``obj = cls(...)`` in a classmethod: the hint names the enclosing class itself
+            t = self.enclosing_class(caller) if lang == "python" and hint in selfs else \
+                self.resolve_type(hint, caller, fi)
             if t:
                 m = idx.member(t, last, sep)
                 if m:

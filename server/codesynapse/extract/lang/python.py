@@ -38,6 +38,8 @@ def _norm(node: Node, src: bytes, depth: int) -> str:
 
 
 _SKIP = frozenset({"function_definition", "class_definition", "lambda", "decorated_definition"})
+_OPTIONAL = re.compile(r"^(Optional\[|typing\.Optional\[)(.*)\]$")
+_TYPE_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
 
 @lru_cache(maxsize=65536)
@@ -181,7 +183,12 @@ class PythonHooks(LanguageHooks):
         return out
 
     def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
-        """``x = Foo(...)``, ``x: Foo``, ``def f(x: Foo)``, ``with Foo() as x``, ``self.x = Foo()``."""
+        """Receiver → class (as written) for one unit: ``x = Foo(...)``, ``x: Foo``,
+        ``def f(x: Foo)``, ``with Foo() as x``, ``self.x = Foo()``, ``self.x = x`` (a typed
+        parameter or local); for a class, its annotated attributes. A name bound to two
+        different classes, or also to something else, gets no hint."""
+        if unit.type == "class_definition":
+            return self._class_hints(unit, src)
         hints: dict[str, str] = {}
         conflicts: set[str] = set()
 
@@ -189,14 +196,17 @@ class PythonHooks(LanguageHooks):
             typ = typ.strip().strip("'\"")
             if not var or not typ or var in conflicts:
                 return
-            typ = re.sub(r"^(Optional\[|typing\.Optional\[)(.*)\]$", r"\2", typ)
-            if not re.match(r"^[A-Za-z_][\w.]*$", typ):
+            typ = _OPTIONAL.sub(r"\2", typ)
+            if not _TYPE_NAME.match(typ):
                 return
             if var in hints and hints[var] != typ:
-                conflicts.add(var)
-                del hints[var]
+                drop(var)
                 return
             hints[var] = typ
+
+        def drop(var: str) -> None:
+            conflicts.add(var)
+            hints.pop(var, None)
 
         params = unit.child_by_field_name("parameters")
         if params is not None:
@@ -227,14 +237,16 @@ class PythonHooks(LanguageHooks):
                         fn = right.child_by_field_name("function")
                         if fn is not None and fn.type in ("identifier", "attribute"):
                             ctor = text(fn, src)
-                            if ctor.rsplit(".", 1)[-1][:1].isupper():
-                                put(var, ctor)
+                            if ctor.rsplit(".", 1)[-1][:1].isupper() or ctor == "cls":
+                                put(var, ctor)  # ``cls``: the resolver reads it as the enclosing class
                             else:
-                                conflicts.add(var)
-                                hints.pop(var, None)
+                                drop(var)
+                        else:
+                            drop(var)
+                    elif right is not None and right.type == "identifier" and text(right, src) in hints:
+                        put(var, hints[text(right, src)])  # self.loop = loop (loop: Loop)
                     elif right is not None:
-                        conflicts.add(var)
-                        hints.pop(var, None)
+                        drop(var)
             elif n.type == "with_item":
                 val = n.child_by_field_name("value")
                 if val is not None and val.type == "as_pattern":
@@ -246,4 +258,34 @@ class PythonHooks(LanguageHooks):
                         if ctor.rsplit(".", 1)[-1][:1].isupper():
                             put(text(alias, src).strip(), ctor)
             stack.extend(reversed(n.named_children))
+        return hints
+
+    def _class_hints(self, cls: Node, src: bytes) -> dict[str, str]:
+        """Class-level annotations ``x: Foo`` (dataclass fields, declared attributes), seen
+        from the methods as ``self.x`` / ``cls.x``. Class-level ``x = Foo()`` is not a hint:
+        descriptors (model fields, ``dataclasses.field()``) make the instance attribute
+        something else."""
+        hints: dict[str, str] = {}
+        body = cls.child_by_field_name("body")
+        if body is None:
+            return hints
+        seen: set[str] = set()
+        for st in body.named_children:
+            a = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
+            if a.type != "assignment":
+                continue
+            left = a.child_by_field_name("left")
+            typ = a.child_by_field_name("type")
+            if left is None or left.type != "identifier":
+                continue
+            var = text(left, src)
+            t = _OPTIONAL.sub(r"\2", text(typ, src).strip().strip("'\"")) if typ is not None else ""
+            if var in seen or not t or not _TYPE_NAME.match(t):
+                seen.add(var)
+                for k in (f"self.{var}", f"cls.{var}"):
+                    hints.pop(k, None)
+                continue
+            seen.add(var)
+            hints[f"self.{var}"] = t
+            hints[f"cls.{var}"] = t
         return hints
