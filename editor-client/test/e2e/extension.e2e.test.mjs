@@ -179,15 +179,16 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const m = await meter(frame);
       assert.equal(m.budget, CARD_BUDGET);
       assert.ok(m.tokens > 0 && m.tokens <= CARD_BUDGET, `tokens ${m.tokens} within (0, ${CARD_BUDGET}]`);
-      // Raw cost: the card's file plus its callers' and tests' files, ceil(bytes / 4) each.
+      // Raw cost, reported by the server (rawTokens): the card's file plus its callers' and
+      // tests' files, ceil(bytes / 4) each.
       const files = ['shop/pricing.py', 'shop/cart.py', 'tests/test_cart.py'];
       const raw = files.reduce((sum, f) => sum + Math.ceil(fs.statSync(path.join(workspace, f)).size / 4), 0);
-      assert.equal(m.rawSource, 'editor');
+      assert.equal(m.rawSource, 'server');
       assert.equal(Number(m.raw), raw);
       const saved = Math.round(((raw - m.tokens) / raw) * 1000) / 10;
       assert.equal(
         m.summary,
-        `${m.tokens.toLocaleString('en-US')} of 1,200 tokens (${Math.round((m.tokens / 1200) * 100)}% of budget) · raw files ≈ ${raw.toLocaleString('en-US')} tokens (3 files) · ${saved}% saved`,
+        `${m.tokens.toLocaleString('en-US')} of 1,200 tokens (${Math.round((m.tokens / 1200) * 100)}% of budget) · raw files ${raw.toLocaleString('en-US')} tokens · ${saved}% saved`,
       );
       await wb.screenshot('codesynapse-card.png');
     }),

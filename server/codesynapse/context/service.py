@@ -180,6 +180,32 @@ class ContextService:
                 p.add(key, item, key, "ask with a qualified name")
             if key in extra:
                 p.answer.setdefault(key, [])
+        return self._done(p)
+
+    def _done(self, p: Packer) -> dict[str, Any]:
+        """Close the answer, with ``rawTokens``: what reading the files it names would cost
+        (ceil(bytes/4) of each file as indexed) — the meter's comparison figure."""
+        paths: set[str] = set()
+
+        def walk(v: Any) -> None:
+            if isinstance(v, dict):
+                pth = v.get("path")
+                if isinstance(pth, str):
+                    paths.add(pth)
+                for x in v.values():
+                    if isinstance(x, (dict, list)):
+                        walk(x)
+            elif isinstance(v, list):
+                for x in v:
+                    walk(x)
+
+        walk(p.answer)
+        raw = 0
+        for pth in sorted(paths)[:500]:
+            f = self.store.file(pth)
+            if f is not None:
+                raw += -(-f.size // 4)
+        p.answer["rawTokens"] = raw
         return p.done()
 
     # -- methods ----------------------------------------------------------------------------
@@ -190,7 +216,7 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, legs)
         answer = {"found": True, "maxTokens": max_tokens, "provenance": self._provenance(legs), **extra}
-        return self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids).done()
+        return self._done(self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids))
 
     def _pack_card(self, answer: dict[str, Any], s: SymbolRow, rel: dict[str, Any], max_tokens: int,
                    include_ids: bool) -> Packer:
@@ -242,7 +268,7 @@ class ContextService:
             r = rows[0]
             item = {"role": role, **self.card(r, top=3, include_ids=prm.include_ids)}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
-        return p.done()
+        return self._done(p)
 
     def call_graph(self, prm: CallGraphParams) -> dict[str, Any]:
         dl = Deadline()
@@ -314,7 +340,7 @@ class ContextService:
             if unresolved:
                 section["note"] = (f"{len(nodes)} resolved, {unresolved} unresolved candidate call sites "
                                    f"{'named like it' if d == 'callers' else 'from it'}")
-        return p.done()
+        return self._done(p)
 
     def search(self, prm: SearchParams) -> dict[str, Any]:
         check_len("query", prm.query, 4096)
@@ -347,7 +373,7 @@ class ContextService:
             answer["byKind"] = dict(sorted(by_kind.items()))
             answer["byFileTop20"] = dict(by_file.most_common(20))
             answer["hasMore"] = False
-            return Packer(answer=answer, max_tokens=max_tokens).done()
+            return self._done(Packer(answer=answer, max_tokens=max_tokens))
         page = combined[prm.offset:prm.offset + prm.limit]
         answer["hasMore"] = prm.offset + len(page) < total
         p = Packer(answer=answer, max_tokens=max_tokens)
@@ -372,7 +398,7 @@ class ContextService:
         if answer["hasMore"] or shown < len(page):
             nxt = prm.offset + shown
             answer["paginationHint"] = f"more results: ask again with offset {nxt}"
-        return p.done()
+        return self._done(p)
 
     def snippet(self, prm: SnippetParams) -> dict[str, Any]:
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
@@ -414,7 +440,7 @@ class ContextService:
             while lines2 and not p.fits({"text": "\n".join(lines2)}):
                 lines2 = lines2[: max(0, len(lines2) * 3 // 4)]
             p.set("text", "\n".join(lines2))
-        return p.done()
+        return self._done(p)
 
     def minimal_context(self, prm: MinimalContextParams) -> dict[str, Any]:
         check_len("task", prm.task, TASK_MAX)
@@ -475,7 +501,7 @@ class ContextService:
             p.omit("candidate symbols", len(ranked) - 40, "narrow the task or pass paths")
         if not ranked:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
-        return p.done()
+        return self._done(p)
 
     def pr_context(self, prm: PrContextParams) -> dict[str, Any]:
         if prm.diff is not None:
@@ -527,7 +553,7 @@ class ContextService:
                     "unresolvedCandidates": store.count_unresolved_named(s.name)}
             p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")
         answer["publicCallers"] = {"checked": checked, "omitted": omitted_callers}
-        return p.done()
+        return self._done(p)
 
     def _git_diff(self, base: str, head: str | None) -> str:
         import subprocess
