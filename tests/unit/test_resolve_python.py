@@ -133,6 +133,8 @@ def test_attributes_of_self(calls):
         ("app/models.py:44", "app.models.Declared.go", "self.spare.save"): ("app.models.Base.save", "inferred"),
         # self.child = child, where child: Child is a parameter
         ("app/models.py:52", "app.models.Wired.go", "self.child.run"): ("app.models.Child.run", "inferred"),
+        # cls.child = Child() in a classmethod (setUpTestData) is self.child in the methods
+        ("app/models.py:61", "app.models.Shared.go", "self.child.run"): ("app.models.Child.run", "inferred"),
     })
 
 

@@ -258,6 +258,13 @@ class PythonHooks(LanguageHooks):
                         if ctor.rsplit(".", 1)[-1][:1].isupper():
                             put(text(alias, src).strip(), ctor)
             stack.extend(reversed(n.named_children))
+        # ``cls.factory = RequestFactory()`` in a classmethod is ``self.factory`` in the methods
+        for var, typ in list(hints.items()):
+            for a, b in (("self.", "cls."), ("cls.", "self.")):
+                if var.startswith(a) and var.count(".") == 1:
+                    other = b + var[len(a):]
+                    if other not in conflicts:
+                        hints.setdefault(other, typ)
         return hints
 
     def _class_hints(self, cls: Node, src: bytes) -> dict[str, str]:
