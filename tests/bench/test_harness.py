@@ -267,3 +267,11 @@ def test_perf_sections_are_replaced_in_place_and_kept_in_order(tmp_path):
     text = (tmp_path / "PERFORMANCE.md").read_text()
     assert "R1" not in text and text.count("<!-- bench:requests -->") == 1
     assert text.index("I1") < text.index("R2")
+
+
+def test_field_evidence_looks_at_keys_not_at_every_string():
+    t = parse_workload([{"id": "n", "kind": "no_match", "request": {"method": "codesynapse/search"},
+                         "forbidden": [{"field": ["match", "exact"]}]}]).tasks[0]
+    # provenance naming the "exact" leg is not an exact match
+    assert check(t, {"provenance": {"legs": ["exact", "bm25"]}, "results": [{"match": "bm25"}]})["ok"] is True
+    assert check(t, {"results": [{"match": "exact"}]})["leaked"] == ["match=exact"]

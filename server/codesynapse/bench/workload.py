@@ -17,6 +17,7 @@ Format (``fixtures/workloads/*.yaml``)::
           - json/decoder.py:343-355                  # path:line or path:start-end
           - {text: "Expecting value"}                # a substring of some string value
           - {fact: [Alice, owns, billing]}           # a memory fact (subject, predicate, object)
+          - {field: [match, exact]}                  # some object has this key with this value
         forbidden: []                # optional: items that must NOT appear (same forms)
         expect: {found: true}        # optional: top-level answer fields and their values
         setup:                       # optional: sent first, in order
@@ -37,7 +38,9 @@ Evidence matching (documented in docs/RETRIEVAL_RESULTS.md):
   lines A–B and either spans at most 300 lines or starts inside A–B — a whole-module range
   does not count as pointing at a function in it;
 * ``{text: s}`` is found when s is a substring of some string value;
-* ``{fact: [s, p, o]}`` is found when some object has subject s, predicate p and object o.
+* ``{fact: [s, p, o]}`` is found when some object has subject s, predicate p and object o;
+* ``{field: [k, v]}`` is found when some object has key k with value v (for ``forbidden``:
+  e.g. no search result marked ``match: exact``).
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Evidence:
             return " ".join(self.value)
         if self.kind == "text":
             return f"text:{self.value}"
+        if self.kind == "field":
+            return f"{self.value[0]}={self.value[1]}"
         return str(self.value)
 
 
@@ -124,10 +129,12 @@ def parse_evidence(item: Any, where: str) -> Evidence:
             return Evidence("text", v, item)
         if k == "fact" and isinstance(v, list) and len(v) == 3 and all(isinstance(x, str) for x in v):
             return Evidence("fact", tuple(v), item)
+        if k == "field" and isinstance(v, list) and len(v) == 2 and isinstance(v[0], str):
+            return Evidence("field", (v[0], v[1]), item)
         if k in ("name", "qname") and isinstance(v, str) and v:
             return Evidence("name", v, item)
-    raise WorkloadError(f"{where}: evidence must be a name, path:line[-line], {{text: ...}} or "
-                        f"{{fact: [subject, predicate, object]}}; got {item!r}")
+    raise WorkloadError(f"{where}: evidence must be a name, path:line[-line], {{text: ...}}, "
+                        f"{{fact: [subject, predicate, object]}} or {{field: [key, value]}}; got {item!r}")
 
 
 def _task(d: Any, i: int, seen: set[str]) -> Task:
@@ -273,6 +280,9 @@ def found(ev: Evidence, answer: Any, strings: set[str] | None = None,
         s, p, o = ev.value
         return any(d.get("subject") == s and d.get("predicate") == p and d.get("object") == o
                    for d in _dicts(answer))
+    if ev.kind == "field":
+        k, v = ev.value
+        return any(k in d and d[k] == v for d in _dicts(answer))
     raise ValueError(ev.kind)
 
 
