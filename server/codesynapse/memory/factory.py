@@ -90,8 +90,11 @@ def release_vectors(key: str) -> None:
             entry[0].close()
 
 
-def open_memory(data_dir: Path, scope: Scope, settings: dict[str, Any] | MemorySettings | None = None
-                ) -> MemoryService:
+def open_memory(data_dir: Path, scope: Scope,
+                settings: dict[str, Any] | MemorySettings | None = None) -> MemoryService:
+    """A MemoryService for ``scope`` on ``data_dir`` (``memory.sqlite3``, the milvus-lite
+    folder ``milvus/`` and its endpoint file, the assembled model under ``embedder/``).
+    ``settings``: a plain dict (see ``settings_from_dict``) or MemorySettings."""
     s = settings if isinstance(settings, MemorySettings) else settings_from_dict(settings)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)

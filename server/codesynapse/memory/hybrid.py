@@ -79,7 +79,8 @@ class NativeHybridIndex:
         self.dim = dim
         self.k1 = bm25_k1
         self.b = bm25_b
-        self.name = f"{HYBRID_PREFIX}v{HYBRID_VERSION}_" + collection_name(model_key)[len("cs_mem_"):]
+        collection_name(model_key)  # validates the key
+        self.name = f"{HYBRID_PREFIX}v{HYBRID_VERSION}_{model_key}"
         # the embedding to-do queue key of this collection (separate from the dense one)
         self.todo_key = f"hybrid-v{HYBRID_VERSION}:{model_key}"
         self._ready = False

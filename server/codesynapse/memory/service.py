@@ -468,7 +468,8 @@ class MemoryService:
                 rows = [VectorRow(entity_id=r.id, version=r.version, durable=r.durable,
                                   vector=v) for r, v in zip(batch, vecs) if r.id in in_main]
                 vec.upsert(self.scope, key, emb.dim, rows)
-                self.store.mark_embedded(self.scope, key, [d for d in done if d.entity_id in in_main])
+                self.store.mark_embedded(self.scope, key,
+                                         [d for d in done if d.entity_id in in_main])
                 if hybrid is not None:
                     hybrid.upsert(self.scope, batch, vecs)
                     self.store.mark_embedded(self.scope, hybrid.todo_key, done)

@@ -205,7 +205,8 @@ class SqliteMemoryStore:
             part = list(ids[start:start + _CHUNK])
             rows = self._read(
                 f"SELECT a.entity_id AS entity_id, a.alias AS alias FROM memory_aliases a "
-                f"INDEXED BY memory_aliases_entity WHERE {_vis('a')} AND a.entity_id IN ({_qmarks(len(part))}) "
+                f"INDEXED BY memory_aliases_entity WHERE {_vis('a')} "
+                f"AND a.entity_id IN ({_qmarks(len(part))}) "
                 f"ORDER BY a.entity_id, a.position",
                 (*_vp(scope), *part),
             )

@@ -181,7 +181,9 @@ class MemoryStore(Protocol):
         ...
 
     # embedding to-do queue
-    def enqueue_embedding(self, scope: Scope, model_key: str, items: Sequence[TodoItem]) -> None: ...
+    def enqueue_embedding(
+        self, scope: Scope, model_key: str, items: Sequence[TodoItem],
+    ) -> None: ...
 
     def enqueue_missing(self, scope: Scope, model_key: str) -> int:
         """Enqueue every live visible entity with no vector of its current version under
