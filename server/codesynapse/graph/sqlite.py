@@ -41,8 +41,8 @@ CREATE TABLE IF NOT EXISTS symbols(
   name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT, start_line INTEGER, end_line INTEGER,
   start_col INTEGER, end_col INTEGER, hash TEXT, summary TEXT, parent TEXT, is_test INTEGER,
   exported INTEGER, language TEXT, terms TEXT);
-CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname);
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name);
+CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname, path, start_line);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name, qname, path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(graph_id, path, start_line);
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
   name, qname, terms, content='symbols', content_rowid='id', tokenize="unicode61 tokenchars '_'");
@@ -58,9 +58,9 @@ CREATE TABLE IF NOT EXISTS calls(
   callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
   hint_name TEXT NOT NULL, line INTEGER, col INTEGER, kind TEXT, target TEXT NOT NULL,
   resolution TEXT NOT NULL, confidence REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target);
-CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller);
-CREATE INDEX IF NOT EXISTS calls_name ON calls(graph_id, name);
+CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target, path, line, col);
+CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller, path, line, col);
+CREATE INDEX IF NOT EXISTS calls_name ON calls(graph_id, name, target, resolution);
 CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head);
 CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name);
 CREATE INDEX IF NOT EXISTS calls_path ON calls(graph_id, path);
@@ -122,13 +122,34 @@ class SqliteGraphStore:
                 conn.executescript(_SCHEMA)
                 version = self.get_meta("schema_version")
                 if version is not None and int(version) != SCHEMA_VERSION:
-                    raise StoreError(
-                        f"index schema version {version} != {SCHEMA_VERSION}; delete the data folder to rebuild"
-                    )
+                    # the index is derived data: rebuild it rather than refuse to start
+                    log.warning("index schema version %s != %s: rebuilding the index", version, SCHEMA_VERSION)
+                    self._drop_all(conn)
+                    conn.executescript(_SCHEMA)
+                    version = None
                 if version is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
         except sqlite3.Error as e:
             raise StoreError(f"cannot open graph store {self.path}: {e}") from e
+
+    @staticmethod
+    def _drop_all(conn: sqlite3.Connection) -> None:
+        rows = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') "
+                            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'symbols_fts_%'").fetchall()
+        for kind, name in rows:
+            if kind == "trigger":
+                conn.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+        for kind, name in rows:
+            if kind == "table":
+                conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+    def optimize(self) -> None:
+        """Refresh the planner's statistics after a bulk load (cheap; SQLite's own advice)."""
+        with self._write_lock:
+            try:
+                self._conn().execute("PRAGMA optimize=0x10002")
+            except sqlite3.Error:
+                log.debug("PRAGMA optimize failed", exc_info=True)
 
     # -- connections -------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -409,12 +430,14 @@ class SqliteGraphStore:
 
     def unresolved_named(self, name: str, limit: int = 100) -> list[CallRow]:
         return [self._call(r) for r in self._q(
-            "SELECT * FROM calls WHERE graph_id=? AND name=? AND target='' AND resolution='unresolved'"
+            "SELECT * FROM calls INDEXED BY calls_name WHERE graph_id=? AND name=? AND target='' "
+            "AND resolution='unresolved'"
             + self._CALL_ORDER + " LIMIT ?", (self.graph_id, name, limit))]
 
     def count_unresolved_named(self, name: str) -> int:
-        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND name=? AND target='' "
-                       "AND resolution='unresolved'", (self.graph_id, name))[0]["n"]
+        # (graph_id, name, target, resolution) answers this from the index alone
+        return self._q("SELECT count(*) AS n FROM calls INDEXED BY calls_name WHERE graph_id=? AND name=? "
+                       "AND target='' AND resolution='unresolved'", (self.graph_id, name))[0]["n"]
 
     def calls_in_files(self, paths: Iterable[str]) -> list[CallRow]:
         out: list[CallRow] = []

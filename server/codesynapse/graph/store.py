@@ -26,7 +26,7 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @runtime_checkable

