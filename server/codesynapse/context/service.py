@@ -96,6 +96,16 @@ class ContextService:
             return s, {}
         text = sel.strip()
         rows = store.symbols_by_qname(text)
+        extra: dict[str, Any] = {}
+        if not rows and ("." in text or "::" in text):
+            # a re-exported or aliased path (os.path.join → posixpath.join)
+            self.app.indexer.load()  # no-op once loaded
+            idx = self.app.indexer.index
+            target = idx.resolve_qname(text) or idx.resolve_qname(text, "::")
+            if target and target != text:
+                rows = store.symbols_by_qname(target)
+                if rows:
+                    extra = {"resolvedFrom": text}
         if not rows:
             rows = store.symbols_by_name(text, limit=CANDIDATES + 1)
         if not rows and ("." in text or "::" in text):
@@ -103,7 +113,7 @@ class ContextService:
             rows = [r for r in store.symbols_by_name(last, limit=500)
                     if r.qname.endswith("." + text) or r.qname.endswith("::" + text)][: CANDIDATES + 1]
         if len(rows) == 1:
-            return rows[0], {}
+            return rows[0], extra
         if len(rows) > 1:
             # a definition and its re-definitions under one qname: take the first, say so
             if len({r.qname for r in rows}) == 1:
