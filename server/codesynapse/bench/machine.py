@@ -51,6 +51,18 @@ def load_average() -> list[float] | None:
         return None
 
 
+def _dirty_files() -> list[str]:
+    """Tracked files of the server package with uncommitted changes: a shared working tree
+    may run code that is not in the recorded commit."""
+    here = Path(__file__).resolve().parents[3]
+    try:
+        out = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "server"],
+                             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(line[3:] for line in out.stdout.splitlines() if line.strip()) if out.returncode == 0 else []
+
+
 def machine_info() -> dict[str, Any]:
     mem = _mem_total_bytes()
     return {
@@ -62,6 +74,7 @@ def machine_info() -> dict[str, Any]:
         "pythonImplementation": platform.python_implementation(),
         "executable": sys.executable,
         "codesynapseCommit": _our_commit(),
+        "uncommittedServerFiles": _dirty_files(),
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "loadAverage": load_average(),
     }
@@ -69,6 +82,9 @@ def machine_info() -> dict[str, Any]:
 
 def machine_line(m: dict[str, Any]) -> str:
     return (f"{m['cpu']}, {m['cores']} cores, {m['ramGiB']} GiB RAM, {m['os']}; "
-            f"Python {m['python']}; CodeSynapse {m['codesynapseCommit'] or 'uncommitted'}; {m['date']}"
+            f"Python {m['python']}; CodeSynapse {m['codesynapseCommit'] or 'uncommitted'}"
+            + (f" plus uncommitted changes in {', '.join(m['uncommittedServerFiles'])}"
+               if m.get("uncommittedServerFiles") else "")
+            + f"; {m['date']}"
             + (f"; load average {m['loadAverage'][0]} / {m['loadAverage'][1]} / {m['loadAverage'][2]} when written"
                if m.get("loadAverage") else ""))
