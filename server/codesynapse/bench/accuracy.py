@@ -157,10 +157,17 @@ _JEDI: dict[str, Any] = {}
 
 
 def _jedi_setup(root: str, skip_dirs: tuple[str, ...]) -> Any:
-    """Raise Jedi's search limits and make its folder filter the benchmark's exclusions."""
+    """Raise Jedi's search limits and make its folder filter the benchmark's exclusions.
+    Each process parses into its own cache folder: parso's shared on-disk cache is not
+    safe for two writers (a half-written pickle reads as EOFError)."""
+    import tempfile
+
     import jedi
     import jedi.inference.references as refs
 
+    if "cache" not in _JEDI:
+        _JEDI["cache"] = tempfile.mkdtemp(prefix="codesynapse-jedi-")
+        jedi.settings.cache_directory = _JEDI["cache"]
     refs._OPENED_FILE_LIMIT = JEDI_OPEN_LIMIT
     refs._PARSED_FILE_LIMIT = JEDI_PARSE_LIMIT
     refs._IGNORE_FOLDERS = tuple(skip_dirs)
@@ -258,11 +265,19 @@ def oracle_goto(root: str, skip_dirs: tuple[str, ...], rel: str, sites: Sequence
 
 
 def _oracle_refs_task(args):
-    return args[2], oracle_references(*args[:2], *args[3:])
+    try:
+        return args[2], oracle_references(*args[:2], *args[3:])
+    except Exception as e:  # one target's failure is reported, the run goes on
+        log.exception("oracle failed for %s", args[2])
+        return args[2], {"error": f"oracle failed: {e.__class__.__name__}: {e}", "sites": [], "seconds": 0.0}
 
 
 def _oracle_goto_task(args):
-    return args[2], oracle_goto(*args)
+    try:
+        return args[2], oracle_goto(*args)
+    except Exception as e:
+        log.exception("oracle goto failed in %s", args[2])
+        return args[2], {f"{ln}:{c}": {"error": f"{e.__class__.__name__}: {e}", "crash": True} for ln, c in args[3]}
 
 
 # -- the oracle cache ---------------------------------------------------------------------------
@@ -506,10 +521,16 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
             if d and ck not in cache.data["refs"]:
                 todo.append((root, corpus.skip_dirs, ck, d[0], d[1], d[2]))
         t0 = time.perf_counter()
+        failed: dict[str, dict[str, Any]] = {}
         oracle_cached = len(targets) - len(todo)
         if todo:
             say(f"[{corpus.name}] Jedi reference search for {len(todo)} targets ({oracle_cached} cached)")
             for ck, res in _pool_map(_oracle_refs_task, todo, workers):
+                if "error" in res and res["error"].startswith("oracle failed"):
+                    say(f"[{corpus.name}]   {ck}: {res['error']} (not cached)")
+                    cache.data["refs"].pop(ck, None)
+                    failed[ck] = res
+                    continue
                 cache.data["refs"][ck] = res
                 cache.dirty = True
                 say(f"[{corpus.name}]   {ck}: {len(res['sites'])} call sites in {res['seconds']} s")
@@ -536,7 +557,11 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
             if not d or not o.get("found"):
                 plans.append((t, None, None))
                 continue
-            ref = dict(cache.data["refs"].get(f"{t.symbol}@{d[0]}:{d[1]}", {}))
+            ck = f"{t.symbol}@{d[0]}:{d[1]}"
+            ref = dict(cache.data["refs"].get(ck) or failed.get(ck) or {"error": "no oracle answer"})
+            if "error" in ref:
+                plans.append((t, ref, {}))
+                continue
             sites = ref.get("sites", [])
             # the oracle sees every .py file; compare only files that the index holds
             ref["sites"] = [s for s in sites if s["path"] in indexed]
@@ -562,10 +587,13 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
         t0 = time.perf_counter()
         if jobs:
             say(f"[{corpus.name}] Jedi goto at {sum(len(j[3]) for j in jobs)} disputed sites in {len(jobs)} files")
-            for path, res in _pool_map(_oracle_goto_task, jobs, workers):
+            for i, (path, res) in enumerate(_pool_map(_oracle_goto_task, jobs, workers)):
                 for k, v in res.items():
-                    gcache[f"{path}:{k}"] = v
+                    if "crash" not in v:  # a crashed worker's sites are asked again next run
+                        gcache[f"{path}:{k}"] = v
                 cache.dirty = True
+                if i % 100 == 99:
+                    cache.save()
             cache.save()
         goto_s = time.perf_counter() - t0
 
@@ -630,10 +658,12 @@ def _pool_map(fn, jobs: list, workers: int):
         return
     import multiprocessing as mp
 
+    from concurrent.futures import as_completed
+
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futs = [pool.submit(fn, j) for j in jobs]
-        for f in futs:
+        for f in as_completed(futs):  # saved as they finish: a long target does not hold the rest
             yield f.result()
 
 
@@ -670,6 +700,11 @@ def _blind_spot(defs: list[list], target: str) -> str | None:
                 full.split(".")[0].lstrip("_") == tmod.split(".")[0].lstrip("_"):
             return "c-accelerator"
     return None
+
+
+def _location(store, qname: str) -> tuple[str, int] | None:
+    rows = store.symbols_by_qname(qname)
+    return (rows[0].path, rows[0].start_line) if rows else None
 
 
 def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[str, Any], lines_of,
@@ -724,9 +759,9 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
                 "unresolved" if not ours_there[0].target else f"bound to {ours_there[0].target}")
         g = gcache.get(f"{s['path']}:{s['line']}:{s['col']}") or {}
         gdefs = g.get("defs") or []
-        if len(gdefs) > 1 and ours_there and ours_there[0].target and \
-                any(x[2] == ours_there[0].target or x[2].endswith("." + ours_there[0].target.rsplit(".", 2)[-2]
-                    + "." + tname) for x in gdefs):
+        other = ours_there[0].target if ours_there and ours_there[0].target else ""
+        if len(gdefs) > 1 and other and _location(store, other) in {(x[0], x[1]) for x in gdefs}:
+            # Jedi itself lands on several definitions here, ours among them
             excluded.append({"unit": f"{ou['name']} ({k})", "site": f"{s['path']}:{s['line']}",
                              "callee": ours_there[0].callee, "resolution": ours_there[0].resolution,
                              "reason": "oracle-ambiguous", "side": "oracle",
