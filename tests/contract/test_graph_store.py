@@ -8,7 +8,7 @@ import pytest
 
 from codesynapse.extract.model import CallSite, FileExtraction, Symbol
 from codesynapse.graph.model import FileRow, GraphStats, Resolution
-from codesynapse.graph.store import GraphStore
+from codesynapse.graph.store import SCHEMA_VERSION, GraphStore
 from tests.contract.graphdata import A, B, BIG, DUMP, write_sample
 
 
@@ -28,7 +28,7 @@ def sites(calls):
 
 def test_implements_the_protocol(graph_store):
     assert isinstance(graph_store, GraphStore)
-    assert graph_store.get_meta("schema_version") == "1"
+    assert graph_store.get_meta("schema_version") == str(SCHEMA_VERSION) == "2"
 
 
 def test_dump_holds_exactly_what_was_written(g):
@@ -360,15 +360,17 @@ def test_all_symbols_pages_through_large_graphs(graph_store, small_batches):
 
 # ---- schema and errors ------------------------------------------------------------------------
 
-def test_a_graph_of_another_schema_version_is_refused(make_graph_store):
-    from codesynapse.errors import StoreError
-
+def test_a_graph_of_another_schema_version_is_rebuilt(make_graph_store):
+    """The index is derived data: a store that finds another schema version drops the graph
+    and starts empty (SQLite drops the whole file, Neo4j that graph id: docs/BACKENDS.md)."""
     first = make_graph_store()
+    write_sample(first)
     first.set_meta({"schema_version": "99"})
-    with pytest.raises(StoreError, match="schema version 99"):
-        make_graph_store(first.graph_id)
-    first.set_meta({"schema_version": "1"})
-    assert make_graph_store(first.graph_id).get_meta("schema_version") == "1"
+    again = make_graph_store(first.graph_id)
+    assert again.get_meta("schema_version") == str(SCHEMA_VERSION)
+    assert again.files() == [] and again.stats().symbols == 0
+    write_sample(again)
+    assert make_graph_store(first.graph_id).dump() == DUMP  # the current version is kept
 
 
 def test_concurrent_writers_of_different_files(graph_store):

@@ -258,9 +258,13 @@ class Neo4jGraphStore:
             self._driver.verify_connectivity()
             self._ensure_schema()
             version = self.get_meta("schema_version")
-            if version is not None and int(version) != SCHEMA_VERSION:
-                raise StoreError(f"graph schema version {version} != {SCHEMA_VERSION} for graph {graph_id}; "
-                                 f"drop it (Neo4jGraphStore.delete_graph) to rebuild")
+            if version is not None and version != str(SCHEMA_VERSION):
+                # the graph is derived data: rebuild it rather than refuse to start (as SQLite
+                # does; here only this graph id is dropped, not the whole database)
+                log.warning("graph %s has schema version %s != %s: dropping it to rebuild", graph_id, version,
+                            SCHEMA_VERSION)
+                self.delete_graph()
+                version = None
             if version is None:
                 self.set_meta({"schema_version": str(SCHEMA_VERSION)})
         except self._errors as e:

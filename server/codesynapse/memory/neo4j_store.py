@@ -388,24 +388,33 @@ class Neo4jMemoryStore:
             raise StoreError("the fact was written but is not visible in this scope")
         return _fact(rows[0]), created
 
+    # Live visible facts touching $ids: one indexed branch per endpoint, deduplicated.
+    _TOUCHING = (
+        "CALL { "
+        "UNWIND $ids AS x MATCH (s:CsMemEntity {id: x, tenant: $t, namespace: $n})"
+        "-[f:FACT {tenant: $t, namespace: $n}]->(o:CsMemEntity {tenant: $t, namespace: $n}) RETURN s, f, o "
+        "UNION UNWIND $ids AS x MATCH (s:CsMemEntity {tenant: $t, namespace: $n})"
+        "-[f:FACT {tenant: $t, namespace: $n}]->(o:CsMemEntity {id: x, tenant: $t, namespace: $n}) "
+        "RETURN s, f, o } "
+        f"WITH s, f, o WHERE {_FACT_VIS} ")
+
     def facts_touching(
         self, scope: Scope, entity_ids: Sequence[str], *, limit: int,
     ) -> list[FactRecord]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids or limit <= 0:
             return []
-        rows = self._all(
-            "facts_touching",
-            "CALL { "
-            "UNWIND $ids AS x MATCH (s:CsMemEntity {id: x, tenant: $t, namespace: $n})"
-            "-[f:FACT {tenant: $t, namespace: $n}]->(o:CsMemEntity {tenant: $t, namespace: $n}) RETURN s, f, o "
-            "UNION UNWIND $ids AS x MATCH (s:CsMemEntity {tenant: $t, namespace: $n})"
-            "-[f:FACT {tenant: $t, namespace: $n}]->(o:CsMemEntity {id: x, tenant: $t, namespace: $n}) "
-            "RETURN s, f, o } "
-            f"WITH s, f, o WHERE {_FACT_VIS} RETURN {_FACT} "
-            "ORDER BY f.confidence DESC, f.updated_at DESC, f.id LIMIT $lim",
-            _p(scope, ids=ids, lim=limit))
+        rows = self._all("facts_touching",
+                         self._TOUCHING + f"RETURN {_FACT} ORDER BY f.confidence DESC, f.updated_at DESC, f.id "
+                                          "LIMIT $lim", _p(scope, ids=ids, lim=limit))
         return [_fact(r) for r in rows]
+
+    def count_facts_touching(self, scope: Scope, entity_ids: Sequence[str]) -> int:
+        """How many facts ``facts_touching`` would return without a limit."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return 0
+        return int(self._one("count_facts_touching", self._TOUCHING + "RETURN count(f)", _p(scope, ids=ids)))
 
     def forget_facts(
         self, scope: Scope, *, subject_id: str, predicate: str, object_id: str, now: str,
