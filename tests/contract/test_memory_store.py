@@ -150,6 +150,11 @@ def test_facts_touching_order_and_limit(m, sc):
     assert ids(m.facts_touching(sc.A1, [a.id, b.id, c.id], limit=2)) == [f2.id, f3.id]
     assert m.facts_touching(sc.A1, [a.id], limit=0) == []
     assert m.facts_touching(sc.A1, [], limit=10) == []
+    # the count is what facts_touching returns without a limit (each fact once)
+    assert m.count_facts_touching(sc.A1, [a.id]) == 3
+    assert m.count_facts_touching(sc.A1, [a.id, b.id, c.id]) == 3
+    assert m.count_facts_touching(sc.A1, [b.id]) == 1
+    assert m.count_facts_touching(sc.B, [a.id]) == 0 and m.count_facts_touching(sc.A1, []) == 0
 
 
 def test_durable_fact_cannot_reference_a_session_entity(m, sc):
@@ -406,6 +411,7 @@ def test_planted_foreign_rows_are_never_returned(m, sc, backend, tmp_path, forei
     assert ids(m.find_exact(sc.A1, ["Config", "Cfg", eid])) == [mine.id]
     assert m.get_entities(sc.A1, [eid]) == {}
     assert m.facts_touching(sc.A1, [mine.id, eid], limit=10) == []
+    assert m.count_facts_touching(sc.A1, [mine.id, eid]) == 0
     assert [(r.name, n) for r, n in m.list_entities(sc.A1, durable=None, after=None, limit=10)] == [("Config", 0)]
     assert m.forget_entities(sc.A1, [eid], T1) == (0, 0)
     # tombstoning my entity does not reach into the foreign one
