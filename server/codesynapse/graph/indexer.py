@@ -191,6 +191,23 @@ def _names_of(fx_symbols: Iterable[str]) -> set[str]:
     return out
 
 
+def _changed_names(old_state, new) -> set[str]:
+    """The names whose resolution a file's new version may change: symbols added, removed or
+    re-kinded and import bindings retargeted. A body-only edit changes none, so no edge
+    elsewhere is re-resolved for it."""
+    if old_state is None:
+        return _names_of(q for q, _ in new.symbols) | set(new.bindings)
+    old_syms, old_bindings, old_stars, old_module = old_state
+    if old_module != new.module or old_stars != new.stars:
+        return (_names_of(q for q, _ in old_syms) | _names_of(q for q, _ in new.symbols)
+                | set(old_bindings) | set(new.bindings))
+    names = _names_of(q for q, _ in old_syms ^ set(new.symbols))
+    for key in set(old_bindings) | set(new.bindings):
+        if old_bindings.get(key) != new.bindings.get(key):
+            names.add(key)
+    return names
+
+
 class Indexer:
     """Keeps one GraphStore and its SymbolIndex in step with a workspace tree."""
 
@@ -360,12 +377,11 @@ class Indexer:
                 self._overlaid.discard(r.path)
                 if overlays and r.path in overlays:
                     self._overlaid.add(r.path)
-                fi = idx.files.get(r.path)
-                if fi is not None:
-                    affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
+                old = idx.files.get(r.path)
+                old_state = (set(old.symbols), dict(old.bindings), list(old.stars), old.module) if old else None
                 idx.add_file(r.path, r.module, r.language, ((s.qname, s.kind, s.parent) for s in r.symbols),
                              r.imports)
-                affected |= _names_of(s.qname for s in r.symbols) | {im.binding for im in r.imports}
+                affected |= _changed_names(old_state, idx.files[r.path])
                 changed_paths.append(r.path)
                 batch.append((r, mtimes.get(r.path, 0)))
                 if len(batch) >= WRITE_BATCH:

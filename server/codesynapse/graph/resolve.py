@@ -178,7 +178,7 @@ class SymbolIndex:
             if not k:
                 del self.kinds[qname]
                 self.parents.pop(qname, None)
-                self.bases.pop(qname, None)
+                # bases stay until set_bases(): the indexer compares old and new bases
         if fi.module:
             s = self.module_files.get(fi.module)
             if s is not None:
