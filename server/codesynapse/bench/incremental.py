@@ -55,7 +55,9 @@ def _wait_visible(app, name: str, timeout: float = 30.0) -> float | None:
 
 
 def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str]]:
-    files = [f for f in app.store.files() if f.status != "skipped" and f.language == "python"]
+    # files that parse cleanly: in a file with syntax errors (status "partial") an appended
+    # function may never become a symbol, which would measure the file, not the updater
+    files = [f for f in app.store.files() if f.status == "indexed" and f.language == "python"]
     small = sorted(f.path for f in files if 50 <= f.lines <= 150)
     large = [f.path for f in sorted(files, key=lambda f: (-f.lines, f.path))[:n]]
     if not small:  # a corpus of tiny files: its smallest files stand in
@@ -210,7 +212,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
             results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
                                                             counter)
             _say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
-        pys = sorted(f.path for f in app.store.files() if f.status != "skipped" and f.language == "python")
+        pys = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == "python")
         storm_paths = sorted(rng.sample(pys, min(STORM, len(pys))))
         storm = _storm(app, live, root, storm_paths, None, rng)
         undo = storm.pop("undo")
