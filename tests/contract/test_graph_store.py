@@ -9,7 +9,7 @@ import pytest
 from codesynapse.extract.model import CallSite, FileExtraction, Symbol
 from codesynapse.graph.model import FileRow, GraphStats, Resolution
 from codesynapse.graph.store import SCHEMA_VERSION, GraphStore
-from tests.contract.graphdata import A, B, BIG, DUMP, write_sample
+from tests.contract.graphdata import A, B, DUMP, write_sample
 
 
 @pytest.fixture
