@@ -18,7 +18,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from infra.hugegraph import start_hugegraph
 from infra.servers import Server, ServerStartError, start_milvus_server, start_neo4j
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hugegraph: needs the HugeGraph server started by the test harness")
 
 
 def servers_required() -> bool:
@@ -53,6 +58,20 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         server = start_milvus_server(tmp_path_factory.mktemp("milvus"))
     except ServerStartError as e:
         _unavailable("Milvus (milvus-lite server)", e)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def hugegraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A HugeGraph 1.5.0 (RocksDB, auth off); ``.uri`` is its Gremlin server's HTTP endpoint,
+    ``.rest_uri`` its REST API."""
+    try:
+        server = start_hugegraph(tmp_path_factory.mktemp("hugegraph"))
+    except ServerStartError as e:
+        _unavailable("HugeGraph", e)
     try:
         yield server
     finally:

@@ -6,6 +6,7 @@
 # * a JDK 17+ and Maven (Debian packages, installed only when missing; needs root);
 # * the embedded Neo4j launcher (tests/infra/neo4j), compiled by Maven; its jars
 #   (~160 MB) go to the local Maven repository, never into the work tree;
+# * the HugeGraph 1.5.0 server classpath (tests/infra/hugegraph), resolved by Maven (~260 MB);
 # * a check that PYTHON (default: .venv/bin/python, else python3) has milvus-lite 3.x,
 #   whose "milvus-lite server" mode the Milvus server tests use.
 set -euo pipefail
@@ -58,6 +59,10 @@ fi
 
 # Compiles only when the launcher, its classpath file or a jar on it is missing or stale.
 python3 "$here/servers.py" build
+
+# HugeGraph 1.5.0's runtime classpath (tests/infra/hugegraph/pom.xml, ~260 MB of jars in the
+# local Maven repository); resolved only when target/classpath.txt or a jar on it is missing.
+python3 "$here/hugegraph.py" build
 
 if ! "$py" - <<'EOF'
 import sys

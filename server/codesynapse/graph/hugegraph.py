@@ -1,0 +1,922 @@
+"""The code graph in Apache HugeGraph 1.5 (the seed's second graph engine), over Gremlin.
+
+Transport: HTTP ``POST`` of ``{"gremlin": script, "bindings": {...}, "aliases": {...}}`` to
+the **Gremlin server port** (``gremlinserver.url`` of HugeGraph's rest-server.properties),
+answered as untyped GraphSON 1.0 JSON; Python's standard library only (``http.client``),
+one keep-alive connection per thread, dropped after any error. The REST API's ``/gremlin``
+proxy is not used (it loses request/response sync after a request-level error, see
+docs/HUGEGRAPH.md). Every script is a constant of this module; every value travels in
+``bindings``; labels and property keys are constants. A script is one HugeGraph
+transaction (committed when it returns, rolled back when it throws).
+
+Model (schema created at open, ``ifNotExist``; HugeGraph is schema-first and refuses a
+query on an unindexed property instead of scanning):
+
+- ``cs_file`` (id ``cf:<sha256(graph_id, path)>``: one vertex per path, like a unique key)
+  ``{graph_id, path, language, hash, size, mtime_ns, lines, module, status, reason,
+  indexed_at}``, secondary index ``(graph_id, path)``;
+- ``cs_file -cs_contains {graph_id}-> cs_symbol``; ``cs_symbol`` (automatic snowflake id:
+  the protocol's integer row id, increasing in insertion order) ``{graph_id, path, qname,
+  name, kind, …, ft_name, ft_qname, ft_terms, ft_keys}``, indexes ``(graph_id, qname)``,
+  ``(graph_id, name)`` and ``ft_keys`` (a set of ``graph_id␟token`` search keys);
+- ``cs_call`` (a call *site* is a vertex, for the reasons given in neo4j.py), indexes on
+  ``(graph_id, target|caller|name|head|hint_name|path)``; ``cs_import``, ``cs_inherit``
+  with ``(graph_id, path)`` and ``(graph_id, target)``; ``cs_meta`` (id from
+  ``(graph_id, key)``).
+
+Every root binds ``graph_id`` (an index condition, or ``has('graph_id', gid)`` on an id
+lookup) and the one expansion (``cs_contains``) binds it on the edge's far end. Writers of
+one graph id serialize on a server-side lock (``synchronized`` on an interned string in the
+Gremlin server JVM) and commit inside it. Search: candidates come from the ``ft_keys``
+index; the BM25 score is computed here with FTS5's formula (see docs/BACKENDS.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import logging
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from codesynapse.errors import StoreError, StoreUnavailable
+from codesynapse.extract.model import CallSite, FileExtraction
+from codesynapse.graph.model import (
+    CallRow,
+    FileRow,
+    GraphStats,
+    ImportRow,
+    InheritRow,
+    Resolution,
+    SymbolRow,
+)
+from codesynapse.graph.neo4j import _fold_tokens, query_terms
+from codesynapse.graph.sqlite import _head, name_terms
+from codesynapse.graph.store import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+TX_ROWS = 3_000  # vertices written per transaction (HugeGraph's default tx capacity is 10,000)
+MAX_REQUEST_BYTES = 8 * 1024 * 1024  # a write request's JSON (the server's maxContentLength must allow it)
+IN_CHUNK = 100  # values per within(...) lookup: HugeGraph allows at most 100 conditions per query
+CORPUS_TTL = 5.0  # seconds a search reuses the graph's symbol count and total length  # values per within(...) lookup
+NO_LIMIT = 2**62
+# FTS5's bm25() constants and our column weights (name, qname, terms), as in sqlite.py
+BM25_K1, BM25_B = 1.2, 0.75
+WEIGHTS = (4.0, 2.0, 1.0)
+
+
+# ---- transport --------------------------------------------------------------------------------
+
+class GremlinClient:
+    """Scripts with bindings to a Gremlin server's HTTP endpoint (thread-safe)."""
+
+    def __init__(self, url: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
+                 connect_timeout: float = 5.0, timeout: float = 10.0):
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError as e:
+            raise StoreError(f"invalid HugeGraph Gremlin URL {url!r}: {e}") from e
+        if parts.scheme not in ("http", "https") or not host:
+            raise StoreError(f"invalid HugeGraph Gremlin URL {url!r}: expected http://host:port (the Gremlin "
+                             f"server port of HugeGraph, gremlinserver.url)")
+        self.url = url
+        self.host = host
+        self.port = port or (443 if parts.scheme == "https" else 80)
+        self.https = parts.scheme == "https"
+        self.path = parts.path or "/"
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        # the graph and its traversal source as HugeGraph registers them (g_<graph>: "__g_")
+        self.aliases = {"graph": graph, "g": f"__g_{graph}"}
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if user or password:
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self.headers["Authorization"] = f"Basic {token}"
+        self._local = threading.local()
+
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            conn = cls(self.host, self.port, timeout=self.connect_timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._drop()
+
+    def submit(self, what: str, script: str, bindings: dict[str, Any] | None = None, *,
+               timeout: float | None = None) -> list[Any]:
+        """Evaluate ``script`` with ``bindings``; the result list. Errors: StoreUnavailable
+        (unreachable, timed out, overloaded) or StoreError (everything else), ``from e``."""
+        body = json.dumps({"gremlin": script, "bindings": bindings or {}, "language": "gremlin-groovy",
+                           "aliases": self.aliases}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        conn = self._conn()
+        try:
+            if conn.sock is None:
+                conn.connect()
+            conn.sock.settimeout(timeout or self.timeout)
+            conn.request("POST", self.path, body=body, headers=self.headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (socket.timeout, TimeoutError) as e:
+            self._drop()
+            raise StoreUnavailable(f"hugegraph {what} timed out after {timeout or self.timeout:.0f}s "
+                                   f"({self.url}): {e}") from e
+        except (OSError, http.client.HTTPException) as e:
+            self._drop()
+            raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
+                                   f"{e.__class__.__name__}: {e}") from e
+        if resp.status == 200:
+            try:
+                return json.loads(raw)["result"]["data"] or []
+            except (ValueError, KeyError, TypeError) as e:
+                self._drop()
+                raise StoreError(f"hugegraph {what}: unreadable answer from {self.url}: {raw[:200]!r}") from e
+        self._drop()  # never reuse a connection after an error
+        raise _error(what, self.url, resp.status, raw)
+
+
+class _ServerError(Exception):
+    """The Gremlin server's error answer (kept as the ``__cause__`` of our errors)."""
+
+
+def _error(what: str, url: str, status: int, raw: bytes) -> StoreError:
+    try:
+        doc = json.loads(raw)
+        message, cls = str(doc.get("message", "")), str(doc.get("Exception-Class", ""))
+    except ValueError:
+        message, cls = raw[:300].decode("utf-8", "replace"), ""
+    cause = _ServerError(f"HTTP {status} {cls}: {message}")
+    text = f"hugegraph {what} failed: HTTP {status} {cls.rsplit('.', 1)[-1]}: {message}".rstrip(": ")
+    if status in (401, 403):
+        err: StoreError = StoreError(f"hugegraph {what}: authentication failed (check CODESYNAPSE_HUGEGRAPH_USER/"
+                                     f"_PASSWORD): {message}")
+    elif status in (502, 503, 504) or "TimeoutException" in cls or "evaluationTimeout" in message \
+            or "RejectedExecutionException" in cls:
+        err = StoreUnavailable(text)
+    else:
+        err = StoreError(text)
+    err.__cause__ = cause
+    return err
+
+
+def check_url(url: str) -> None:
+    GremlinClient(url)  # validates
+
+
+def vertex_id(kind: str, *parts: str) -> str:
+    """A deterministic vertex id (HugeGraph ids are at most 128 bytes; keys are not)."""
+    digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return f"{kind}:{digest}"
+
+
+# ---- schema -------------------------------------------------------------------------------------
+
+# property key → type (property keys are global in a HugeGraph graph; the memory store uses
+# some of the same names with the same types)
+_KEYS = {
+    "graph_id": "Text", "path": "Text", "language": "Text", "hash": "Text", "size": "Long", "mtime_ns": "Long",
+    "lines": "Int", "module": "Text", "status": "Text", "reason": "Text", "indexed_at": "Double",
+    "qname": "Text", "name": "Text", "kind": "Text", "signature": "Text", "start_line": "Int", "end_line": "Int",
+    "start_col": "Int", "end_col": "Int", "summary": "Text", "parent": "Text", "is_test": "Boolean",
+    "exported": "Boolean", "ft_name": "Text", "ft_qname": "Text", "ft_terms": "Text", "ft_len": "Int",
+    "caller": "Text", "callee": "Text", "head": "Text", "hint": "Text", "hint_name": "Text", "line": "Int",
+    "col": "Int", "target": "Text", "resolution": "Text", "confidence": "Double", "alias": "Text",
+    "child": "Text", "base": "Text", "meta_key": "Text", "meta_value": "Text",
+}
+_FILE_KEYS = ("path", "language", "hash", "size", "mtime_ns", "lines", "module", "status", "reason", "indexed_at")
+_SYM_KEYS = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
+             "summary", "parent", "is_test", "exported", "language", "ft_name", "ft_qname", "ft_terms", "ft_len")
+_CALL_KEYS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
+              "resolution", "confidence")
+_IMPORT_KEYS = ("path", "module", "name", "alias", "line", "target")
+_INHERIT_KEYS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence")
+_SYM_OUT = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
+            "summary", "parent", "is_test", "exported", "language")
+
+
+def _q(names: Sequence[str]) -> str:
+    return "[" + ", ".join(f"'{n}'" for n in names) + "]"
+
+
+def _schema_script() -> str:
+    keys = "\n".join(f"s.propertyKey('{k}').as{t}().ifNotExist().create()" for k, t in _KEYS.items())
+
+    def vlabel(label: str, props: Sequence[str], idstrategy: str) -> str:
+        return (f"s.vertexLabel('{label}').properties({', '.join(repr(p) for p in props)})"
+                f".{idstrategy}().ifNotExist().create()")
+
+    def index(name: str, label: str, fields: Sequence[str]) -> str:
+        return f"s.indexLabel('{name}').onV('{label}').by({', '.join(repr(f) for f in fields)}).secondary().ifNotExist().create()"
+
+    lines = [
+        "def s = graph.schema()",
+        keys,
+        "s.propertyKey('ft_keys').asText().valueSet().ifNotExist().create()",
+        vlabel("cs_meta", ("graph_id", "meta_key", "meta_value"), "useCustomizeStringId"),
+        index("cs_meta_graph", "cs_meta", ("graph_id",)),
+        vlabel("cs_file", ("graph_id", *_FILE_KEYS), "useCustomizeStringId"),
+        index("cs_file_path", "cs_file", ("graph_id", "path")),
+        vlabel("cs_symbol", ("graph_id", *_SYM_KEYS, "ft_keys"), "useAutomaticId"),
+        index("cs_symbol_qname", "cs_symbol", ("graph_id", "qname")),
+        index("cs_symbol_name", "cs_symbol", ("graph_id", "name")),
+        index("cs_symbol_ft", "cs_symbol", ("ft_keys",)),
+        "s.edgeLabel('cs_contains').sourceLabel('cs_file').targetLabel('cs_symbol').properties('graph_id')"
+        ".ifNotExist().create()",
+        vlabel("cs_call", ("graph_id", *_CALL_KEYS), "useAutomaticId"),
+        *(index(f"cs_call_{k}", "cs_call", ("graph_id", k)) for k in ("target", "caller", "name", "head",
+                                                                     "hint_name", "path")),
+        vlabel("cs_import", ("graph_id", *_IMPORT_KEYS), "useAutomaticId"),
+        index("cs_import_path", "cs_import", ("graph_id", "path")),
+        vlabel("cs_inherit", ("graph_id", *_INHERIT_KEYS), "useAutomaticId"),
+        index("cs_inherit_path", "cs_inherit", ("graph_id", "path")),
+        index("cs_inherit_target", "cs_inherit", ("graph_id", "target")),
+        "'ok'",
+    ]
+    return "\n".join(lines)
+
+
+SCHEMA_SCRIPT = _schema_script()
+GRAPH_LABELS = ("cs_meta", "cs_file", "cs_symbol", "cs_call", "cs_import", "cs_inherit")
+
+
+def ensure_schema(client: GremlinClient, script: str, what: str) -> None:
+    """Create the schema (idempotent). Two processes racing on it may see 'existed'
+    errors from HugeGraph's schema lock; the second attempt then finds everything."""
+    for attempt in range(3):
+        try:
+            client.submit(what, script, timeout=max(client.timeout, 120.0))
+            return
+        except StoreUnavailable:
+            raise
+        except StoreError as e:
+            if attempt == 2 or ("exist" not in str(e).lower() and "lock" not in str(e).lower()):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+
+
+# ---- scripts ------------------------------------------------------------------------------------
+
+_LOCK = "synchronized (('codesynapse-graph\\u001f' + gid).intern()) {\n"
+
+# Delete everything the paths own. Index and adjacency lookups come first: HugeGraph refuses
+# an index query in a transaction that holds uncommitted changes. Commits every TX_ROWS
+# deletions (HugeGraph bounds a transaction); callers hold the graph lock.
+_FIND_OWNED = """
+def owned = []
+for (p in paths) {
+  owned.addAll(g.V(fileIdOf[p]).hasLabel('cs_file').has('graph_id', gid).out('cs_contains').hasLabel('cs_symbol')
+               .has('graph_id', gid).id().toList())
+}
+for (chunk in paths.collate(100)) {
+  owned.addAll(g.V().hasLabel('cs_call').has('graph_id', gid).has('path', within(chunk)).id().toList())
+  owned.addAll(g.V().hasLabel('cs_import').has('graph_id', gid).has('path', within(chunk)).id().toList())
+  owned.addAll(g.V().hasLabel('cs_inherit').has('graph_id', gid).has('path', within(chunk)).id().toList())
+}
+def fileIds = paths.collect{ fileIdOf[it] }
+def files = fileIds.isEmpty() ? [] : g.V(fileIds.toArray()).hasLabel('cs_file').has('graph_id', gid).id().toList()
+for (chunk in (owned + files).collate(txRows as int)) {
+  g.V(chunk.toArray()).drop().iterate()
+  if (owned.size() + files.size() > txRows) { graph.tx().commit() }
+}
+"""
+
+
+_ADD_ROWS = """
+def fileKeys = %(file_keys)s
+def symKeys = %(sym_keys)s
+def callKeys = %(call_keys)s
+def importKeys = %(import_keys)s
+def inheritKeys = %(inherit_keys)s
+def kv = { List keys, List row -> def out = []; keys.eachWithIndex{ k, i -> out << k << row[i] }; out }
+for (r in fileRows) {
+  graph.addVertex(*([T.label, 'cs_file', T.id, r[0], 'graph_id', gid] + kv(fileKeys, r.subList(1, r.size()))))
+}
+def fileVertex = [:]
+for (r in symRows) {
+  def f = fileVertex[r[0]]
+  if (f == null) {
+    def found = g.V(fileIdOf[r[0]]).hasLabel('cs_file').has('graph_id', gid).toList()
+    if (found.isEmpty()) { throw new IllegalArgumentException('no file row for a symbol') }
+    f = found[0]
+    fileVertex[r[0]] = f
+  }
+  def v = graph.addVertex(*([T.label, 'cs_symbol', 'graph_id', gid, 'ft_keys', r[-1] as Set]
+                            + kv(symKeys, r.subList(0, r.size() - 1))))
+  f.addEdge('cs_contains', v, 'graph_id', gid)
+}
+for (r in callRows) { graph.addVertex(*([T.label, 'cs_call', 'graph_id', gid] + kv(callKeys, r))) }
+for (r in importRows) { graph.addVertex(*([T.label, 'cs_import', 'graph_id', gid] + kv(importKeys, r))) }
+for (r in inheritRows) { graph.addVertex(*([T.label, 'cs_inherit', 'graph_id', gid] + kv(inheritKeys, r))) }
+""" % {"file_keys": _q(_FILE_KEYS), "sym_keys": _q(_SYM_KEYS), "call_keys": _q(_CALL_KEYS),
+       "import_keys": _q(_IMPORT_KEYS), "inherit_keys": _q(_INHERIT_KEYS)}
+
+# One step of a write: optionally delete what ``paths`` own, then add rows, then commit,
+# all under the graph's lock.
+WRITE_SCRIPT = _LOCK + _FIND_OWNED + _ADD_ROWS + """
+graph.tx().commit()
+}
+'ok'
+"""
+
+# Set the real properties of files written with placeholders (large batches, see write_files).
+FINISH_FILES_SCRIPT = _LOCK + """
+def keys = %s
+for (r in fileRows) {
+  def v = g.V(r[0]).hasLabel('cs_file').has('graph_id', gid).toList()
+  if (v.isEmpty()) { throw new IllegalStateException('file row vanished during a write') }
+  keys.eachWithIndex{ k, i -> v[0].property(k, r[i + 1]) }
+}
+graph.tx().commit()
+}
+'ok'
+""" % _q(_FILE_KEYS)
+
+# Update properties of rows found by id (bound to the graph and the label).
+_UPDATE = _LOCK + """
+for (r in rows) {
+  def v = g.V(r[0]).hasLabel('%(label)s').has('graph_id', gid).toList()
+  if (!v.isEmpty()) { %(sets)s }
+}
+graph.tx().commit()
+}
+'ok'
+"""
+UPDATE_CALLS = _UPDATE % {"label": "cs_call", "sets": "v[0].property('target', r[1]); v[0].property('resolution', "
+                                                      "r[2]); v[0].property('confidence', r[3])"}
+UPDATE_INHERITS = _UPDATE % {"label": "cs_inherit", "sets": "v[0].property('target', r[1]); "
+                                                            "v[0].property('resolution', r[2]); "
+                                                            "v[0].property('confidence', r[3])"}
+UPDATE_IMPORTS = _UPDATE % {"label": "cs_import", "sets": "v[0].property('target', r[1])"}
+
+SET_META = _LOCK + """
+for (r in rows) {
+  graph.addVertex(T.label, 'cs_meta', T.id, r[0], 'graph_id', gid, 'meta_key', r[1], 'meta_value', r[2])
+}
+graph.tx().commit()
+}
+'ok'
+"""
+GET_META = "g.V(mid).hasLabel('cs_meta').has('graph_id', gid).has('meta_key', mk).values('meta_value')"
+
+DELETE_GRAPH = _LOCK + """
+def n = 0
+for (label in %s) {
+  while (true) {
+    def ids = g.V().hasLabel(label).has('graph_id', gid).limit(txRows).id().toList()
+    if (ids.isEmpty()) { break }
+    g.V(ids.toArray()).drop().iterate()
+    graph.tx().commit()
+    n += ids.size()
+  }
+}
+n
+}
+""" % _q(("cs_symbol", "cs_call", "cs_import", "cs_inherit", "cs_file", "cs_meta"))
+
+_SYM_MAP = f"elementMap({', '.join(repr(k) for k in _SYM_OUT)})"
+FILES = "g.V().hasLabel('cs_file').has('graph_id', gid).elementMap()"
+FILE = "g.V(fid).hasLabel('cs_file').has('graph_id', gid).has('path', p).elementMap()"
+SYMBOLS_IN_FILE = (f"g.V(fid).hasLabel('cs_file').has('graph_id', gid).out('cs_contains').hasLabel('cs_symbol')"
+                   f".has('graph_id', gid).{_SYM_MAP}")
+SYMBOLS_BY = {k: f"g.V().hasLabel('cs_symbol').has('graph_id', gid).has('{k}', q).{_SYM_MAP}"
+              for k in ("qname", "name")}
+ALL_SYMBOLS = f"g.V().hasLabel('cs_symbol').has('graph_id', gid).{_SYM_MAP}"
+SYMBOL_BY_ID = f"g.V(ids.toArray()).hasLabel('cs_symbol').has('graph_id', gid).{_SYM_MAP}"
+# search: every candidate's three token fields, per query term (idf needs the counts)
+SEARCH_POSTINGS = """
+def out = [:]
+for (k in terms) {
+  out[k] = g.V().hasLabel('cs_symbol').has('ft_keys', ConditionP.contains(k)).where(values('graph_id').is(gid))
+            .project('id', 'n', 'q', 't').by(id).by('ft_name').by('ft_qname').by('ft_terms').toList()
+}
+out
+"""
+# BM25's N and average row length, over this graph
+SEARCH_CORPUS = """
+def lens = g.V().hasLabel('cs_symbol').has('graph_id', gid).values('ft_len').toList()
+[total: lens.size(), length: lens.sum() ?: 0]
+"""
+CALLS_BY = {k: f"g.V().hasLabel('cs_call').has('graph_id', gid).has('{k}', q).elementMap()"
+            for k in ("target", "caller", "name", "path")}
+COUNT_CALLS_BY = {k: f"g.V().hasLabel('cs_call').has('graph_id', gid).has('{k}', q).count()"
+                  for k in ("target", "caller")}
+UNRESOLVED = ("g.V().hasLabel('cs_call').has('graph_id', gid).has('name', q).where(values('target').is(''))"
+              ".where(values('resolution').is('unresolved'))")
+CALLS_IN_PATHS = "g.V().hasLabel('cs_call').has('graph_id', gid).has('path', within(ps)).elementMap()"
+CALLS_TOUCHING = """
+def out = []
+for (k in ['name', 'head', 'hint_name']) {
+  out.addAll(g.V().hasLabel('cs_call').has('graph_id', gid).has(k, within(names)).elementMap().toList())
+}
+out
+"""
+ROWS_OF = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).elementMap()"
+           for label in ("cs_call", "cs_import", "cs_inherit")}
+ROWS_OF_PATH = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).has('path', p).elementMap()"
+                for label in ("cs_import", "cs_inherit")}
+SUBTYPES = "g.V().hasLabel('cs_inherit').has('graph_id', gid).has('target', q).elementMap()"
+STATS = """
+def files = g.V().hasLabel('cs_file').has('graph_id', gid).project('s', 'l').by('status').by('language').toList()
+[files: files,
+ kinds: g.V().hasLabel('cs_symbol').has('graph_id', gid).groupCount().by('kind').next(),
+ calls: g.V().hasLabel('cs_call').has('graph_id', gid).count().next(),
+ resolved: g.V().hasLabel('cs_call').has('graph_id', gid).where(values('target').is(neq(''))).count().next(),
+ imports: g.V().hasLabel('cs_import').has('graph_id', gid).count().next(),
+ inherits: g.V().hasLabel('cs_inherit').has('graph_id', gid).count().next()]
+"""
+DUMP = """
+def rows = { String label, List keys -> g.V().hasLabel(label).has('graph_id', gid).elementMap().toList()
+                                         .collect{ m -> keys.collect{ m[it] } } }
+[files: rows('cs_file', %s), symbols: rows('cs_symbol', %s), calls: rows('cs_call', %s),
+ imports: rows('cs_import', %s), inherits: rows('cs_inherit', %s)]
+""" % (_q(("path", "language", "hash", "size", "lines", "module", "status", "reason")), _q(_SYM_OUT),
+       _q(("path", "caller", "callee", "name", "hint", "line", "col", "kind", "target", "resolution", "confidence")),
+       _q(("path", "module", "name", "alias", "line", "target")),
+       _q(("path", "child", "base", "kind", "line", "target", "resolution", "confidence")))
+
+
+# ---- search terms -------------------------------------------------------------------------------
+
+def _tokens(text: str) -> list[str]:
+    return _fold_tokens(text).split()
+
+
+def index_key(*parts: str) -> str:
+    """A digest standing for a tuple of values in a set-valued index. HugeGraph 1.5 does
+    not find set members that contain '!' (its index-id separator) through
+    ``ConditionP.contains``, so such indexes hold hex digests; hits are re-checked."""
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def search_keys(graph_id: str, tokens: Iterable[str]) -> list[str]:
+    """Index keys of a symbol's search tokens: the graph id is part of every key, so the
+    index lookup itself is bound to the graph (the root also re-checks ``graph_id``)."""
+    return sorted({index_key(graph_id, t) for t in tokens})
+
+
+def _bm25(terms: list[str], postings: dict[str, list[dict]], total: int, length: int) -> dict[Any, tuple[float, dict]]:
+    """FTS5's bm25() with column weights (4, 2, 1), over this graph: per term, the
+    weighted hit count in the row, saturated against the row's token count; IDF
+    ln((N − n + 0.5)/(n + 0.5)), at least 1e-6. Returns id → (score, posting)."""
+    avgdl = (length / total) if total else 1.0
+    scores: dict[Any, float] = {}
+    rows: dict[Any, dict] = {}
+    for term in terms:
+        hits = postings.get(term) or []
+        n = len(hits)
+        idf = max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) if total else 1e-6
+        for h in hits:
+            fields = (h["n"].split(), h["q"].split(), h["t"].split())
+            freq = sum(w * f.count(term) for w, f in zip(WEIGHTS, fields))
+            if freq <= 0:
+                continue
+            dl = sum(len(f) for f in fields)
+            scores[h["id"]] = scores.get(h["id"], 0.0) + idf * (freq * (BM25_K1 + 1)) / (
+                freq + BM25_K1 * (1 - BM25_B + BM25_B * dl / (avgdl or 1.0)))
+            rows[h["id"]] = h
+    return {k: (v, rows[k]) for k, v in scores.items()}
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+class HugeGraphStore:
+    """GraphStore on a HugeGraph 1.5 graph over its Gremlin server (thread-safe)."""
+
+    def __init__(self, url: str, graph_id: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
+                 connect_timeout: float = 5.0, read_timeout: float = 10.0, write_timeout: float = 300.0):
+        self.client = GremlinClient(url, graph=graph, user=user, password=password,
+                                    connect_timeout=connect_timeout, timeout=read_timeout)
+        self.url = url
+        self.graph_id = graph_id
+        self.write_timeout = write_timeout
+        self._corpus: tuple[float, int, int] | None = None
+        ensure_schema(self.client, SCHEMA_SCRIPT, f"graph schema at {url}")
+        version = self.get_meta("schema_version")
+        if version is not None and version != str(SCHEMA_VERSION):
+            # derived data: drop this graph id and rebuild (as SQLite and Neo4j do)
+            log.warning("graph %s has schema version %s != %s: dropping it to rebuild", graph_id, version,
+                        SCHEMA_VERSION)
+            self.delete_graph()
+            version = None
+        if version is None:
+            self.set_meta({"schema_version": str(SCHEMA_VERSION)})
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _run(self, what: str, script: str, **bindings: Any) -> list[Any]:
+        bindings.setdefault("gid", self.graph_id)
+        return self.client.submit(what, script, bindings)
+
+    def _write(self, what: str, script: str, **bindings: Any) -> list[Any]:
+        bindings.setdefault("gid", self.graph_id)
+        bindings.setdefault("txRows", TX_ROWS)
+        return self.client.submit(what, script, bindings, timeout=self.write_timeout)
+
+    def _one(self, what: str, script: str, **bindings: Any) -> Any:
+        rows = self._run(what, script, **bindings)
+        return rows[0] if rows else None
+
+    def _map(self, what: str, script: str, **bindings: Any) -> dict[str, Any]:
+        """A script that returns a map: the Gremlin server sends it entry by entry."""
+        out: dict[str, Any] = {}
+        for item in self._run(what, script, **bindings):
+            out.update(item)
+        return out
+
+    def _file_id(self, path: str) -> str:
+        return vertex_id("cf", self.graph_id, path)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- meta --------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        return self._one("get_meta", GET_META, mid=vertex_id("cm", self.graph_id, key), mk=key)
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        rows = [[vertex_id("cm", self.graph_id, k), k, str(v)] for k, v in values.items()]
+        if rows:
+            self._write("set_meta", SET_META, rows=rows)
+
+    # -- writes ------------------------------------------------------------------------------
+    @staticmethod
+    def _call_row(path: str, c: CallSite, r: Resolution) -> list[Any]:
+        return [path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+                c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+                r.target, r.resolution, float(r.confidence)]
+
+    def _step(self, what: str, *, paths: Sequence[str] = (), files: Sequence[list] = (), syms: Sequence[list] = (),
+              calls: Sequence[list] = (), imps: Sequence[list] = (), inhs: Sequence[list] = ()) -> None:
+        # file vertex ids are computed here only (the script looks them up in fileIdOf)
+        file_ids = {p: self._file_id(p) for p in [*paths, *(r[0] for r in syms)]}
+        self._corpus = None
+        self._write(what, WRITE_SCRIPT, paths=list(paths), fileIdOf=file_ids, fileRows=list(files),
+                    symRows=list(syms), callRows=list(calls), importRows=list(imps), inheritRows=list(inhs))
+
+    def write_files(
+        self,
+        extractions: Sequence[tuple[FileExtraction, int]],
+        skipped: Sequence[FileRow] = (),
+        call_targets: dict[tuple[str, int], Resolution] | None = None,
+        inherit_targets: dict[tuple[str, int], Resolution] | None = None,
+        import_targets: dict[tuple[str, int], str] | None = None,
+        with_calls: bool = True,
+    ) -> None:
+        call_targets = call_targets or {}
+        inherit_targets = inherit_targets or {}
+        import_targets = import_targets or {}
+        now = time.time()
+        unresolved = Resolution("", "unresolved", 0.0)
+        files: list[list[Any]] = []
+        syms: list[list[Any]] = []
+        calls: list[list[Any]] = []
+        imps: list[list[Any]] = []
+        inhs: list[list[Any]] = []
+        for fx, mtime in extractions:
+            files.append([self._file_id(fx.path), fx.path, fx.language, fx.hash, int(fx.size), int(mtime),
+                          int(fx.lines), fx.module, "partial" if fx.partial else "indexed",
+                          fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now])
+            for s in fx.symbols:
+                terms = name_terms(s.name, s.qname)
+                ft = (_fold_tokens(s.name), _fold_tokens(s.qname), _fold_tokens(terms))
+                tokens = " ".join(ft).split()
+                syms.append([fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col,
+                             s.end_col, s.hash, s.summary, s.parent, bool(s.is_test), bool(s.exported), fx.language,
+                             *ft, len(tokens), search_keys(self.graph_id, tokens)])
+            for i, c in enumerate(fx.calls if with_calls else ()):
+                calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
+            for i, im in enumerate(fx.imports):
+                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), "")])
+            for i, ih in enumerate(fx.inherits):
+                r = inherit_targets.get((fx.path, i), unresolved)
+                inhs.append([fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
+                             float(r.confidence)])
+        for s in skipped:
+            files.append([self._file_id(s.path), s.path, s.language, s.hash, int(s.size), int(s.mtime_ns),
+                          int(s.lines), s.module, "skipped", s.reason, now])
+        # the last row for a path wins (as a second INSERT of a path would fail on SQLite)
+        by_path = {r[1]: r for r in files}
+        files = list(by_path.values())
+        paths = list(by_path)
+        if not paths:
+            return
+        rows = len(files) + len(syms) + len(calls) + len(imps) + len(inhs)
+        size = len(json.dumps([files, syms, calls, imps, inhs], ensure_ascii=False))
+        if rows + len(syms) <= TX_ROWS and size <= MAX_REQUEST_BYTES:  # symbols also bring an edge
+            self._step("write_files", paths=paths, files=files, syms=syms, calls=calls, imps=imps, inhs=inhs)
+            return
+        # Too large for one transaction: delete and write placeholder file rows first (size
+        # and mtime -1, hash ''), then the content in chunks, then the real file rows. A
+        # crash in between leaves placeholders, which the indexer sees as changed files and
+        # rewrites (docs/BACKENDS.md, "Transactions").
+        placeholders = [[r[0], r[1], r[2], "", -1, -1, 0, r[7], r[8], r[9], r[10]] for r in files]
+        self._step("write_files", paths=paths, files=placeholders)
+        for kind, rows_of_kind in (("syms", syms), ("calls", calls), ("imps", imps), ("inhs", inhs)):
+            per = TX_ROWS // 2 if kind == "syms" else TX_ROWS
+            for part in _chunks(rows_of_kind, per, MAX_REQUEST_BYTES):
+                self._step("write_files", **{kind: part})
+        for part in _chunks(files, TX_ROWS, MAX_REQUEST_BYTES):
+            self._write("write_files", FINISH_FILES_SCRIPT, fileRows=[[r[0], *r[1:]] for r in part])
+
+    def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
+        """Add call sites for files written with ``with_calls=False``: one transaction per
+        TX_ROWS call sites (HugeGraph bounds a transaction's size)."""
+        rows = [self._call_row(path, c, r) for path, c, r in items]
+        for part in _chunks(rows, TX_ROWS, MAX_REQUEST_BYTES):
+            self._step("insert_calls", calls=part)
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        paths = list(dict.fromkeys(paths))
+        for i in range(0, len(paths), 1_000):
+            self._step("delete_files", paths=paths[i:i + 1_000])
+
+    def _update(self, what: str, script: str, rows: list[list[Any]]) -> None:
+        for part in _chunks(rows, TX_ROWS, MAX_REQUEST_BYTES):
+            self._write(what, script, rows=part)
+        self._corpus = None
+
+    def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("update_call_targets", UPDATE_CALLS,
+                     [[int(i), r.target, r.resolution, float(r.confidence)] for i, r in updates])
+
+    def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
+        self._update("update_inherit_targets", UPDATE_INHERITS,
+                     [[int(i), r.target, r.resolution, float(r.confidence)] for i, r in updates])
+
+    def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
+        self._update("update_import_targets", UPDATE_IMPORTS, [[int(i), t] for i, t in updates])
+
+    def delete_graph(self) -> int:
+        """Remove every vertex of this graph id (maintenance: tests, benchmarks, rebuilds;
+        not part of the protocol)."""
+        n = self._write("delete_graph", DELETE_GRAPH)
+        return int(n[0]) if n else 0
+
+    # -- row conversion ----------------------------------------------------------------------
+    @staticmethod
+    def _file(r: dict[str, Any]) -> FileRow:
+        return FileRow(path=r["path"], language=r.get("language") or "", hash=r.get("hash") or "",
+                       size=r.get("size") or 0, mtime_ns=r.get("mtime_ns") or 0, lines=r.get("lines") or 0,
+                       module=r.get("module") or "", status=r["status"], reason=r.get("reason") or "",
+                       indexed_at=r.get("indexed_at") or 0.0)
+
+    @staticmethod
+    def _sym(r: dict[str, Any]) -> SymbolRow:
+        return SymbolRow(id=int(r["id"]), path=r["path"], qname=r["qname"], name=r["name"], kind=r["kind"],
+                         signature=r.get("signature") or "", start_line=r["start_line"], end_line=r["end_line"],
+                         start_col=r["start_col"], end_col=r["end_col"], hash=r.get("hash") or "",
+                         summary=r.get("summary") or "", parent=r.get("parent") or "",
+                         is_test=bool(r.get("is_test")), exported=bool(r.get("exported")),
+                         language=r.get("language") or "")
+
+    @staticmethod
+    def _call(r: dict[str, Any]) -> CallRow:
+        return CallRow(id=int(r["id"]), path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
+                       line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
+                       resolution=r["resolution"], confidence=float(r["confidence"]))
+
+    @staticmethod
+    def _imp(r: dict[str, Any]) -> ImportRow:
+        return ImportRow(path=r["path"], module=r["module"], name=r["name"], alias=r["alias"], line=r["line"],
+                         target=r["target"])
+
+    @staticmethod
+    def _inh(r: dict[str, Any]) -> InheritRow:
+        return InheritRow(path=r["path"], child=r["child"], base=r["base"], kind=r["kind"], line=r["line"],
+                          target=r["target"], resolution=r["resolution"], confidence=float(r["confidence"]))
+
+    @staticmethod
+    def _sym_key(s: SymbolRow) -> tuple:
+        return (s.qname, s.path, s.start_line, s.id)
+
+    @staticmethod
+    def _call_key(c: CallRow) -> tuple:
+        return (c.path, c.line, c.col, c.callee, c.id)
+
+    # -- reads -------------------------------------------------------------------------------
+    def files(self) -> list[FileRow]:
+        return sorted((self._file(r) for r in self._run("files", FILES)), key=lambda f: f.path)
+
+    def file(self, path: str) -> FileRow | None:
+        r = self._one("file", FILE, fid=self._file_id(path), p=path)
+        return self._file(r) if r else None
+
+    def symbols_in_file(self, path: str) -> list[SymbolRow]:
+        rows = [self._sym(r) for r in self._run("symbols_in_file", SYMBOLS_IN_FILE, fid=self._file_id(path))]
+        return sorted((s for s in rows if s.path == path), key=lambda s: (s.start_line, s.start_col, s.qname, s.id))
+
+    def all_symbols(self) -> Iterable[SymbolRow]:
+        return iter(sorted((self._sym(r) for r in self._run("all_symbols", ALL_SYMBOLS)), key=self._sym_key))
+
+    def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
+        return sorted((self._sym(r) for r in self._run("symbols_by_qname", SYMBOLS_BY["qname"], q=qname)),
+                      key=self._sym_key)
+
+    def symbols_by_name(self, name: str, limit: int = 50) -> list[SymbolRow]:
+        rows = sorted((self._sym(r) for r in self._run("symbols_by_name", SYMBOLS_BY["name"], q=name)),
+                      key=self._sym_key)
+        return rows[:_lim(limit)]
+
+    def symbol_by_id(self, symbol_id: int) -> SymbolRow | None:
+        r = self._one("symbol_by_id", SYMBOL_BY_ID, ids=[int(symbol_id)])
+        return self._sym(r) if r else None
+
+    def symbol_at(self, path: str, line: int) -> SymbolRow | None:
+        rows = [s for s in self.symbols_in_file(path) if s.start_line <= line <= s.end_line and s.kind != "module"]
+        rows.sort(key=lambda s: (s.end_line - s.start_line, -s.start_line, s.id))
+        return rows[0] if rows else None
+
+    def _search_all(self, text: str) -> list[tuple[Any, float]]:
+        terms = query_terms(text)
+        if not terms:
+            return []
+        keys = {index_key(self.graph_id, t): t for t in terms}
+        res = self._map("search", SEARCH_POSTINGS, terms=list(keys))
+        postings = {keys[k]: v for k, v in res.items() if k in keys}
+        total, length = self._corpus_size()
+        scored = _bm25(terms, postings, total, length)
+        ranked = sorted(((sid, score, h) for sid, (score, h) in scored.items()),
+                        key=lambda x: (-x[1], x[2]["q"], x[0]))
+        return [(sid, score) for sid, score, _ in ranked]
+
+    def _corpus_size(self) -> tuple[int, int]:
+        """(symbols, their total token count) in this graph, for BM25's N and average row
+        length; cached for CORPUS_TTL seconds (and dropped by this store's own writes)."""
+        cached = self._corpus
+        if cached is not None and time.monotonic() - cached[0] < CORPUS_TTL:
+            return cached[1], cached[2]
+        r = self._map("search", SEARCH_CORPUS)
+        total, length = int(r.get("total") or 0), int(r.get("length") or 0)
+        self._corpus = (time.monotonic(), total, length)
+        return total, length
+
+    def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        if limit == 0:
+            return []
+        ranked = self._search_all(text)
+        start = max(0, offset)
+        page = ranked[start:start + _lim(limit)]
+        if not page:
+            return []
+        rows = {int(r["id"]): self._sym(r) for r in self._run("search", SYMBOL_BY_ID, ids=[sid for sid, _ in page])}
+        # hydrated rows give the exact tie order (qname, path, start_line)
+        out = [(rows[int(sid)], score) for sid, score in page if int(sid) in rows]
+        return sorted(out, key=lambda x: (-x[1], x[0].qname, x[0].path, x[0].start_line, x[0].id))
+
+    def count_search(self, text: str) -> int:
+        return len(self._search_all(text))
+
+    def _calls(self, what: str, key: str, value: str) -> list[CallRow]:
+        return sorted((self._call(r) for r in self._run(what, CALLS_BY[key], q=value)), key=self._call_key)
+
+    def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:
+        return self._calls("callers", "target", qname)[:_lim(limit)]
+
+    def count_callers(self, qname: str) -> int:
+        return int(self._one("count_callers", COUNT_CALLS_BY["target"], q=qname) or 0)
+
+    def callees(self, caller: str, limit: int = 1000) -> list[CallRow]:
+        return self._calls("callees", "caller", caller)[:_lim(limit)]
+
+    def count_callees(self, caller: str) -> int:
+        return int(self._one("count_callees", COUNT_CALLS_BY["caller"], q=caller) or 0)
+
+    def unresolved_named(self, name: str, limit: int = 100) -> list[CallRow]:
+        rows = sorted((self._call(r) for r in self._run("unresolved_named", UNRESOLVED + ".elementMap()", q=name)),
+                      key=self._call_key)
+        return rows[:_lim(limit)]
+
+    def count_unresolved_named(self, name: str) -> int:
+        return int(self._one("count_unresolved_named", UNRESOLVED + ".count()", q=name) or 0)
+
+    def calls_in_files(self, paths: Iterable[str]) -> list[CallRow]:
+        paths = list(paths)
+        order = {p: i for i, p in reversed(list(enumerate(paths)))}
+        out: list[CallRow] = []
+        unique = list(order)
+        for i in range(0, len(unique), IN_CHUNK):
+            out.extend(self._call(r) for r in self._run("calls_in_files", CALLS_IN_PATHS, ps=unique[i:i + IN_CHUNK]))
+        out.sort(key=lambda c: (order[c.path], c.line, c.col, c.callee, c.id))
+        # a path listed twice is listed twice (as SQLite's loop does)
+        if len(unique) != len(paths):
+            by_path: dict[str, list[CallRow]] = {}
+            for c in out:
+                by_path.setdefault(c.path, []).append(c)
+            return [c for p in paths for c in by_path.get(p, [])]
+        return out
+
+    def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names))
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), IN_CHUNK):
+            for r in self._run("calls_touching", CALLS_TOUCHING, names=names[i:i + IN_CHUNK]):
+                c = self._call(r)
+                out[c.id] = c
+        return [out[k] for k in sorted(out)]
+
+    def all_calls(self) -> Iterable[CallRow]:
+        """In insertion (id) order. The graph's call sites are read into memory first
+        (HugeGraph has no ordered index over ids; docs/BACKENDS.md)."""
+        return iter(sorted((self._call(r) for r in self._run("all_calls", ROWS_OF["cs_call"])), key=lambda c: c.id))
+
+    def imports(self, path: str | None = None) -> list[ImportRow]:
+        if path is None:
+            rows = [(self._imp(r), int(r["id"])) for r in self._run("imports", ROWS_OF["cs_import"])]
+            rows.sort(key=lambda x: (x[0].path, x[0].line, x[0].module, x[0].name, x[1]))
+        else:
+            rows = [(self._imp(r), int(r["id"])) for r in self._run("imports", ROWS_OF_PATH["cs_import"], p=path)]
+            rows.sort(key=lambda x: (x[0].line, x[0].module, x[0].name, x[1]))
+        return [r for r, _ in rows]
+
+    def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
+        return iter(sorted(((int(r["id"]), self._imp(r)) for r in self._run("all_imports", ROWS_OF["cs_import"])),
+                           key=lambda x: x[0]))
+
+    def inherits(self, path: str | None = None) -> list[InheritRow]:
+        if path is None:
+            rows = [(self._inh(r), int(r["id"])) for r in self._run("inherits", ROWS_OF["cs_inherit"])]
+            rows.sort(key=lambda x: (x[0].path, x[0].line, x[0].child, x[0].base, x[1]))
+        else:
+            rows = [(self._inh(r), int(r["id"])) for r in self._run("inherits", ROWS_OF_PATH["cs_inherit"], p=path)]
+            rows.sort(key=lambda x: (x[0].line, x[0].child, x[0].base, x[1]))
+        return [r for r, _ in rows]
+
+    def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
+        return iter(sorted(((int(r["id"]), self._inh(r)) for r in self._run("all_inherits",
+                                                                            ROWS_OF["cs_inherit"])),
+                           key=lambda x: x[0]))
+
+    def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
+        rows = [(self._inh(r), int(r["id"])) for r in self._run("subtypes", SUBTYPES, q=qname)]
+        rows.sort(key=lambda x: (x[0].child, x[0].path, x[1]))
+        return [r for r, _ in rows][:_lim(limit)]
+
+    def stats(self) -> GraphStats:
+        r = self._map("stats", STATS)
+        files = r.get("files") or []
+        langs: dict[str, int] = {}
+        for f in files:
+            if f["s"] != "skipped":
+                langs[f["l"]] = langs.get(f["l"], 0) + 1
+        kinds = r.get("kinds") or {}
+        return GraphStats(
+            files=sum(1 for f in files if f["s"] != "skipped"),
+            skipped=sum(1 for f in files if f["s"] == "skipped"),
+            symbols=sum(kinds.values()),
+            calls=int(r.get("calls") or 0),
+            resolved_calls=int(r.get("resolved") or 0),
+            imports=int(r.get("imports") or 0),
+            inherits=int(r.get("inherits") or 0),
+            languages=dict(sorted(langs.items())),
+            kinds=dict(sorted(kinds.items())),
+        )
+
+    def dump(self) -> dict[str, list[tuple]]:
+        """The same tuples as ``SqliteGraphStore.dump`` (booleans as 0/1)."""
+        d = self._map("dump", DUMP)
+        out: dict[str, list[tuple]] = {}
+        for key in ("files", "symbols", "calls", "imports", "inherits"):
+            rows = []
+            for row in d.get(key) or []:
+                rows.append(tuple(int(v) if isinstance(v, bool) else v for v in row))
+            out[key] = sorted(rows)
+        return out
+
+
+def _chunks(rows: Sequence[Any], per: int, max_bytes: int) -> Iterable[list[Any]]:
+    """Consecutive slices of at most ``per`` rows and about ``max_bytes`` of JSON."""
+    part: list[Any] = []
+    size = 0
+    for r in rows:
+        n = len(json.dumps(r, ensure_ascii=False)) + 1
+        if part and (len(part) >= per or size + n > max_bytes):
+            yield part
+            part, size = [], 0
+        part.append(r)
+        size += n
+    if part:
+        yield part
+
+
+def _lim(limit: int) -> int:
+    """A negative limit means "no limit", as SQLite's LIMIT -1."""
+    return NO_LIMIT if limit < 0 else int(limit)
