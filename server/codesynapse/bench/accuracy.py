@@ -164,7 +164,11 @@ def _jedi_setup(root: str, skip_dirs: tuple[str, ...]) -> Any:
 
     import jedi
     import jedi.inference.references as refs
+    import parso.cache
 
+    # parso drops parsed modules unused for 10 minutes once 600 are cached, while Jedi may
+    # still hold names in them (KeyError in get_parso_cache_node on long searches)
+    parso.cache._CACHED_SIZE_TRIGGER = 10**9
     if "cache" not in _JEDI:
         _JEDI["cache"] = tempfile.mkdtemp(prefix="codesynapse-jedi-")
         jedi.settings.cache_directory = _JEDI["cache"]

@@ -8,11 +8,15 @@ Rules, most certain first (confidence in brackets):
 - a name defined in an enclosing function, the class body (for class-level code) or the
   module [local, 1.0];
 - a name bound by an import, followed through re-exports (``from .base import reverse`` in
-  a package ``__init__``) and aliases [import, 0.95];
+  a package ``__init__``) and aliases [import, 0.95]; when Python code binds one name by
+  several imports (``try: from _c import f`` / ``except ImportError: from _py import f``,
+  ``if posix: import posixpath as path`` / ``else: import ntpath as path``), the first
+  binding the graph knows wins — a pure function of the file, never of indexing order;
 - ``self.m`` / ``cls.m`` / ``this.m`` through the enclosing class and its bases [self, 0.95];
 - ``super().m`` through the bases [super, 0.9];
-- ``x.m`` where the extractor saw ``x = Cls(...)``, ``x: Cls`` or a typed parameter, and
-  ``Cls().m`` [inferred, 0.85];
+- ``x.m`` where the extractor saw ``x = Cls(...)``, ``x: Cls`` or a typed parameter (also
+  ``self.x`` set in any method or declared ``x: Cls`` in the class body, and ``obj = cls()``
+  in a classmethod, read as the enclosing class), and ``Cls().m`` [inferred, 0.85];
 - a builtin [external, no edge]; anything else stays unresolved with its name, so callers
   can report "N resolved, M unresolved candidates". A method call on an unknown receiver is
   never bound to a same-named function elsewhere.

@@ -217,7 +217,8 @@ class PythonHooks(LanguageHooks):
                     if name_node is None:
                         name_node = next((c for c in p.named_children if c.type == "identifier"), None)
                     put(text(name_node, src), text(t, src))
-        body = unit.child_by_field_name("body")
+        # a module (module-level code such as ``if __name__ == "__main__":``) is its own body
+        body = unit if unit.type == "module" else unit.child_by_field_name("body")
         if body is None:
             return hints
         stack = list(reversed(body.named_children))
