@@ -36,6 +36,11 @@ def open_graph_store(settings: Settings, ws: Workspace) -> GraphStore:
 
         return Neo4jGraphStore(settings.neo4j_uri, ws.graph_id, user=settings.neo4j_user,
                                password=settings.neo4j_password)
+    if settings.backend == "hugegraph":
+        from codesynapse.graph.hugegraph import HugeGraphStore
+
+        return HugeGraphStore(settings.hugegraph_url, ws.graph_id, graph=settings.hugegraph_graph,
+                              user=settings.hugegraph_user, password=settings.hugegraph_password)
     return SqliteGraphStore(ws.db_path, ws.graph_id)
 
 

@@ -15,10 +15,14 @@ log = logging.getLogger(__name__)
 class Settings(msgspec.Struct, kw_only=True):
     tenant: str = "local"
     data_dir: str = ""  # "" → per-checkout folder under the user cache
-    backend: str = "sqlite"  # sqlite | neo4j
+    backend: str = "sqlite"  # sqlite | neo4j | hugegraph
     neo4j_uri: str = ""
     neo4j_user: str = "neo4j"
     neo4j_password: str = ""
+    hugegraph_url: str = ""  # the Gremlin server's HTTP endpoint, http://host:8182
+    hugegraph_graph: str = "hugegraph"
+    hugegraph_user: str = ""
+    hugegraph_password: str = ""
     milvus_uri: str = ""  # "" → embedded milvus-lite in the data folder
     workers: int = 2
     watch: bool = True  # watchfiles watcher for changes outside the editor
@@ -35,14 +39,19 @@ _ENV = {
     "neo4j_uri": "CODESYNAPSE_NEO4J_URI",
     "neo4j_user": "CODESYNAPSE_NEO4J_USER",
     "neo4j_password": "CODESYNAPSE_NEO4J_PASSWORD",
+    "hugegraph_url": "CODESYNAPSE_HUGEGRAPH_URL",
+    "hugegraph_graph": "CODESYNAPSE_HUGEGRAPH_GRAPH",
+    "hugegraph_user": "CODESYNAPSE_HUGEGRAPH_USER",
+    "hugegraph_password": "CODESYNAPSE_HUGEGRAPH_PASSWORD",
     "milvus_uri": "CODESYNAPSE_MILVUS_URI",
     "workers": "CODESYNAPSE_WORKERS",
     "watch": "CODESYNAPSE_WATCH",
     "embedder": "CODESYNAPSE_EMBEDDER",
 }
 
-_CHOICES = {"backend": ("sqlite", "neo4j")}
+_CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph")}
 _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_user", "milvusUri": "milvus_uri",
+          "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
           "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid"}
 
 

@@ -32,7 +32,15 @@ def neo4j_uri(backend: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_graph_store(backend: str, neo4j_uri: str, tmp_path, request) -> Iterator[Callable]:
+def hugegraph_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """The Gremlin URL of the session's HugeGraph ('' on the other runs)."""
+    if backend != "hugegraph":
+        return ""
+    return request.getfixturevalue("hugegraph_server").uri
+
+
+@pytest.fixture
+def make_graph_store(backend: str, neo4j_uri: str, hugegraph_url: str, tmp_path, request) -> Iterator[Callable]:
     """``make(graph_id=None)`` opens a GraphStore of this run's backend. Stores of one test
     share one database (one SQLite file, or the one Neo4j), as the daemon's graphs do."""
     opened: list = []
@@ -41,6 +49,10 @@ def make_graph_store(backend: str, neo4j_uri: str, tmp_path, request) -> Iterato
         gid = graph_id or unique(request, "graph")
         if backend == "sqlite":
             store = SqliteGraphStore(tmp_path / "graph.sqlite3", gid)
+        elif backend == "hugegraph":
+            from codesynapse.graph.hugegraph import HugeGraphStore
+
+            store = HugeGraphStore(hugegraph_url, gid)
         else:
             from codesynapse.graph.neo4j import Neo4jGraphStore
 
@@ -50,7 +62,7 @@ def make_graph_store(backend: str, neo4j_uri: str, tmp_path, request) -> Iterato
 
     yield make
     for store in opened:
-        if backend == "neo4j":
+        if backend != "sqlite":
             store.delete_graph()
         store.close()
 
@@ -61,9 +73,13 @@ def graph_store(make_graph_store):
 
 
 @pytest.fixture
-def memory_store(backend: str, neo4j_uri: str, tmp_path) -> Iterator:
+def memory_store(backend: str, neo4j_uri: str, hugegraph_url: str, tmp_path) -> Iterator:
     if backend == "sqlite":
         store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
+    elif backend == "hugegraph":
+        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+
+        store = HugeGraphMemoryStore(hugegraph_url)
     else:
         from codesynapse.memory.neo4j_store import Neo4jMemoryStore
 
@@ -78,7 +94,7 @@ def tenant(request: pytest.FixtureRequest, memory_store, backend: str) -> Iterat
     (this fixture is torn down before ``memory_store`` closes)."""
     name = unique(request, "tenant")
     yield name
-    if backend == "neo4j":
+    if backend != "sqlite":
         for t in (name, name + "-other"):
             for ns in (f"{name}|repo1", f"{name}|repo2", f"{name}-other|repo1"):
                 memory_store.delete_namespace(t, ns)

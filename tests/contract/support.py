@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("neo4j", id="neo4j", marks=pytest.mark.neo4j)]
+BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("neo4j", id="neo4j", marks=pytest.mark.neo4j),
+            pytest.param("hugegraph", id="hugegraph", marks=pytest.mark.hugegraph)]
 VECTOR_BACKENDS = [pytest.param("lite", id="milvus-lite-file"), pytest.param("server", id="milvus-server")]
 
 _seq = itertools.count(1)

@@ -380,6 +380,10 @@ def _plant(memory_store, backend, tmp_path, *, foreign_entity: dict, fact: dict)
         conn.commit()
         conn.close()
         return
+    if backend == "hugegraph":
+        from tests.contract.hugegraph_helpers import plant_memory_rows
+
+        return plant_memory_rows(memory_store, foreign_entity, fact, T0)
     from neo4j import GraphDatabase
 
     with GraphDatabase.driver(memory_store.uri, auth=None) as d:
