@@ -209,6 +209,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from codesynapse.errors import CodeSynapseError
+
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except CodeSynapseError as e:  # one clear line, not a traceback (-v shows it)
+        logging.getLogger("codesynapse").debug("failed", exc_info=True)
+        sys.stderr.write(f"codesynapse: {e}\n")
+        return 2
+    except FileNotFoundError as e:
+        sys.stderr.write(f"codesynapse: {e}\n")
+        return 2

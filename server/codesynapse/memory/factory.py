@@ -98,7 +98,12 @@ def open_memory(data_dir: Path, scope: Scope,
     s = settings if isinstance(settings, MemorySettings) else settings_from_dict(settings)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    store = SqliteMemoryStore(data_dir / STORE_FILE)
+    if s.graph_store == "neo4j":
+        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
+
+        store = Neo4jMemoryStore(s.neo4j_uri, user=s.neo4j_user, password=s.neo4j_password)
+    else:
+        store = SqliteMemoryStore(data_dir / STORE_FILE)
     unavailable: dict[str, str] = {}
     on_close: list[Any] = [store.close]
 

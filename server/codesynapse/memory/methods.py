@@ -47,6 +47,9 @@ def memory_settings(app: Any) -> dict[str, Any]:
         out["embedder"] = "off"
     elif embedder != "minilm-int8":
         log.warning("embedder %r is not known; using the bundled minilm-int8", embedder)
+    if getattr(s, "backend", "sqlite") == "neo4j":  # memory lives beside the code graph
+        out.update(graph_store="neo4j", neo4j_uri=s.neo4j_uri, neo4j_user=s.neo4j_user,
+                   neo4j_password=s.neo4j_password)
     patterns = getattr(getattr(app, "policy", None), "redact_patterns", None)
     if patterns:
         out["redact_patterns"] = tuple(patterns)
