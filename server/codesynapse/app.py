@@ -58,6 +58,7 @@ class App:
         self._state_lock = threading.Lock()
         self._head: tuple[float, str | None, bool | None] | None = None
         self.services: dict[str, Any] = {}
+        self._stats_cache = None
 
     # -- indexing --------------------------------------------------------------------------
     def index(self, progress: Progress | None = None) -> IndexReport:
@@ -102,8 +103,17 @@ class App:
             "policyFingerprint": getattr(self.policy, "fingerprint", ""),
         }
 
+    def _stats(self):
+        """Graph counts, recomputed only after the graph changed (count(*) over a large
+        graph costs more than every other part of a status answer)."""
+        key = (self.last_update, self.state)
+        cached = self._stats_cache
+        if cached is None or cached[0] != key or self.state == "indexing":
+            cached = self._stats_cache = (key, self.store.stats())
+        return cached[1]
+
     def status(self) -> dict[str, Any]:
-        st = self.store.stats()
+        st = self._stats()
         return {
             "root": str(self.workspace.root),
             "graphId": self.workspace.graph_id,
