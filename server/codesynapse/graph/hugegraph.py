@@ -351,22 +351,29 @@ graph.tx().commit()
 'ok'
 """ % _q(_FILE_KEYS)
 
-# Update properties of rows found by id (bound to the graph and the label).
+# Update properties of rows found by id (one lookup for the batch, bound to the graph and
+# the label; an id of another graph or label finds nothing).
 _UPDATE = _LOCK + """
+def found = [:]
+for (chunk in rows.collate(500)) {
+  g.V(chunk.collect{ it[0] }.toArray()).hasLabel('%(label)s').has('graph_id', gid).toList()
+   .each{ found[it.id().asObject() as long] = it }
+}
 for (r in rows) {
-  def v = g.V(r[0]).hasLabel('%(label)s').has('graph_id', gid).toList()
-  if (!v.isEmpty()) { %(sets)s }
+  def v = found[r[0] as long]
+  if (v != null) { %(sets)s }
 }
 graph.tx().commit()
 }
 'ok'
 """
-UPDATE_CALLS = _UPDATE % {"label": "cs_call", "sets": "v[0].property('target', r[1]); v[0].property('resolution', "
-                                                      "r[2]); v[0].property('confidence', r[3])"}
-UPDATE_INHERITS = _UPDATE % {"label": "cs_inherit", "sets": "v[0].property('target', r[1]); "
-                                                            "v[0].property('resolution', r[2]); "
-                                                            "v[0].property('confidence', r[3])"}
-UPDATE_IMPORTS = _UPDATE % {"label": "cs_import", "sets": "v[0].property('target', r[1])"}
+# (a property write re-indexes the vertex: unchanged values are not written)
+_SET_RESOLUTION = ("if (v.value('target') != r[1]) { v.property('target', r[1]) }; "
+                   "if (v.value('resolution') != r[2]) { v.property('resolution', r[2]) }; "
+                   "if (v.value('confidence') != r[3]) { v.property('confidence', r[3]) }")
+UPDATE_CALLS = _UPDATE % {"label": "cs_call", "sets": _SET_RESOLUTION}
+UPDATE_INHERITS = _UPDATE % {"label": "cs_inherit", "sets": _SET_RESOLUTION}
+UPDATE_IMPORTS = _UPDATE % {"label": "cs_import", "sets": "if (v.value('target') != r[1]) { v.property('target', r[1]) }"}
 
 SET_META = _LOCK + """
 for (r in rows) {
