@@ -16,15 +16,20 @@ sites are kept: the reference is the called expression's last name and is follow
 lambdas and comprehensions belong to the function around them; decorators, default
 values, annotations and base lists to the scope the ``def``/``class`` statement runs in.
 
-Every disagreement is then checked once more with Jedi's ``goto`` at the call site:
+``get_references`` alone misses calls: it searches only the target's own name (an aliased
+import ``from x import y as z; z()`` is never looked at) and it loses methods that typeshed
+declares (it reports one call of ``argparse._ActionsContainer.add_argument``). So the oracle
+also asks Jedi's ``goto`` (imports followed) at every syntactic call site whose called name
+is the target's name or an import alias of it, and at every call site of ours; where
+``goto`` lands on the target's definition, the site's unit is the oracle's too. The
+candidate sites are all calls of that name, whatever we resolved them to; the decision is
+Jedi's.
 
-* a unit we report that ``get_references`` did not list is **confirmed** when ``goto`` at
-  one of our call sites there lands on the target (Jedi's reference search only looks at
-  the target's own name, so ``from x import y as z; z()`` is found by ``goto`` alone);
-* otherwise it is a **false positive**, unless the oracle has a documented blind spot at
-  that site (below), in which case it is listed as excluded and counted on neither side;
-* a unit the oracle lists that we do not is a **miss**, with what we did at that site
-  (unresolved, bound elsewhere, or no call extracted), unless a blind spot applies.
+A unit we report that the oracle lacks is a **false positive** (``goto`` at our site lands
+elsewhere, or on the target but in another unit than the one Python runs the call in),
+unless the oracle has a documented blind spot there; a unit the oracle lists that we lack
+is a **miss**, reported with what we did at that site (unresolved, bound elsewhere, or no
+call extracted).
 
 Blind spots (excluded openly, every one listed in the report):
 
@@ -264,7 +269,15 @@ def oracle_goto(root: str, skip_dirs: tuple[str, ...], rel: str, sites: Sequence
                 r = os.path.relpath(mp, root).replace(os.sep, "/")
                 mp = mp if r.startswith("../") else r
             found.append([mp, d.line, d.full_name or d.name, d.type])
-        out[f"{ln}:{c}"] = {"defs": found}
+        entry: dict[str, Any] = {"defs": found}
+        try:
+            leaf = script._module_node.get_leaf_for_position((ln, c))
+            unit = _call_unit(leaf) if leaf is not None and leaf.type == "name" else None
+        except Exception:  # a position parso cannot place: no unit, the site is not a call
+            unit = None
+        if unit is not None:
+            entry["unit"] = [unit[0], unit[1]]
+        out[f"{ln}:{c}"] = entry
     return out
 
 
@@ -309,7 +322,7 @@ class OracleCache:
     def __init__(self, path: Path, key: dict[str, Any]):
         self.path = path
         self.key = key
-        self.data: dict[str, Any] = {"key": key, "refs": {}, "goto": {}}
+        self.data: dict[str, Any] = {"key": key, "refs": {}, "sites": {}}
         self.dirty = False
         if path.exists():
             try:
@@ -541,8 +554,8 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
                 cache.save()
         refs_s = time.perf_counter() - t0
 
-        # 3. goto at every disputed site (cached per site)
-        pending: dict[str, set[tuple[int, int]]] = {}
+        # 3. the goto sweep (cached per site): Jedi's goto at every call site named like a
+        # target or like an import alias of it, and at every call site of ours
         src_cache: dict[str, list[str]] = {}
 
         def lines_of(rel: str) -> list[str]:
@@ -553,6 +566,55 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
                 except OSError:
                     src_cache[rel] = []
             return src_cache[rel]
+
+        aliases: dict[str, set[tuple[str, str]]] = {}  # target name → {(file, alias)}
+        for im in app.store.imports():
+            if im.name and im.alias and im.alias != im.name:
+                aliases.setdefault(im.name, set()).add((im.path, im.alias))
+        by_name: dict[str, list] = {}
+        for c in app.store.calls_touching(sorted({d[2] for d in defs.values()} |
+                                                 {a for v in aliases.values() for _, a in v})):
+            by_name.setdefault(c.name, []).append(c)
+        sweep: dict[str, list[tuple[str, int, int]]] = {}  # target → name positions to check
+        pending: dict[str, set[tuple[int, int]]] = {}
+        for t in targets:
+            d = defs.get(t.symbol)
+            if not d:
+                continue
+            rows = [c for c in by_name.get(d[2], ())]
+            for path, alias in aliases.get(d[2], ()):
+                rows += [c for c in by_name.get(alias, ()) if c.path == path]
+            for u in ours[t.symbol].get("units", {}).values():
+                rows += [_Site(*x) for x in u["sites"]]
+            pos_list = []
+            for c in rows:
+                if c.path not in indexed:
+                    continue
+                pos = _name_position(lines_of(c.path), c.line, c.col, c.callee.rsplit(".", 1)[-1])
+                if pos is not None:
+                    pos_list.append((c.path, pos[0], pos[1]))
+                    pending.setdefault(c.path, set()).add(pos)
+            sweep[t.symbol] = sorted(set(pos_list))
+        gcache = cache.data.setdefault("sites", {})  # goto answers (with the site's unit) by path:line:col
+        jobs = []
+        for path in sorted(pending):
+            need = sorted(p for p in pending[path] if f"{path}:{p[0]}:{p[1]}" not in gcache)
+            for i in range(0, len(need), 400):  # big files in slices: a crash loses little
+                jobs.append((root, corpus.skip_dirs, path, need[i:i + 400]))
+        t0 = time.perf_counter()
+        if jobs:
+            say(f"[{corpus.name}] Jedi goto at {sum(len(j[3]) for j in jobs)} call sites in {len(pending)} files "
+                f"({sum(len(v) for v in pending.values()) - sum(len(j[3]) for j in jobs)} cached)")
+            for i, (path, res) in enumerate(_pool_map(_oracle_goto_task, jobs, workers)):
+                for k, v in res.items():
+                    if "crash" not in v:  # a crashed worker's sites are asked again next run
+                        gcache[f"{path}:{k}"] = v
+                cache.dirty = True
+                if i % 50 == 49:
+                    cache.save()
+                    say(f"[{corpus.name}]   goto: {i + 1}/{len(jobs)} files")
+            cache.save()
+        goto_s = time.perf_counter() - t0
 
         plans = []
         for t in targets:
@@ -568,38 +630,24 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
                 continue
             sites = ref.get("sites", [])
             # the oracle sees every .py file; compare only files that the index holds
-            ref["sites"] = [s for s in sites if s["path"] in indexed]
+            ref["sites"] = [x for x in sites if x["path"] in indexed]
             ref["outsideIndex"] = len(sites) - len(ref["sites"])
-            oracle_units = _oracle_units(ref["sites"])
-            disputed_ours = {k: u for k, u in o["units"].items() if k not in oracle_units}
-            for u in disputed_ours.values():
-                for (path, line, col, callee, _res) in u["sites"]:
-                    pos = _name_position(lines_of(path), line, col, callee.rsplit(".", 1)[-1])
-                    if pos is not None:
-                        pending.setdefault(path, set()).add(pos)
-            for k, ou in oracle_units.items():
-                if k not in o["units"]:
-                    for s in ou["sites"]:
-                        pending.setdefault(s["path"], set()).add((s["line"], s["col"]))
+            oracle_units = _oracle_units(ref["sites"], "references")
+            swept = 0
+            for path, ln, col in sweep.get(t.symbol, ()):
+                g = gcache.get(f"{path}:{ln}:{col}") or {}
+                if g.get("unit") is None or not any(_is_target(x, d[0], d[1]) for x in g.get("defs") or ()):
+                    continue
+                k = unit_key(path, g["unit"][0])
+                if k not in oracle_units:
+                    swept += 1
+                ou = oracle_units.setdefault(k, {"name": g["unit"][1], "sites": [], "found": "goto"})
+                if not any(x["line"] == ln and x["col"] == col for x in ou["sites"]):
+                    ou["sites"].append({"path": path, "line": ln, "col": col, "unitLine": g["unit"][0],
+                                        "unitName": g["unit"][1]})
+            ref["sweepOnlyUnits"] = swept
+            ref["sweepSites"] = len(sweep.get(t.symbol, ()))
             plans.append((t, ref, oracle_units))
-        gcache = cache.data["goto"]
-        jobs = []
-        for path in sorted(pending):
-            need = sorted(p for p in pending[path] if f"{path}:{p[0]}:{p[1]}" not in gcache)
-            if need:
-                jobs.append((root, corpus.skip_dirs, path, need))
-        t0 = time.perf_counter()
-        if jobs:
-            say(f"[{corpus.name}] Jedi goto at {sum(len(j[3]) for j in jobs)} disputed sites in {len(jobs)} files")
-            for i, (path, res) in enumerate(_pool_map(_oracle_goto_task, jobs, workers)):
-                for k, v in res.items():
-                    if "crash" not in v:  # a crashed worker's sites are asked again next run
-                        gcache[f"{path}:{k}"] = v
-                cache.dirty = True
-                if i % 100 == 99:
-                    cache.save()
-            cache.save()
-        goto_s = time.perf_counter() - t0
 
         # 4. compare
         rows = []
@@ -671,12 +719,21 @@ def _pool_map(fn, jobs: list, workers: int):
             yield f.result()
 
 
-def _oracle_units(sites: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _oracle_units(sites: list[dict[str, Any]], found: str = "references") -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for s in sites:
         k = unit_key(s["path"], s["unitLine"])
-        out.setdefault(k, {"name": s["unitName"], "sites": []})["sites"].append(s)
+        out.setdefault(k, {"name": s["unitName"], "sites": [], "found": found})["sites"].append(s)
     return out
+
+
+@dataclass
+class _Site:
+    path: str
+    line: int
+    col: int
+    callee: str
+    resolution: str
 
 
 def _display_path(p: str) -> str:
@@ -736,7 +793,13 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
             if defs is None:
                 verdicts.append(("no-inference", path, line, callee, res, []))
             elif any(_is_target(x, tpath, tline) for x in defs):
-                verdicts.append(("confirmed", path, line, callee, res, defs))
+                gu = (g or {}).get("unit")
+                if gu is not None and unit_key(path, gu[0]) != k:
+                    # the right target, credited to another unit than Python runs it in
+                    verdicts.append(("wrong", path, line, callee, res,
+                                     [[path, gu[0], f"unit {gu[1]}", "unit"]]))
+                else:
+                    verdicts.append(("confirmed", path, line, callee, res, defs))
             else:
                 verdicts.append((_blind_spot(defs, t.symbol) or "wrong", path, line, callee, res, defs))
         kinds = {v[0] for v in verdicts}
@@ -780,6 +843,7 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
     sc = score(set(ours_units), oracle_set, set(confirmed), excl_ours)
     row.update(status="ok", definition=f"{tpath}:{tline}", **sc,
                ours=len(ours_units), oracle=len(oracle_units), confirmedByGoto=len(confirmed),
+               sweepOnlyUnits=ref.get("sweepOnlyUnits", 0), sweepSites=ref.get("sweepSites", 0),
                excludedCount=len(excluded), callSites=o["callSites"], oracleCallSites=len(ref.get("sites", [])),
                oracleSitesOutsideIndex=ref.get("outsideIndex", 0),
                unresolvedCandidates=o["unresolvedCandidates"], answerNodes=o["answerNodes"],
@@ -835,8 +899,8 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
                 "| category | precision | recall | TP | FP | FN |", "|---|---|---|---|---|---|"]
         for cat, m in r["byCategory"].items():
             out.append(f"| {cat} | {_fmt(m['precision'])} | {_fmt(m['recall'])} | {m['tp']} | {m['fp']} | {m['fn']} |")
-        out += ["", "| target | categories | precision | recall | ours | oracle | TP | FP | FN | goto-confirmed | "
-                "excluded | call sites (ours/oracle) | unresolved same-name | oracle s |",
+        out += ["", "| target | categories | precision | recall | ours | oracle | TP | FP | FN | oracle units from "
+                "goto only | excluded | call sites (ours/references) | unresolved same-name | references s |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for t in r["targets"]:
             if t["status"] != "ok":
@@ -845,7 +909,7 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
                 continue
             out.append(f"| `{t['symbol']}` | {', '.join(t['categories'])} | {_fmt(t['precision'])} | "
                        f"{_fmt(t['recall'])} | {t['ours']} | {t['oracle']} | {t['tp']} | {t['fp']} | {t['fn']} | "
-                       f"{t['confirmedByGoto']} | {t['excludedCount']} | {t['callSites']}/{t['oracleCallSites']} | "
+                       f"{t['sweepOnlyUnits']} | {t['excludedCount']} | {t['callSites']}/{t['oracleCallSites']} | "
                        f"{t['unresolvedCandidates']} | {t['oracleSeconds']} |")
         fps = [(t["symbol"], f) for t in r["targets"] if t["status"] == "ok" for f in t["falsePositives"]]
         misses = [(t["symbol"], f) for t in r["targets"] if t["status"] == "ok" for f in t["misses"]]
@@ -881,13 +945,20 @@ _METHOD = [
     "- **Units**: a caller is (file, enclosing function/method/class body), module-level code being the "
     "module's unit. Lambdas and comprehensions belong to the function around them; decorators, default "
     "values, annotations and base lists to the scope where the `def`/`class` statement runs.",
-    "- **Oracle**: Jedi (`jedi.Project` on the corpus root, `Script.get_references(scope='project')` on the "
+    "- **Oracle, part 1**: Jedi (`jedi.Project` on the corpus root, `Script.get_references(scope='project')` on the "
     f"target's definition) with its file limits raised to {JEDI_OPEN_LIMIT:,} opened / {JEDI_PARSE_LIMIT:,} "
     "parsed files and its folder filter set to the benchmark's exclusions; definitions, imports and "
-    "non-call references are dropped.",
-    "- **Disputes**: every unit only one side lists is re-checked with Jedi `goto` (imports followed) at the "
-    "call site. A unit of ours is *confirmed* when `goto` lands on the target (Jedi's reference search looks "
-    "only for the target's own name, so aliased imports are found by `goto` alone).",
+    "non-call references are dropped; call sites in files the index does not hold are not compared.",
+    "- **goto sweep**: `get_references` misses calls (it looks only for the target's own name, so "
+    "`from x import y as z; z()` is never searched, and it loses methods declared in typeshed stubs: it "
+    "reports 1 call of `argparse._ActionsContainer.add_argument`). So Jedi's `goto` (imports followed) is "
+    "also asked at every call site whose called name is the target's name or an import alias of it, and at "
+    "every call site of ours; a site where `goto` lands on the target's definition adds its unit to the "
+    "oracle's. The candidate sites are the syntactic calls of that name (all of them, whatever we resolved "
+    "them to); the decision is Jedi's. *Oracle units from goto only* counts the units only the sweep found.",
+    "- **Disputes**: a unit of ours that the oracle lacks is a false positive when `goto` at our call site "
+    "lands elsewhere (or on the target but in another unit than the one Python runs the call in), unless a "
+    "blind spot applies.",
     "- **Blind spots, excluded from both precision and recall and listed above**: `no-inference` (`goto` "
     "finds no definition: untyped parameters, dynamic attributes), `platform-module` (Jedi resolves "
     "`os.path` to `ntpath`, we to `posixpath`), `c-accelerator` (Jedi lands on a typeshed stub of the C "
