@@ -179,10 +179,10 @@ def _subargs(args, name: str):
 
     d = dict(vars(args))
     # `all` runs each benchmark on its own corpora unless --corpus was given
-    if name in ("tokens",):
-        d["workload"] = d.get("workload")
-        if not d.get("workload"):
-            d["corpus"] = []
+    if name == "tokens" and not d.get("workload"):
+        d["corpus"] = []  # each default workload on the corpus it was written for
+    if name != "tokens":
+        d["workload"] = None  # --workload is a token workload; the accuracy targets file is another format
     return argparse.Namespace(**d)
 
 
