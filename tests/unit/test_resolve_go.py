@@ -89,3 +89,23 @@ def test_embedding_base_and_package_imports(store):
         ("internal/store/store_test.go", "testing", "", ""),
         ("internal/store/validate.go", "fmt", "", ""),
     ]
+
+
+def test_goroot_std_module_has_no_prefix(tmp_path):
+    """GOROOT/src has `module std`: its packages are imported as "net/http", not "std/net/http";
+    vendored modules under src/vendor are imported by their own paths."""
+    src = tmp_path / "src"
+    for d in ("fmt", "net/http", "vendor/golang.org/x/text"):
+        (src / d).mkdir(parents=True)
+    (src / "go.mod").write_text("module std\n\ngo 1.22\n")
+    (src / "fmt" / "print.go").write_text("package fmt\n\nfunc Println(a ...any) {}\n")
+    (src / "vendor/golang.org/x/text" / "t.go").write_text("package text\n\nfunc Fold(s string) string { return s }\n")
+    (src / "net/http" / "client.go").write_text(
+        'package http\n\nimport (\n\t"fmt"\n\t"golang.org/x/text"\n)\n\nfunc Get(u string) { fmt.Println(text.Fold(u)) }\n')
+    s = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(src, s, None, workers=1).index_tree()
+    assert sorted((c.caller, c.callee, c.target, c.resolution) for c in s.all_calls()) == [
+        ("net/http.Get", "fmt.Println", "fmt.Println", "module"),
+        ("net/http.Get", "text.Fold", "golang.org/x/text.Fold", "module"),
+    ]
+    s.close()

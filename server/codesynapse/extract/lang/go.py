@@ -106,6 +106,10 @@ class GoHooks(LanguageHooks):
             mod = _go_mod(os.path.join(root, *parts[:i]))
             if mod is not None:
                 rest = "/".join(parts[i:])
+                if mod == "std":
+                    # GOROOT/src: standard-library import paths carry no module prefix
+                    # ("net/http"), and its vendored modules are imported by their own path
+                    return rest.removeprefix("vendor/") or mod
                 return f"{mod}/{rest}" if rest else mod
         return d
 
