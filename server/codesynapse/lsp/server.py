@@ -136,9 +136,23 @@ def run_stdio(settings: Settings | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = build_server(settings)
     server.start_io()
+    shutdown(server)
+    return 0
+
+
+def shutdown(server: CodeSynapseServer) -> None:
+    """Stop background work and wait for running requests before closing the stores:
+    closing a SQLite connection under a running query can crash the process."""
+    if server.live is not None:
+        server.live.stop(join=10.0)
+    pool = getattr(server, "_thread_pool", None)  # do not create one just to stop it
+    try:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    except Exception:
+        log.debug("thread pool shutdown", exc_info=True)
     if server.app is not None:
         server.app.close()
-    return 0
 
 
 def make_connection_scope(server: CodeSynapseServer, label: str = "") -> Scope:

@@ -87,12 +87,18 @@ class LiveUpdater:
         t.start()
         self._threads.append(t)
 
-    def stop(self) -> None:
+    def stop(self, join: float = 0.0) -> None:
+        """Stop watching and updating; with ``join``, wait up to that many seconds for a
+        batch in progress to finish."""
         self._stop.set()
         try:
             self.q.put_nowait(("stop", ""))
         except queue.Full:
             pass
+        if join:
+            end = time.monotonic() + join
+            for t in self._threads:
+                t.join(max(0.0, end - time.monotonic()))
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         end = time.monotonic() + timeout
