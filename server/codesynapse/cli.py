@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp):
         sp.add_argument("--data-dir", dest="data_dir", help="where the index lives (default: user cache)")
         sp.add_argument("--tenant", help="the organisation this daemon serves (default: local)")
-        sp.add_argument("--backend", choices=("sqlite", "neo4j"))
+        sp.add_argument("--backend", choices=("sqlite", "neo4j", "hugegraph"))
         sp.add_argument("--workers", type=int)
 
     sp = sub.add_parser("index", help="index a repository and print a summary")
