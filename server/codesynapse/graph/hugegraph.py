@@ -102,6 +102,8 @@ class GremlinClient:
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self.headers["Authorization"] = f"Basic {token}"
         self._local = threading.local()
+        self._conns: set[http.client.HTTPConnection] = set()
+        self._conns_lock = threading.Lock()
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -109,42 +111,64 @@ class GremlinClient:
             cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
             conn = cls(self.host, self.port, timeout=self.connect_timeout)
             self._local.conn = conn
+            with self._conns_lock:
+                self._conns.add(conn)
         return conn
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         self._local.conn = None
         if conn is not None:
+            with self._conns_lock:
+                self._conns.discard(conn)
             try:
                 conn.close()
             except OSError:
                 pass
 
     def close(self) -> None:
-        self._drop()
+        """Close every thread's connection (a thread that submits again reconnects)."""
+        with self._conns_lock:
+            conns, self._conns = list(self._conns), set()
+        for conn in conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+        self._local = threading.local()
 
     def submit(self, what: str, script: str, bindings: dict[str, Any] | None = None, *,
                timeout: float | None = None) -> list[Any]:
         """Evaluate ``script`` with ``bindings``; the result list. Errors: StoreUnavailable
         (unreachable, timed out, overloaded) or StoreError (everything else), ``from e``."""
         body = json.dumps({"gremlin": script, "bindings": bindings or {}, "language": "gremlin-groovy",
-                           "aliases": self.aliases}, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        conn = self._conn()
-        try:
-            if conn.sock is None:
-                conn.connect()
-            conn.sock.settimeout(timeout or self.timeout)
-            conn.request("POST", self.path, body=body, headers=self.headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        except (socket.timeout, TimeoutError) as e:
-            self._drop()
-            raise StoreUnavailable(f"hugegraph {what} timed out after {timeout or self.timeout:.0f}s "
-                                   f"({self.url}): {e}") from e
-        except (OSError, http.client.HTTPException) as e:
-            self._drop()
-            raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
-                                   f"{e.__class__.__name__}: {e}") from e
+                           "aliases": self.aliases}, allow_nan=False).encode("ascii")
+        for attempt in (1, 2):
+            conn = self._conn()
+            reused = conn.sock is not None
+            try:
+                if conn.sock is None:
+                    conn.connect()
+                conn.sock.settimeout(timeout or self.timeout)
+                conn.request("POST", self.path, body=body, headers=self.headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+                # a kept-alive connection the server has closed meanwhile: once more, anew
+                self._drop()
+                if reused and attempt == 1:
+                    continue
+                raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
+                                       f"{e.__class__.__name__}: {e}") from e
+            except (socket.timeout, TimeoutError) as e:
+                self._drop()
+                raise StoreUnavailable(f"hugegraph {what} timed out after {timeout or self.timeout:.0f}s "
+                                       f"({self.url}): {e}") from e
+            except (OSError, http.client.HTTPException) as e:
+                self._drop()
+                raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
+                                       f"{e.__class__.__name__}: {e}") from e
         if resp.status == 200:
             try:
                 return json.loads(raw)["result"]["data"] or []
@@ -170,8 +194,8 @@ def _error(what: str, url: str, status: int, raw: bytes) -> StoreError:
     if status in (401, 403):
         err: StoreError = StoreError(f"hugegraph {what}: authentication failed (check CODESYNAPSE_HUGEGRAPH_USER/"
                                      f"_PASSWORD): {message}")
-    elif status in (502, 503, 504) or "TimeoutException" in cls or "evaluationTimeout" in message \
-            or "RejectedExecutionException" in cls:
+    elif status in (502, 503, 504) or "TimeoutException" in cls or "RejectedExecutionException" in cls \
+            or "evaluationTimeout" in message or "exceeded the configured" in message:
         err = StoreUnavailable(text)
     else:
         err = StoreError(text)
