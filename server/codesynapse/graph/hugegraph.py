@@ -431,7 +431,9 @@ SYMBOLS_IN_FILE = (f"g.V(fid).hasLabel('cs_file').has('graph_id', gid).out('cs_c
                    f".has('graph_id', gid).{_SYM_MAP}")
 SYMBOLS_BY = {k: f"g.V().hasLabel('cs_symbol').has('graph_id', gid).has('{k}', q).{_SYM_MAP}"
               for k in ("qname", "name")}
-ALL_SYMBOLS = f"g.V().hasLabel('cs_symbol').has('graph_id', gid).{_SYM_MAP}"
+# a page of the graph's symbols: those of up to IN_CHUNK files (by file vertex id)
+SYMBOLS_OF_FILES = (f"g.V(fids.toArray()).hasLabel('cs_file').has('graph_id', gid).out('cs_contains')"
+                    f".hasLabel('cs_symbol').has('graph_id', gid).{_SYM_MAP}")
 SYMBOL_BY_ID = f"g.V(ids.toArray()).hasLabel('cs_symbol').has('graph_id', gid).{_SYM_MAP}"
 # search: every candidate's three token fields, per query term (idf needs the counts)
 SEARCH_POSTINGS = """
@@ -463,6 +465,12 @@ out
 """
 ROWS_OF = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).elementMap()"
            for label in ("cs_call", "cs_import", "cs_inherit")}
+# a page of a label's rows: those of up to IN_CHUNK paths
+ROWS_OF_PATHS = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).has('path', within(ps)).elementMap()"
+                 for label in ("cs_call", "cs_import", "cs_inherit")}
+FILE_PATHS = "g.V().hasLabel('cs_file').has('graph_id', gid).values('path')"
+COUNT_OF = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).count()"
+            for label in ("cs_call", "cs_import", "cs_inherit")}
 ROWS_OF_PATH = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).has('path', p).elementMap()"
                 for label in ("cs_import", "cs_inherit")}
 SUBTYPES = "g.V().hasLabel('cs_inherit').has('graph_id', gid).has('target', q).elementMap()"
@@ -651,7 +659,7 @@ class HugeGraphStore:
         if not paths:
             return
         rows = len(files) + len(syms) + len(calls) + len(imps) + len(inhs)
-        size = len(json.dumps([files, syms, calls, imps, inhs], ensure_ascii=False))
+        size = len(json.dumps([files, syms, calls, imps, inhs]))  # as sent (ASCII)
         if rows + len(syms) <= TX_ROWS and size <= MAX_REQUEST_BYTES:  # symbols also bring an edge
             self._step("write_files", paths=paths, files=files, syms=syms, calls=calls, imps=imps, inhs=inhs)
             return
@@ -755,8 +763,34 @@ class HugeGraphStore:
         rows = [self._sym(r) for r in self._run("symbols_in_file", SYMBOLS_IN_FILE, fid=self._file_id(path))]
         return sorted((s for s in rows if s.path == path), key=lambda s: (s.start_line, s.start_col, s.qname, s.id))
 
+    def _paths(self) -> list[str]:
+        return sorted(self._run("files", FILE_PATHS))
+
+    def _bulk(self, what: str, script: str, **bindings: Any) -> list[Any]:
+        """A read of one page of a whole-graph listing (longer timeout than a request)."""
+        bindings.setdefault("gid", self.graph_id)
+        return self.client.submit(what, script, bindings, timeout=self.write_timeout)
+
+    def _rows_by_paths(self, what: str, label: str) -> list[dict[str, Any]]:
+        """Every row of ``label`` in this graph, read IN_CHUNK paths per request (one
+        response for a whole large graph would be hundreds of megabytes)."""
+        paths = self._paths()
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(paths), IN_CHUNK):
+            out.extend(self._bulk(what, ROWS_OF_PATHS[label], ps=paths[i:i + IN_CHUNK]))
+        # rows of a path without a file row (not written by the indexer, but the protocol
+        # allows it): then read the label whole
+        if len(out) != int(self._one(what, COUNT_OF[label]) or 0):
+            out = self._bulk(what, ROWS_OF[label])
+        return out
+
     def all_symbols(self) -> Iterable[SymbolRow]:
-        return iter(sorted((self._sym(r) for r in self._run("all_symbols", ALL_SYMBOLS)), key=self._sym_key))
+        """Ordered by (qname, path, start_line); read in pages of files, sorted in memory."""
+        fids = [self._file_id(p) for p in self._paths()]
+        rows: list[SymbolRow] = []
+        for i in range(0, len(fids), IN_CHUNK):
+            rows.extend(self._sym(r) for r in self._bulk("all_symbols", SYMBOLS_OF_FILES, fids=fids[i:i + IN_CHUNK]))
+        return iter(sorted(rows, key=self._sym_key))
 
     def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
         return sorted((self._sym(r) for r in self._run("symbols_by_qname", SYMBOLS_BY["qname"], q=qname)),
@@ -867,7 +901,7 @@ class HugeGraphStore:
     def all_calls(self) -> Iterable[CallRow]:
         """In insertion (id) order. The graph's call sites are read into memory first
         (HugeGraph has no ordered index over ids; docs/BACKENDS.md)."""
-        return iter(sorted((self._call(r) for r in self._run("all_calls", ROWS_OF["cs_call"])), key=lambda c: c.id))
+        return iter(sorted((self._call(r) for r in self._rows_by_paths("all_calls", "cs_call")), key=lambda c: c.id))
 
     def imports(self, path: str | None = None) -> list[ImportRow]:
         if path is None:
@@ -879,7 +913,7 @@ class HugeGraphStore:
         return [r for r, _ in rows]
 
     def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
-        return iter(sorted(((int(r["id"]), self._imp(r)) for r in self._run("all_imports", ROWS_OF["cs_import"])),
+        return iter(sorted(((int(r["id"]), self._imp(r)) for r in self._rows_by_paths("all_imports", "cs_import")),
                            key=lambda x: x[0]))
 
     def inherits(self, path: str | None = None) -> list[InheritRow]:
@@ -892,8 +926,8 @@ class HugeGraphStore:
         return [r for r, _ in rows]
 
     def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
-        return iter(sorted(((int(r["id"]), self._inh(r)) for r in self._run("all_inherits",
-                                                                            ROWS_OF["cs_inherit"])),
+        return iter(sorted(((int(r["id"]), self._inh(r)) for r in self._rows_by_paths("all_inherits",
+                                                                                      "cs_inherit")),
                            key=lambda x: x[0]))
 
     def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
@@ -923,7 +957,9 @@ class HugeGraphStore:
 
     def dump(self) -> dict[str, list[tuple]]:
         """The same tuples as ``SqliteGraphStore.dump`` (booleans as 0/1)."""
-        d = self._map("dump", DUMP)
+        d: dict[str, Any] = {}
+        for item in self._bulk("dump", DUMP):
+            d.update(item)
         out: dict[str, list[tuple]] = {}
         for key in ("files", "symbols", "calls", "imports", "inherits"):
             rows = []
@@ -938,7 +974,7 @@ def _chunks(rows: Sequence[Any], per: int, max_bytes: int) -> Iterable[list[Any]
     part: list[Any] = []
     size = 0
     for r in rows:
-        n = len(json.dumps(r, ensure_ascii=False)) + 1
+        n = len(json.dumps(r)) + 1
         if part and (len(part) >= per or size + n > max_bytes):
             yield part
             part, size = [], 0
