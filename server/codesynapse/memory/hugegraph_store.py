@@ -236,7 +236,7 @@ if (!byId.containsKey(sid) || !byId.containsKey(oid)) {{
   result = ['session-endpoint', '']
 }} else {{
   def old = g.V(sid){_ENTITY}.outE('fact'){_IN_SCOPE}.has('session', fs).has('predicate', pred).has('valid_to', '')
-             .where(inV().hasId(oid)).toList()
+             .where(inV().hasId(oid).hasLabel('mem_entity').has('tenant_id', t).has('ns', n)).toList()
   if (old.isEmpty()) {{
     byId[sid].addEdge('fact', byId[oid], 'fid', fid, 'tenant_id', t, 'ns', n, 'session', fs, 'predicate', pred,
                       'confidence', conf, 'source_client', src, 'created_at', now, 'updated_at', now,
@@ -276,7 +276,7 @@ CHANGE_CURSOR = ("g.V().hasLabel('mem_change').has('tenant_id', t).has('ns', n).
 ENQUEUE = _locked(f"""
 def found = {_BY_IDS}.has('session', within(vis)).toList().collectEntries{{ [(it.id().toString()): it.value('session')] }}
 def rows = items.findAll{{ found.containsKey(it[0]) }}.collect{{ [it[0], found[it[0]], it[1], it[2]] }}
-for (r in rows) {{ g.V(r[3]).hasLabel('mem_todo').drop().iterate() }}
+for (r in rows) {{ g.V(r[3]).hasLabel('mem_todo').has('tenant_id', t).has('ns', n).drop().iterate() }}
 queue(scopeV(), rows)
 def result = rows.size()
 """)
