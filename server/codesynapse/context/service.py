@@ -126,7 +126,7 @@ class ContextService:
 
     def relations(self, s: SymbolRow) -> dict[str, Any]:
         store = self.store
-        callers = store.callers(s.qname, limit=200)
+        callers = production_first(store.callers(s.qname, limit=400))[:200]
         callees = store.callees(s.qname, limit=200)
         impls = store.subtypes(s.qname, limit=50)
         tests = []
@@ -307,7 +307,7 @@ class ContextService:
                 for q in frontier:
                     dl.check()
                     if d == "callers":
-                        rows = store.callers(q, limit=limit + 1)
+                        rows = production_first(store.callers(q, limit=max(4 * limit, 100)))
                         if level == 1:
                             name = q.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
                             unresolved = store.count_unresolved_named(name)
@@ -551,7 +551,7 @@ class ContextService:
         for s, status in changed:
             dl.check()
             n_callers = store.count_callers(s.qname)
-            callers = store.callers(s.qname, limit=25)
+            callers = production_first(store.callers(s.qname, limit=100))[:25]
             checked += len(callers)
             omitted_callers += max(0, n_callers - len(callers))
             tests = [c.caller for c in callers if any(r.is_test or r.kind == "test"
@@ -583,6 +583,16 @@ class ContextService:
         if len(out.stdout) > DIFF_MAX:
             raise InvalidParams("diff", f"the diff between the refs is over {DIFF_MAX} bytes")
         return out.stdout.decode("utf-8", "replace")
+
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
+                        r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+def production_first(calls: list[CallRow]) -> list[CallRow]:
+    """Callers in production code before callers in tests (stable otherwise): when a list
+    is capped, the evidence an agent needs most is kept."""
+    return sorted(calls, key=lambda c: bool(_TEST_PATH.search(c.path)))
 
 
 def _first_per(rows, key, n, render):
