@@ -124,6 +124,20 @@ def test_annotated_parameters(calls):
     })
 
 
+def test_locals_from_functions_of_the_same_file(calls):
+    # app/factory.py: a local set from a function or method of this file whose returns all
+    # name one class (`-> "Child"`, `return Child()`, `return c` with c = Child(),
+    # `return self`, `return cls()`)
+    _check(calls, {
+        ("app/factory.py:30", "app.factory.Builder.use", "c.run"): ("app.models.Child.run", "inferred"),
+        ("app/factory.py:32", "app.factory.Builder.use", "b.fluent"): ("app.factory.Builder.fluent", "inferred"),
+        ("app/factory.py:34", "app.factory.Builder.use", "w.run"): ("app.models.Child.run", "inferred"),
+        # make_either returns Child or Base; x is rebound by a for loop: no hint, no edge
+        ("app/factory.py:36", "app.factory.Builder.use", "y.run"): ("", "unresolved"),
+        ("app/factory.py:38", "app.factory.Builder.use", "x.run"): ("", "unresolved"),
+    })
+
+
 def test_attributes_of_self(calls):
     _check(calls, {
         # self.child = Child() in __init__

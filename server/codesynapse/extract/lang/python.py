@@ -59,9 +59,42 @@ def _string_value(node: Node, src: bytes) -> str:
     return body
 
 
+def _unwrap(st: Node) -> Node | None:
+    """The function or class a statement defines (through decorators), else None."""
+    if st.type == "decorated_definition":
+        st = st.child_by_field_name("definition") or st
+    return st if st.type in ("function_definition", "class_definition") else None
+
+
+def _enclosing_class(node: Node) -> Node | None:
+    """The class whose method (or a function nested in one) holds ``node``."""
+    n = node.parent
+    while n is not None:
+        if n.type == "class_definition":
+            return n
+        n = n.parent
+    return None
+
+
+def _class_path(fdef: Node, src: bytes) -> str:
+    """``Outer.Inner`` for a method of a class nested only in classes; else ""."""
+    names: list[str] = []
+    n = fdef.parent
+    while n is not None:
+        if n.type == "class_definition":
+            names.append(text(n.child_by_field_name("name"), src))
+        elif n.type in ("function_definition", "lambda") and names:
+            return ""  # a class local to a function: not nameable from elsewhere
+        n = n.parent
+    return ".".join(reversed(names))
+
+
 class PythonHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
+
+    def __init__(self) -> None:
+        self._file_tables: tuple[bytes, dict] | None = None
 
     def module_name(self, relpath: str, root: str) -> str:
         p = PurePosixPath(relpath)
@@ -241,13 +274,27 @@ class PythonHooks(LanguageHooks):
                             if ctor.rsplit(".", 1)[-1][:1].isupper() or ctor == "cls":
                                 put(var, ctor)  # ``cls``: the resolver reads it as the enclosing class
                             else:
-                                drop(var)
+                                ret = self._returned_class(unit, fn, src)
+                                if ret:
+                                    put(var, ret)  # x = self._make() / make(), defined in this file
+                                else:
+                                    drop(var)
                         else:
                             drop(var)
                     elif right is not None and right.type == "identifier" and text(right, src) in hints:
                         put(var, hints[text(right, src)])  # self.loop = loop (loop: Loop)
                     elif right is not None:
                         drop(var)
+                elif left is not None and left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+                    for c in left.named_children:  # a, b = ...: rebinds both
+                        if c.type in ("identifier", "attribute"):
+                            drop(text(c, src))
+            elif n.type in ("for_statement", "for_in_clause"):
+                left = n.child_by_field_name("left")
+                if left is not None:
+                    for c in (left, *left.named_children):
+                        if c.type == "identifier":
+                            drop(text(c, src))
             elif n.type == "with_item":
                 val = n.child_by_field_name("value")
                 if val is not None and val.type == "as_pattern":
@@ -267,6 +314,118 @@ class PythonHooks(LanguageHooks):
                     if other not in conflicts:
                         hints.setdefault(other, typ)
         return hints
+
+    # -- classes returned by functions of the same file ----------------------------------------
+    def _tables(self, node: Node, src: bytes) -> dict:
+        """Per file: module-level functions and classes by name, methods by class."""
+        cached = self._file_tables
+        if cached is not None and cached[0] is src:
+            return cached[1]
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        funcs: dict[str, Node | None] = {}
+        classes: dict[str, Node | None] = {}
+        for st in root.named_children:
+            d = _unwrap(st)
+            if d is None:
+                continue
+            table = funcs if d.type == "function_definition" else classes
+            name = text(d.child_by_field_name("name"), src)
+            table[name] = None if name in table else d  # defined twice: unknown
+        tables = {"funcs": funcs, "classes": classes, "methods": {}, "returns": {}}
+        self._file_tables = (src, tables)
+        return tables
+
+    def _methods(self, cls: Node, src: bytes, tables: dict) -> dict[str, Node | None]:
+        m = tables["methods"].get(cls.start_byte)
+        if m is None:
+            m = {}
+            body = cls.child_by_field_name("body")
+            for st in body.named_children if body is not None else ():
+                d = _unwrap(st)
+                if d is not None and d.type == "function_definition":
+                    name = text(d.child_by_field_name("name"), src)
+                    m[name] = None if name in m else d
+            tables["methods"][cls.start_byte] = m
+        return m
+
+    def _returned_class(self, unit: Node, fn: Node, src: bytes) -> str:
+        """The class that ``fn(...)`` returns, when ``fn`` names a function of this file
+        (``make``, ``self._make``, ``cls.make``, ``Cls.make``) whose returns all build or
+        hand back one class (``-> Cls``, ``return Cls(...)``, ``return self``, a hinted
+        local); else ""."""
+        tables = self._tables(unit, src)
+        target: Node | None = None
+        if fn.type == "identifier":
+            target = tables["funcs"].get(text(fn, src))
+        else:
+            obj = fn.child_by_field_name("object")
+            attr = text(fn.child_by_field_name("attribute"), src)
+            if obj is None or obj.type != "identifier":
+                return ""
+            head = text(obj, src)
+            cls = _enclosing_class(unit) if head in ("self", "cls") else tables["classes"].get(head)
+            if cls is not None:
+                target = self._methods(cls, src, tables).get(attr)
+        if target is None:
+            return ""
+        returns = tables["returns"]
+        key = target.start_byte
+        if key in returns:
+            return returns[key] or ""
+        returns[key] = None  # recursion guard
+        returns[key] = self._returns_of(target, src) or None
+        return returns[key] or ""
+
+    def _returns_of(self, fdef: Node, src: bytes) -> str:
+        own = _class_path(fdef, src)
+        ann = fdef.child_by_field_name("return_type")
+        if ann is not None:
+            t = _OPTIONAL.sub(r"\2", text(ann, src).strip().strip("'\""))
+            if t in ("Self", "typing.Self", "typing_extensions.Self"):
+                return own
+            return t if _TYPE_NAME.match(t) and t != "None" else ""
+        body = fdef.child_by_field_name("body")
+        if body is None:
+            return ""
+        found: set[str] = set()
+        hints: dict[str, str] | None = None
+        stack = list(body.named_children)
+        while stack:
+            n = stack.pop()
+            if n.type in _SKIP:
+                continue
+            if n.type in ("yield", "await"):
+                return ""
+            if n.type == "return_statement":
+                e = n.named_children[0] if n.named_children else None
+                if e is None or e.type == "none":
+                    continue
+                t = ""
+                if e.type == "call":
+                    f = e.child_by_field_name("function")
+                    ftext = text(f, src) if f is not None and f.type in ("identifier", "attribute") else ""
+                    if ftext in ("cls", "type(self)", "self.__class__"):
+                        t = own
+                    elif ftext.rsplit(".", 1)[-1][:1].isupper():
+                        t = ftext
+                elif e.type == "identifier":
+                    v = text(e, src)
+                    if v == "self":
+                        t = own
+                    else:
+                        if hints is None:
+                            hints = self.receiver_hints(fdef, src)
+                        t = hints.get(v, "")
+                if not t or not _TYPE_NAME.match(t):
+                    return ""
+                found.add(t)
+                if len(found) > 1:
+                    return ""
+                continue
+            stack.extend(n.named_children)
+        return next(iter(found)) if found else ""
 
     def _class_hints(self, cls: Node, src: bytes) -> dict[str, str]:
         """Class-level annotations ``x: Foo`` (dataclass fields, declared attributes), seen
