@@ -181,6 +181,33 @@ def _worker(args):
     return read_and_extract(*args)
 
 
+def _pool_context():
+    """How to start extraction workers. ``fork`` is fast but only safe from a single-threaded
+    process: forked from the daemon, a worker inherits locks that other threads hold (the
+    LSP reader thread holds stdin's buffer lock while it waits for input, and the child's
+    multiprocessing bootstrap closes stdin first), deadlocks before it starts, and the
+    index never finishes. A multi-threaded process spawns its workers instead."""
+    import multiprocessing
+
+    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+
+
+def _die_with_parent() -> None:
+    """Pool initializer: an extraction worker dies with the process that started it. After
+    a kill -9 of the daemon or of ``codesynapse index`` the workers would otherwise wait
+    forever on the task pipe, which their siblings keep open (Linux: PR_SET_PDEATHSIG)."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: nothing to ask for
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
 def _names_of(fx_symbols: Iterable[str]) -> set[str]:
     out = set()
     for q in fx_symbols:
@@ -221,6 +248,7 @@ class Indexer:
         self.lock = threading.RLock()  # one apply at a time
         self._inherits_by_file: dict[str, list[tuple[str, str]]] = {}
         self._overlaid: set[str] = set()  # paths whose stored graph comes from an unsaved buffer
+        self._suspect: set[str] = set()  # after a crash: files whose held-back calls may be lost
         self._loaded = False
 
     # -- loading -----------------------------------------------------------------------
@@ -247,7 +275,17 @@ class Indexer:
             self._loaded = True
         if self.store.get_meta("resolution_pending") == "1":
             log.warning("the last update stopped before resolution finished; re-resolving every edge")
+            # Bulk writes hold a file's calls back until they are resolved: a crash in between
+            # leaves the file stored without calls. Such files are re-extracted by the next
+            # index_tree (a file that really has no calls costs one parse); until then the flag
+            # stays set, so a second crash recovers again.
+            with self.lock:
+                has_calls = {c.path for c in self.store.all_calls()}
+                self._suspect = {f.path for f in self.store.files()
+                                 if f.status != "skipped" and f.path not in has_calls}
             self.resolve_all()
+            if self._suspect:
+                self.store.set_meta({"resolution_pending": "1"})
 
     def _bases(self) -> dict[str, list[str]]:
         bases: dict[str, list[str]] = {}
@@ -263,7 +301,8 @@ class Indexer:
         changed = []
         for c in walked.candidates:
             f = stored.get(c.path)
-            if f is not None and f.status != "skipped" and f.size == c.size and f.mtime_ns == c.mtime_ns:
+            if f is not None and f.status != "skipped" and f.size == c.size and f.mtime_ns == c.mtime_ns \
+                    and c.path not in self._suspect:
                 continue
             changed.append(c)
         present = {c.path for c in walked.candidates} | {s.path for s in walked.skipped}
@@ -311,7 +350,8 @@ class Indexer:
                 if progress and (i % 50 == 0 or i == total - 1):
                     progress(i + 1, total, a[1])
             return
-        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+        with ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context(),
+                                 initializer=_die_with_parent) as pool:
             for i, r in enumerate(pool.map(_worker, args, chunksize=4)):
                 yield r
                 if progress and (i % 25 == 0 or i == total - 1):
@@ -371,7 +411,8 @@ class Indexer:
                     continue
                 prev = stored.get(r.path)
                 if prev is not None and prev.hash == r.hash and prev.status != "skipped" and r.path not in force \
-                        and not (overlays and r.path in overlays) and r.path not in self._overlaid:
+                        and not (overlays and r.path in overlays) and r.path not in self._overlaid \
+                        and r.path not in self._suspect:
                     report.unchanged += 1
                     continue
                 self._overlaid.discard(r.path)
@@ -393,7 +434,9 @@ class Indexer:
             report.parsed = len(changed_paths)
             report.deleted = len(deleted)
             self._resolve(set(changed_paths), set(removed), affected, deferred)
-            self.store.set_meta({"resolution_pending": "0"})
+            self._suspect -= {c.path for c in changed} | set(removed)
+            if not self._suspect:
+                self.store.set_meta({"resolution_pending": "0"})
         return report
 
     @staticmethod
