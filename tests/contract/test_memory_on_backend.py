@@ -1,11 +1,13 @@
-"""Memory follows the configured backend: with `backend = neo4j` entities and facts live in
-Neo4j (no SQLite memory file is created), and durable memory written by one session is
-recalled by another App on the same graph."""
+"""Memory follows the configured backend: with `backend = neo4j` (or hugegraph) entities and
+facts live in that server (no SQLite memory file is created), and durable memory written by
+one session is recalled by another App on the same graph."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from codesynapse.app import App
 from codesynapse.methods import call_method
@@ -14,23 +16,27 @@ from codesynapse.settings import load_settings
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
 
 
-def test_memory_uses_neo4j_when_the_backend_is_neo4j(neo4j_server, tmp_path):
+@pytest.mark.parametrize("backend", ["neo4j", "hugegraph"])
+def test_memory_follows_the_backend(backend, request, tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE, root)
-    settings = {"data_dir": str(tmp_path / "data"), "backend": "neo4j", "neo4j_uri": neo4j_server.uri,
-                "embedder": "none"}
+    settings = {"data_dir": str(tmp_path / "data"), "backend": backend, "embedder": "none"}
+    if backend == "neo4j":
+        settings["neo4j_uri"] = request.getfixturevalue("neo4j_server").uri
+    else:
+        settings["hugegraph_url"] = request.getfixturevalue("hugegraph_server").uri
     a = App(root, load_settings(settings))
     try:
         a.index()
         r = call_method(a, "codesynapse/memory/remember", {
-            "entities": [{"name": "RetryPolicyNeo", "aliases": ["backoff-neo"], "type": "concept", "durable": True}]})
+            "entities": [{"name": f"RetryPolicy{backend}", "aliases": [f"backoff-{backend}"], "type": "concept", "durable": True}]})
         assert r["tokens"] >= 1
     finally:
         a.close()
     assert not (tmp_path / "data" / "memory" / "memory.sqlite3").exists()
     b = App(root, load_settings(settings))  # another App: another session, same namespace
     try:
-        rec = call_method(b, "codesynapse/memory/recall", {"query": "RetryPolicyNeo"})
-        assert [e["name"] for e in rec["entries"]] == ["RetryPolicyNeo"]
+        rec = call_method(b, "codesynapse/memory/recall", {"query": f"RetryPolicy{backend}"})
+        assert [e["name"] for e in rec["entries"]] == [f"RetryPolicy{backend}"]
     finally:
         b.close()

@@ -42,11 +42,11 @@ def register(server) -> None:
         # scope fields in initialization options are ignored: the server sets the scope
         overrides = {k: v for k, v in (opts or {}).items()
                      if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid")}
-        settings = load_settings({**{k: getattr(ls.base_settings, k) for k in ("tenant", "data_dir", "backend",
-                                                                               "neo4j_uri", "neo4j_user",
-                                                                               "neo4j_password", "milvus_uri",
-                                                                               "workers", "watch", "embedder")},
-                                  **overrides})
+        import msgspec
+
+        # server-side settings (tenant, backend and its credentials) come only from the
+        # server's configuration; the client may tune the few options in `overrides`
+        settings = load_settings({**msgspec.structs.asdict(ls.base_settings), **overrides})
         if root is None or not Path(root).is_dir():
             log.warning("no workspace folder; custom requests will fail until one is given")
             return

@@ -102,6 +102,11 @@ def open_memory(data_dir: Path, scope: Scope,
         from codesynapse.memory.neo4j_store import Neo4jMemoryStore
 
         store = Neo4jMemoryStore(s.neo4j_uri, user=s.neo4j_user, password=s.neo4j_password)
+    elif s.graph_store == "hugegraph":
+        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+
+        store = HugeGraphMemoryStore(s.hugegraph_url, graph=s.hugegraph_graph, user=s.hugegraph_user,
+                                     password=s.hugegraph_password)
     else:
         store = SqliteMemoryStore(data_dir / STORE_FILE)
     unavailable: dict[str, str] = {}

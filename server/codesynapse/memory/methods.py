@@ -50,6 +50,9 @@ def memory_settings(app: Any) -> dict[str, Any]:
     if getattr(s, "backend", "sqlite") == "neo4j":  # memory lives beside the code graph
         out.update(graph_store="neo4j", neo4j_uri=s.neo4j_uri, neo4j_user=s.neo4j_user,
                    neo4j_password=s.neo4j_password)
+    elif getattr(s, "backend", "sqlite") == "hugegraph":
+        out.update(graph_store="hugegraph", hugegraph_url=s.hugegraph_url, hugegraph_graph=s.hugegraph_graph,
+                   hugegraph_user=s.hugegraph_user, hugegraph_password=s.hugegraph_password)
     patterns = getattr(getattr(app, "policy", None), "redact_patterns", None)
     if patterns:
         out["redact_patterns"] = tuple(patterns)

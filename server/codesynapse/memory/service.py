@@ -109,13 +109,17 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True):
     dense_min_score: float = 0.25  # cosine; weaker dense hits are not evidence
     index_type: str = "FLAT"
     redact_patterns: tuple[str, ...] = ()
-    graph_store: str = "sqlite"  # where entities and facts live: "sqlite" | "neo4j"
+    graph_store: str = "sqlite"  # where entities and facts live: "sqlite" | "neo4j" | "hugegraph"
     neo4j_uri: str = ""
     neo4j_user: str = "neo4j"
     neo4j_password: str = ""
+    hugegraph_url: str = ""
+    hugegraph_graph: str = "hugegraph"
+    hugegraph_user: str = ""
+    hugegraph_password: str = ""
 
 
-_CHOICES = {"graph_store": {"sqlite", "neo4j"}, "vectors": {"lite", "server", "off"}, "embedder": {"default", "custom", "off"},
+_CHOICES = {"graph_store": {"sqlite", "neo4j", "hugegraph"}, "vectors": {"lite", "server", "off"}, "embedder": {"default", "custom", "off"},
             "model_pooling": {"mean", "cls"}, "index_type": {"FLAT", "HNSW", "AUTOINDEX"}}
 _RANGES = {"vector_timeout_s": (0.0, 10.0), "recall_deadline_s": (0.1, 60.0),
            "dense_min_score": (-1.0, 1.0),
