@@ -149,6 +149,10 @@ def test_attributes_of_self(calls):
         ("app/models.py:52", "app.models.Wired.go", "self.child.run"): ("app.models.Child.run", "inferred"),
         # cls.child = Child() in a classmethod (setUpTestData) is self.child in the methods
         ("app/models.py:61", "app.models.Shared.go", "self.child.run"): ("app.models.Child.run", "inferred"),
+        # class-level `child = Child()`; `spare = Child()` is reassigned in a method, whose
+        # `self.spare = Base()` decides
+        ("app/models.py:72", "app.models.SharedAtClassLevel.go", "self.child.run"): ("app.models.Child.run", "inferred"),
+        ("app/models.py:72", "app.models.SharedAtClassLevel.go", "self.spare.save"): ("app.models.Base.save", "inferred"),
     })
 
 

@@ -269,9 +269,9 @@ def oracle_goto(root: str, skip_dirs: tuple[str, ...], rel: str, sites: Sequence
                 r = os.path.relpath(mp, root).replace(os.sep, "/")
                 mp = mp if r.startswith("../") else r
             found.append([mp, d.line, d.full_name or d.name, d.type])
-        entry: dict[str, Any] = {"defs": found}
+        entry: dict[str, Any] = {"defs": found, "unit": None}
         try:
-            leaf = script._module_node.get_leaf_for_position((ln, c))
+            leaf = _leaf_at(script._module_node, ln, c)
             unit = _call_unit(leaf) if leaf is not None and leaf.type == "name" else None
         except Exception:  # a position parso cannot place: no unit, the site is not a call
             unit = None
@@ -279,6 +279,31 @@ def oracle_goto(root: str, skip_dirs: tuple[str, ...], rel: str, sites: Sequence
             entry["unit"] = [unit[0], unit[1]]
         out[f"{ln}:{c}"] = entry
     return out
+
+
+def _fill_units(root: str, rel: str, positions, gcache: dict[str, Any]) -> None:
+    import parso
+
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            module = parso.parse(f.read())
+    except OSError:
+        return
+    for ln, c in positions:
+        leaf = _leaf_at(module, ln, c)
+        unit = _call_unit(leaf) if leaf is not None and leaf.type == "name" else None
+        gcache[f"{rel}:{ln}:{c}"]["unit"] = [unit[0], unit[1]] if unit is not None else None
+
+
+def _leaf_at(module, line: int, col: int):
+    """The leaf that starts at (line, col): parso's lookup returns the leaf *ending* there
+    when two touch (``t.render``: the ``.`` at the column of ``render``)."""
+    leaf = module.get_leaf_for_position((line, col), include_prefixes=True)
+    if leaf is not None and leaf.start_pos != (line, col):
+        nxt = leaf.get_next_leaf()
+        if nxt is not None and nxt.start_pos == (line, col):
+            return nxt
+    return leaf
 
 
 def _oracle_refs_task(args):
@@ -598,6 +623,13 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
         gcache = cache.data.setdefault("sites", {})  # goto answers (with the site's unit) by path:line:col
         jobs = []
         for path in sorted(pending):
+            # an answer without "unit" is from before units were recorded: its unit is read
+            # from the parse tree here, Jedi's answer is kept
+            stale = [p for p in pending[path] if "defs" in gcache.get(f"{path}:{p[0]}:{p[1]}", {})
+                     and "unit" not in gcache[f"{path}:{p[0]}:{p[1]}"]]
+            if stale:
+                _fill_units(root, path, stale, gcache)
+                cache.dirty = True
             need = sorted(p for p in pending[path] if f"{path}:{p[0]}:{p[1]}" not in gcache)
             for i in range(0, len(need), 400):  # big files in slices: a crash loses little
                 jobs.append((root, corpus.skip_dirs, path, need[i:i + 400]))
@@ -625,9 +657,11 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
                 continue
             ck = f"{t.symbol}@{d[0]}:{d[1]}"
             ref = dict(cache.data["refs"].get(ck) or failed.get(ck) or {"error": "no oracle answer"})
-            if "error" in ref:
+            if "error" in ref and not ref["error"].startswith("oracle failed"):
                 plans.append((t, ref, {}))
                 continue
+            if "error" in ref:  # Jedi crashed in get_references: the goto sweep alone is the oracle
+                ref = {"sites": [], "seconds": 0.0, "referencesError": ref.pop("error")}
             sites = ref.get("sites", [])
             # the oracle sees every .py file; compare only files that the index holds
             ref["sites"] = [x for x in sites if x["path"] in indexed]
@@ -636,7 +670,7 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
             swept = 0
             for path, ln, col in sweep.get(t.symbol, ()):
                 g = gcache.get(f"{path}:{ln}:{col}") or {}
-                if g.get("unit") is None or not any(_is_target(x, d[0], d[1]) for x in g.get("defs") or ()):
+                if g.get("unit") is None or not any(_is_target(x, d[0], d[1], t.symbol) for x in g.get("defs") or ()):
                     continue
                 k = unit_key(path, g["unit"][0])
                 if k not in oracle_units:
@@ -666,7 +700,7 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
             "byCategory": {c: micro(r for r in scored if c in r["categories"]) for c in CATEGORIES
                            if any(c in r["categories"] for r in scored)},
             "targets": rows,
-            "blindSpots": dict(sorted(Counter(e["reason"] for r in rows for e in r["excluded"]).items())),
+            "blindSpots": dict(sorted(Counter(e["reason"] for r in rows for e in r.get("excluded", ())).items())),
             "timing": {"indexSeconds": round(index_s, 2), "querySeconds": round(query_s, 2),
                        "oracleReferenceSeconds": round(refs_s, 2), "oracleGotoSeconds": round(goto_s, 2),
                        "oracleTargetsFromCache": oracle_cached, "oracleTargetsComputed": len(todo),
@@ -743,8 +777,12 @@ def _display_path(p: str) -> str:
         return p
 
 
-def _is_target(defn: list, target_path: str, target_line: int) -> bool:
-    return defn[0] == target_path and defn[1] == target_line
+def _is_target(defn: list, target_path: str, target_line: int, symbol: str) -> bool:
+    """Jedi's definition is the target: the same place, or a stub (``.pyi``: typeshed, the
+    django-stubs Jedi ships) declaring the same qualified name."""
+    if defn[0] == target_path and defn[1] == target_line:
+        return True
+    return str(defn[0]).endswith(".pyi") and defn[2] == symbol
 
 
 def _blind_spot(defs: list[list], target: str) -> str | None:
@@ -792,7 +830,7 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
             defs = (g or {}).get("defs")
             if defs is None:
                 verdicts.append(("no-inference", path, line, callee, res, []))
-            elif any(_is_target(x, tpath, tline) for x in defs):
+            elif any(_is_target(x, tpath, tline, t.symbol) for x in defs):
                 gu = (g or {}).get("unit")
                 if gu is not None and unit_key(path, gu[0]) != k:
                     # the right target, credited to another unit than Python runs it in
@@ -844,6 +882,7 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
     row.update(status="ok", definition=f"{tpath}:{tline}", **sc,
                ours=len(ours_units), oracle=len(oracle_units), confirmedByGoto=len(confirmed),
                sweepOnlyUnits=ref.get("sweepOnlyUnits", 0), sweepSites=ref.get("sweepSites", 0),
+               referencesError=ref.get("referencesError", ""),
                excludedCount=len(excluded), callSites=o["callSites"], oracleCallSites=len(ref.get("sites", [])),
                oracleSitesOutsideIndex=ref.get("outsideIndex", 0),
                unresolvedCandidates=o["unresolvedCandidates"], answerNodes=o["answerNodes"],
@@ -907,7 +946,8 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
                 out.append(f"| `{t['symbol']}` | {', '.join(t['categories'])} | {t['status']}: {t.get('detail')} "
                            "| | | | | | | | | | | |")
                 continue
-            out.append(f"| `{t['symbol']}` | {', '.join(t['categories'])} | {_fmt(t['precision'])} | "
+            note = " (get_references crashed: goto sweep only)" if t.get("referencesError") else ""
+            out.append(f"| `{t['symbol']}`{note} | {', '.join(t['categories'])} | {_fmt(t['precision'])} | "
                        f"{_fmt(t['recall'])} | {t['ours']} | {t['oracle']} | {t['tp']} | {t['fp']} | {t['fn']} | "
                        f"{t['sweepOnlyUnits']} | {t['excludedCount']} | {t['callSites']}/{t['oracleCallSites']} | "
                        f"{t['unresolvedCandidates']} | {t['oracleSeconds']} |")
@@ -956,6 +996,8 @@ _METHOD = [
     "every call site of ours; a site where `goto` lands on the target's definition adds its unit to the "
     "oracle's. The candidate sites are the syntactic calls of that name (all of them, whatever we resolved "
     "them to); the decision is Jedi's. *Oracle units from goto only* counts the units only the sweep found.",
+    "- **Stubs**: where Jedi lands on a stub (`.pyi`: typeshed, or the django-stubs it ships) that declares "
+    "the target's own qualified name, that is the target.",
     "- **Disputes**: a unit of ours that the oracle lacks is a false positive when `goto` at our call site "
     "lands elsewhere (or on the target but in another unit than the one Python runs the call in), unless a "
     "blind spot applies.",

@@ -428,14 +428,48 @@ class PythonHooks(LanguageHooks):
         return next(iter(found)) if found else ""
 
     def _class_hints(self, cls: Node, src: bytes) -> dict[str, str]:
-        """Class-level annotations ``x: Foo`` (dataclass fields, declared attributes), seen
-        from the methods as ``self.x`` / ``cls.x``. Class-level ``x = Foo()`` is not a hint:
-        descriptors (model fields, ``dataclasses.field()``) make the instance attribute
-        something else."""
+        """Class attributes seen from the methods as ``self.x`` / ``cls.x``: annotations
+        ``x: Foo`` (dataclass fields, declared attributes) and ``x = Foo(...)`` (a shared
+        ``factory = RequestFactory()`` in a test case) unless a method assigns ``self.x``
+        too (its own hint decides there). ``x = models.CharField()`` gives a hint as well;
+        a model instance's ``self.x`` is the field's value, but the value's methods are not
+        the field's, so such a call stays unresolved."""
         hints: dict[str, str] = {}
         body = cls.child_by_field_name("body")
         if body is None:
             return hints
+        seen: set[str] = set()
+        class_text: str | None = None
+        for st in body.named_children:
+            a = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
+            if a.type != "assignment":
+                continue
+            left = a.child_by_field_name("left")
+            typ = a.child_by_field_name("type")
+            right = a.child_by_field_name("right")
+            if left is None or left.type != "identifier":
+                continue
+            var = text(left, src)
+            t = ""
+            if typ is not None:
+                t = _OPTIONAL.sub(r"\2", text(typ, src).strip().strip("'\""))
+            elif right is not None and right.type == "call":
+                fn = right.child_by_field_name("function")
+                ctor = text(fn, src) if fn is not None and fn.type in ("identifier", "attribute") else ""
+                if ctor.rsplit(".", 1)[-1][:1].isupper():
+                    if class_text is None:
+                        class_text = src[cls.start_byte:cls.end_byte].decode("utf-8", "replace")
+                    if not re.search(r"\b(?:self|cls)\." + re.escape(var) + r"\s*=[^=]", class_text):
+                        t = ctor
+            if var in seen or not t or not _TYPE_NAME.match(t):
+                seen.add(var)
+                for k in (f"self.{var}", f"cls.{var}"):
+                    hints.pop(k, None)
+                continue
+            seen.add(var)
+            hints[f"self.{var}"] = t
+            hints[f"cls.{var}"] = t
+        return hints
         seen: set[str] = set()
         for st in body.named_children:
             a = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
