@@ -192,11 +192,12 @@ def _pool_context():
     return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Pool initializer: an extraction worker dies with the process that started it. After
     a kill -9 of the daemon or of ``codesynapse index`` the workers would otherwise wait
-    forever on the task pipe, which their siblings keep open (Linux: PR_SET_PDEATHSIG)."""
-    parent = os.getppid()
+    forever on the task pipe, which their siblings keep open (Linux: PR_SET_PDEATHSIG).
+    ``parent`` is the starting process' pid, taken before the worker exists: a parent that
+    dies while a spawned worker is still importing is noticed too."""
     try:
         import ctypes
         import signal
@@ -351,7 +352,7 @@ class Indexer:
                     progress(i + 1, total, a[1])
             return
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context(),
-                                 initializer=_die_with_parent) as pool:
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             for i, r in enumerate(pool.map(_worker, args, chunksize=4)):
                 yield r
                 if progress and (i % 25 == 0 or i == total - 1):
