@@ -306,6 +306,10 @@ def _leaf_at(module, line: int, col: int):
     return leaf
 
 
+# Crashes that come from parso's caches rather than from the code: retried on the next run.
+_TRANSIENT = ("oracle failed: KeyError", "oracle failed: EOFError", "oracle failed: OSError")
+
+
 def _oracle_refs_task(args):
     try:
         return args[2], oracle_references(*args[:2], *args[3:])
@@ -380,36 +384,31 @@ def our_callers(app, qname: str) -> dict[str, Any]:
     if not ans.get("found"):
         return {"found": False, "answer": {k: ans.get(k) for k in ("hint", "candidates", "suggestions")}}
     sec = ans.get("callers", {})
-    units: dict[str, dict[str, Any]] = {}
-    for n in sec.get("nodes", []):
-        if "path" not in n:
-            continue
-        line = None if n.get("kind") == "module" else n["range"][0]
-        units.setdefault(unit_key(n["path"], line), {"qname": n["qualifiedName"], "sites": []})
+    listed = {n["qualifiedName"] for n in sec.get("nodes", [])}
     store = app.store
     rows = store.callers(qname, limit=10**7)
-    by_caller: dict[str, list] = {}
+    # Units come from the call rows (the rows the request is built from): a caller's
+    # qualified name can belong to several files (modules outside any package, such as
+    # migrations named 0001_initial), so its file is the call's, not the first symbol's.
+    units: dict[str, dict[str, Any]] = {}
+    sym_cache: dict[str, list] = {}
+    from_store: set[str] = set()
     for r in rows:
-        by_caller.setdefault(r.caller, []).append(r)
-    from_store = 0
-    listed = {u["qname"] for u in units.values()}
-    for caller, crs in by_caller.items():
-        if caller not in listed:
-            syms = store.symbols_by_qname(caller)
-            if not syms:
-                continue
-            s = syms[0]
-            units.setdefault(unit_key(s.path, None if s.kind == "module" else s.start_line),
-                             {"qname": caller, "sites": []})
-            from_store += 1
-    # call sites per unit (for goto checks and the report)
-    by_q = {u["qname"]: k for k, u in units.items()}
-    for caller, crs in by_caller.items():
-        k = by_q.get(caller)
-        if k is not None:
-            units[k]["sites"].extend((r.path, r.line, r.col, r.callee, r.resolution) for r in crs)
+        syms = sym_cache.get(r.caller)
+        if syms is None:
+            syms = sym_cache[r.caller] = store.symbols_by_qname(r.caller)
+        if not syms:
+            continue
+        # the definition of that name in the call's file whose lines hold the call
+        same = [x for x in syms if x.path == r.path] or syms
+        sym = next((x for x in same if x.start_line <= r.line <= x.end_line), same[0])
+        k = unit_key(sym.path, None if sym.kind == "module" else sym.start_line)
+        units.setdefault(k, {"qname": r.caller, "sites": []})["sites"].append(
+            (r.path, r.line, r.col, r.callee, r.resolution))
+        if r.caller not in listed:
+            from_store.add(r.caller)
     return {"found": True, "root": ans.get("root", {}), "units": units, "unresolvedCandidates":
-            sec.get("unresolvedCandidates", 0), "callSites": len(rows), "fromStore": from_store,
+            sec.get("unresolvedCandidates", 0), "callSites": len(rows), "fromStore": len(from_store),
             "answerNodes": len(sec.get("nodes", [])), "omittedNodes": sec.get("omittedNodes", 0)}
 
 
@@ -568,8 +567,8 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
         if todo:
             say(f"[{corpus.name}] Jedi reference search for {len(todo)} targets ({oracle_cached} cached)")
             for ck, res in _pool_map(_oracle_refs_task, todo, workers):
-                if "error" in res and res["error"].startswith("oracle failed"):
-                    say(f"[{corpus.name}]   {ck}: {res['error']} (not cached)")
+                if "error" in res and res["error"].startswith(_TRANSIENT):
+                    say(f"[{corpus.name}]   {ck}: {res['error']} (not cached: asked again next run)")
                     cache.data["refs"].pop(ck, None)
                     failed[ck] = res
                     continue
@@ -858,8 +857,11 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
         if k in ours_units:
             continue
         s = ou["sites"][0]
-        ours_there = [c for c in store.calls_in_files([s["path"]]) if c.line == s["line"]]
-        ours_there = [c for c in ours_there if c.name == tname] or ours_there
+        in_file = store.calls_in_files([s["path"]])
+        # the call row starts where the call expression starts (a chain may begin lines above)
+        named = [c for c in in_file if c.name == tname and c.line <= s["line"]]
+        ours_there = [max(named, key=lambda c: (c.line, c.col))] if named else \
+            [c for c in in_file if c.line == s["line"]]
         what = ("no call extracted" if not ours_there else
                 "unresolved" if not ours_there[0].target else f"bound to {ours_there[0].target}")
         g = gcache.get(f"{s['path']}:{s['line']}:{s['col']}") or {}
