@@ -38,10 +38,10 @@ where which when who do does did can should would could fix add make use using g
 remove new all any not no we i you they our my their its code file function method class""".split())
 
 
-def uri_to_path(uri: str) -> str:
+def uri_to_path(uri: str, field: str = "selector.uri") -> str:
     p = urlparse(uri)
     if p.scheme and p.scheme != "file":
-        raise InvalidParams("selector.uri", "only file: URIs are supported")
+        raise InvalidParams(field, "only file: URIs are supported")
     return unquote(p.path) if p.scheme else uri
 
 
@@ -52,7 +52,7 @@ class ContextService:
 
     # -- helpers ----------------------------------------------------------------------------
     def _rel(self, path_or_uri: str, field: str) -> str:
-        path = uri_to_path(path_or_uri) if "://" in path_or_uri else path_or_uri
+        path = uri_to_path(path_or_uri, field) if "://" in path_or_uri else path_or_uri
         rel = self.app.workspace.relpath(path)
         if rel is None:
             raise InvalidParams(field, "is outside the workspace")
