@@ -30,6 +30,7 @@ Progress = Callable[[int, int, str], None]
 
 POOL_THRESHOLD = 16  # fewer changed files than this are parsed in-process
 WRITE_BATCH = 256
+LIVE_BATCH = 64  # updates this small write calls with their symbols (one transaction)
 MAX_DEFERRED_CALLS = 1_500_000  # ≈ 150 MB of call sites held for resolution
 
 
@@ -389,8 +390,21 @@ class Indexer:
             deferred: list[tuple[str, list]] = []
             deferred_n = 0
 
-            def flush() -> None:
+            flushed = [False]
+
+            def flush(final: bool = False) -> None:
                 nonlocal batch, late_skips, deferred_n
+                if final and not flushed[0] and len(batch) <= LIVE_BATCH:
+                    # a small (live) update: its calls go in with their resolution in the same
+                    # transaction as its symbols, so no reader sees the file without its edges;
+                    # _resolve re-checks them once the bases are recomputed
+                    targets = {(fx.path, i): self.resolver.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                               for fx, _ in batch for i, c in enumerate(fx.calls)}
+                    if batch or late_skips:
+                        self.store.write_files(batch, late_skips, call_targets=targets, with_calls=True)
+                    batch, late_skips = [], []
+                    return
+                flushed[0] = True
                 if batch or late_skips:
                     defer = deferred_n < MAX_DEFERRED_CALLS
                     self.store.write_files(batch, late_skips, with_calls=not defer)
@@ -430,7 +444,7 @@ class Indexer:
                     flush()
             if skipped:
                 late_skips.extend(skipped)
-            flush()
+            flush(final=True)
             affected.discard("")
             report.parsed = len(changed_paths)
             report.deleted = len(deleted)
