@@ -84,6 +84,17 @@ def test_module_attributes(calls):
     })
 
 
+def test_import_of_a_dotted_module_binds_the_top_package(calls):
+    # `import app.models` and `import app.util` bind `app`: every path through it resolves,
+    # including a base class named through it
+    _check(calls, {
+        ("dotted.py:8", "dotted.use", "app.util.quote"): ("app.util.quote", "module"),
+        ("dotted.py:9", "dotted.use", "app.publish"): ("app.api.publish", "module"),
+        ("dotted.py:10", "dotted.use", "app.models.Child"): ("app.models.Child", "module"),
+        ("dotted.py:15", "dotted.Handler.go", "self.save"): ("app.models.Base.save", "self"),
+    })
+
+
 def test_self_and_cls_through_the_class_and_its_bases(calls):
     _check(calls, {
         ("app/models.py:6", "app.models.Base.save", "self.validate"): ("app.models.Base.validate", "self"),

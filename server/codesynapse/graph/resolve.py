@@ -158,6 +158,9 @@ class SymbolIndex:
                 fi.stars.append(im.module)
             else:
                 target = f"{im.module}{_sep(language)}{im.name}" if im.name else im.module
+                if language == "python" and not im.name and not im.alias:
+                    # ``import a.b.c`` binds ``a``, the top package (``a.b.c.f()`` goes through it)
+                    target = im.module.split(".", 1)[0]
                 if language == "python" and im.binding in fi.bindings:
                     if target != fi.bindings[im.binding]:
                         fi.alternatives.setdefault(im.binding, []).append(target)
