@@ -174,21 +174,30 @@ def test_unknown_receivers_never_bind_by_name(calls):
         ("app/cli.py:26", "app.cli.untyped", "x.escape"): ("", "unresolved"),
         ("app/cli.py:27", "app.cli.untyped", "parser.parse_args"): ("", "unresolved"),
         ("app/cli.py:28", "app.cli.untyped", "x.publish"): ("", "unresolved"),
-        ("app/shadow.py:25", "app.shadow.unknown", "obj.cast"): ("", "unresolved"),
-        ("app/shadow.py:25", "app.shadow.unknown", "obj.escape"): ("", "unresolved"),
+        ("app/shadow.py:26", "app.shadow.unknown", "obj.cast"): ("", "unresolved"),
+        ("app/shadow.py:26", "app.shadow.unknown", "obj.escape"): ("", "unresolved"),
+    })
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: a bare call through a parameter or local that shadows an "
+                   "imported name is bound to the import (the extractor gives the resolver no scope for bare calls)")
+def test_bare_calls_through_a_parameter_or_local_stay_unresolved(calls):
+    _check(calls, {
+        ("app/shadow.py:12", "app.shadow.by_param", "escape"): ("", "unresolved"),
+        ("app/shadow.py:17", "app.shadow.by_local", "escape"): ("", "unresolved"),
     })
 
 
 def test_peer_failures_memoryview_cast_and_re_escape(calls):
     _check(calls, {
         # memoryview(...).cast('B') is the builtin's method, not typing.cast nor app.util.cast
-        ("app/shadow.py:20", "app.shadow.builtin_method", "memoryview().cast"): ("", "unresolved"),
-        ("app/shadow.py:20", "app.shadow.builtin_method", "memoryview"): ("", "external"),
+        ("app/shadow.py:21", "app.shadow.builtin_method", "memoryview().cast"): ("", "unresolved"),
+        ("app/shadow.py:21", "app.shadow.builtin_method", "memoryview"): ("", "external"),
         # typing is outside the graph: typing.cast is external, not app.util.cast
-        ("app/shadow.py:21", "app.shadow.builtin_method", "cast"): ("", "external"),
+        ("app/shadow.py:22", "app.shadow.builtin_method", "cast"): ("", "external"),
         # re.escape is the re module's, never the imported or the module's own `escape`
-        ("app/shadow.py:21", "app.shadow.builtin_method", "re.escape"): ("", "external"),
-        ("app/shadow.py:21", "app.shadow.builtin_method", "escape"): ("app.util.escape", "import"),
+        ("app/shadow.py:22", "app.shadow.builtin_method", "re.escape"): ("", "external"),
+        ("app/shadow.py:22", "app.shadow.builtin_method", "escape"): ("app.util.escape", "import"),
         ("app/util.py:16", "app.util.quote", "re.escape"): ("", "external"),
         ("app/util.py:16", "app.util.quote", "escape"): ("app.util.escape", "local"),
     })

@@ -37,7 +37,8 @@ Blind spots (excluded openly, every one listed in the report):
   parameter, a dynamic attribute, a value the inference gives up on): the oracle cannot
   decide, so the edge counts as neither right nor wrong;
 * ``platform-module`` — Jedi resolves ``os.path`` to ``ntpath`` (typeshed's platform
-  branches); our target is the ``posixpath`` function of the same name;
+  branches) where we say ``posixpath``; and the other way round, it sends ntpath's own
+  calls of its own functions to ``posixpath`` (through typeshed's ``ntpath`` stub);
 * ``c-accelerator`` — Jedi resolves the site to a typeshed stub of a C module (for example
   ``_warnings.warn``) whose pure-Python twin is our target;
 * ``oracle-ambiguous`` — a miss where ``goto`` at the oracle's own site yields several
@@ -784,6 +785,13 @@ def _is_target(defn: list, target_path: str, target_line: int, symbol: str) -> b
     return str(defn[0]).endswith(".pyi") and defn[2] == symbol
 
 
+def _platform_twins(a: str, b: str) -> bool:
+    """``posixpath.f`` and ``ntpath.f``: the two platforms' versions of one os.path function."""
+    ma, _, na = a.rpartition(".")
+    mb, _, nb = b.rpartition(".")
+    return na == nb and {ma, mb} == {"posixpath", "ntpath"}
+
+
 def _blind_spot(defs: list[list], target: str) -> str | None:
     """The oracle's documented blind spot for one site's goto answer, if any."""
     if not defs:
@@ -867,6 +875,14 @@ def _compare(t: Target, d, o: dict[str, Any], ref, oracle_units, gcache: dict[st
         g = gcache.get(f"{s['path']}:{s['line']}:{s['col']}") or {}
         gdefs = g.get("defs") or []
         other = ours_there[0].target if ours_there and ours_there[0].target else ""
+        if other and _platform_twins(other, t.symbol):
+            # Jedi follows typeshed's ntpath stub to posixpath even for ntpath's own `join`
+            excluded.append({"unit": f"{ou['name']} ({k})", "site": f"{s['path']}:{s['line']}",
+                             "callee": ours_there[0].callee, "resolution": ours_there[0].resolution,
+                             "reason": "platform-module", "side": "oracle",
+                             "oracle": [f"{x[2]} ({x[0]}:{x[1]})" for x in gdefs[:3]]})
+            excluded_misses.add(k)
+            continue
         if len(gdefs) > 1 and other and _location(store, other) in {(x[0], x[1]) for x in gdefs}:
             # Jedi itself lands on several definitions here, ours among them
             excluded.append({"unit": f"{ou['name']} ({k})", "site": f"{s['path']}:{s['line']}",
@@ -1005,7 +1021,8 @@ _METHOD = [
     "blind spot applies.",
     "- **Blind spots, excluded from both precision and recall and listed above**: `no-inference` (`goto` "
     "finds no definition: untyped parameters, dynamic attributes), `platform-module` (Jedi resolves "
-    "`os.path` to `ntpath`, we to `posixpath`), `c-accelerator` (Jedi lands on a typeshed stub of the C "
+    "`os.path` to `ntpath`, we to `posixpath`; and it sends `ntpath`'s calls of its own functions to "
+    "`posixpath`), `c-accelerator` (Jedi lands on a typeshed stub of the C "
     "module, e.g. `_warnings.warn`), `oracle-ambiguous` (a miss where `goto` at the oracle's own site yields "
     "several definitions and we bound the site to one of them). Jedi also misses methods reached through "
     "untyped arguments and aliases; those appear as `no-inference` or are confirmed by `goto`.",
