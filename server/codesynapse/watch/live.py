@@ -41,6 +41,7 @@ class LiveUpdater:
         self.debounce = max(0, app.settings.debounce_ms) / 1000.0
         self.applied = threading.Condition()
         self.generation = 0
+        self._backoff = 0.0  # seconds to wait before retrying a batch the store refused
 
     # -- sources ------------------------------------------------------------------------------
     def _put(self, kind: str, rel: str) -> None:
@@ -147,7 +148,9 @@ class LiveUpdater:
             except queue.Empty:
                 if self._overflow.is_set():
                     self._overflow.clear()
-                    self._safe(self.app.index)
+                    if not self._safe(self.app.index):
+                        self._overflow.set()  # the store is still failing: catch up later
+                        self._pause()
                 continue
             if first[0] == "stop":
                 return
@@ -164,17 +167,30 @@ class LiveUpdater:
                     break
                 batch[rel] = kind
             self.app.pending = self.q.qsize() + len(batch)
-            self._safe(self._apply, batch)
+            if self._safe(self._apply, batch):
+                self._backoff = 0.0
+            else:
+                # the store refused the batch (Neo4j down, disk full): keep the changes and retry
+                # after a growing pause, so that nothing edited meanwhile is lost
+                for rel, kind in batch.items():
+                    self._put(kind, rel)
+                self._pause()
             self.app.pending = self.q.qsize()
             with self.applied:
                 self.generation += 1
                 self.applied.notify_all()
 
-    def _safe(self, fn, *args) -> None:
+    def _safe(self, fn, *args) -> bool:
         try:
             fn(*args)
-        except Exception:  # a failed batch is logged once; the next change retries
+            return True
+        except Exception:  # logged; the caller keeps the work for a retry
             log.exception("incremental update failed")
+            return False
+
+    def _pause(self) -> None:
+        self._backoff = min(30.0, max(1.0, self._backoff * 2))
+        self._stop.wait(self._backoff)
 
     def _apply(self, batch: dict[str, str]) -> None:
         app = self.app
