@@ -665,7 +665,19 @@ class MemoryService:
             log.warning("memory: embedding failed", exc_info=True)
             return [], LegReport(ran=False, reason=f"embedder failed: {type(e).__name__}: {e}")
         hits = [h for h in hits if h.score >= self.settings.dense_min_score]
+        self._resume_backfill()
         return hits, LegReport(ran=True, hits=len(hits))
+
+    def _resume_backfill(self) -> None:
+        """The vector store answers (again): embed what was remembered while it could not
+        (the drain that was running then stopped at the first failure)."""
+        if self.embedder is None or (self._drainer is not None and self._drainer.is_alive()):
+            return
+        try:
+            if self.store.pending_embeddings(self.scope, self.embedder.model_key):
+                self._schedule_backfill()
+        except StoreError:
+            log.debug("memory: could not check the embedding backlog", exc_info=True)
 
     def _in_process_legs(self, query: str, deadline: float,
                          check: Callable[[], None]) -> _LegResults:
