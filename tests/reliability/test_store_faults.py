@@ -1,0 +1,309 @@
+"""Store faults: Neo4j (the scale-out code graph) or Milvus (memory vectors) unavailable or
+slow. The daemon must answer every request with a clear error or a lexical fallback within
+its deadline (never hang), and recover when the server comes back.
+
+The servers are real (a Neo4j 5.26 and a milvus-lite server started by the harness); the
+faults come from a TCP proxy between daemon and server (``faultproxy.FaultProxy``: down,
+hung, slow) and from stopping a server and starting it again on the same port and data
+(``Server.stop()``). Elapsed times are recorded for docs/RELIABILITY.md, not asserted: the
+daemon enforces its own deadline; a reply that never comes within a minute fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import servers as infra
+from tests.reliability.faultproxy import FaultProxy
+from tests.reliability.rawlsp import RawLsp, RpcError
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FAULTS = [("down", 0.0), ("blackhole", 0.0), ("slow", 3.0)]
+TIMES: list[dict] = []
+
+
+def _unavailable(what: str, e: Exception) -> None:
+    if os.environ.get("CI", "").lower() == "true" or os.environ.get("CODESYNAPSE_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"{what} could not start: {e}", pytrace=False)
+    pytest.skip(f"{what} could not start: {e}")
+
+
+def _port(uri: str) -> int:
+    return int(uri.rsplit(":", 1)[1].split("/")[0])
+
+
+def restart_neo4j(server: infra.Server) -> infra.Server:
+    """Stop a harness Neo4j and start it again on the same Bolt port and database home."""
+    port = _port(server.uri)
+    server.stop()
+    java = infra.java_executable()
+    classpath = infra.build_neo4j_launcher()
+    argv = [java, "-Xms512m", "-Xmx512m", *infra.NEO4J_JVM_OPTIONS, "-cp", os.pathsep.join(classpath),
+            infra.NEO4J_MAIN_CLASS, str(server.data_dir), str(port), "64m"]
+    offset = server.log_path.stat().st_size if server.log_path.exists() else 0
+    proc = infra._spawn(argv, server.log_path)
+    again = infra.Server(name="neo4j", uri="", process=proc, data_dir=server.data_dir, log_path=server.log_path,
+                         start_seconds=0.0, _stdin=proc.stdin, _stops_on_stdin_eof=True)
+    infra._REGISTRY.add(again)
+    line = infra._wait_for_line(proc, server.log_path, offset, "READY bolt://", 180, "neo4j")
+    again.uri = line.split(" ", 1)[1]
+    assert _port(again.uri) == port
+    return again
+
+
+def restart_milvus(server: infra.Server) -> infra.Server:
+    port = _port(server.uri)
+    server.stop()
+    return infra._start_milvus_once(server.data_dir, server.log_path, port, 60)
+
+
+def timed(d: RawLsp, method: str, params: Any) -> tuple[str, Any, float]:
+    """('result', answer, s) or ('error', RpcError, s); a hang fails inside d.request."""
+    t0 = time.monotonic()
+    try:
+        a = d.request(method, params)
+        return "result", a, time.monotonic() - t0
+    except RpcError as e:
+        return "error", e, time.monotonic() - t0
+
+
+def eventually(probe, timeout: float = 120.0, every: float = 0.5):
+    end = time.monotonic() + timeout
+    while True:
+        v = probe()
+        if v:
+            return v
+        assert time.monotonic() < end, "the daemon did not recover"
+        time.sleep(every)
+
+
+# ---- Neo4j ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def neo4j(tmp_path_factory):
+    try:
+        server = infra.start_neo4j(tmp_path_factory.mktemp("neo4j-faults"))
+    except infra.ServerStartError as e:
+        _unavailable("Neo4j", e)
+    box = {"server": server}
+    yield box
+    box["server"].stop()
+
+
+CONTEXT_REQUESTS = [
+    ("codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"}),
+    ("codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "depth": 2}),
+    ("codesynapse/search", {"query": "cart"}),
+    ("codesynapse/minimalContext", {"task": "how does Cart.total apply tax"}),
+    ("codesynapse/indexStatus", {}),
+]
+
+
+def _card_ok(d: RawLsp) -> bool:
+    try:
+        return d.request("codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"})["found"]
+    except RpcError:
+        return False
+
+
+def test_neo4j_down_hung_slow_then_back(neo4j, tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    proxy = FaultProxy("127.0.0.1", _port(neo4j["server"].uri))
+    env = {"CODESYNAPSE_BACKEND": "neo4j", "CODESYNAPSE_NEO4J_URI": f"bolt://{proxy.address}"}
+    try:
+        with RawLsp(tmp_path / "data", env=env, log=tmp_path / "neo4j-daemon.log") as d:
+            d.initialize(root)
+            d.wait_ready()
+            assert _card_ok(d)
+            for mode, delay in FAULTS:
+                proxy.set(mode, delay)
+                for method, params in CONTEXT_REQUESTS:
+                    kind, out, secs = timed(d, method, params)
+                    TIMES.append({"store": "neo4j", "fault": mode, "method": method, "outcome": kind,
+                                  "seconds": round(secs, 2),
+                                  "error": (out.data.get("kind", "") if kind == "error" else "")})
+                    if kind == "error":
+                        assert out.code == -32803 and out.data.get("kind") in (
+                            "StoreUnavailable", "StoreError", "deadline"), (mode, method, out)
+                        assert out.message  # a clear message, not an internal error
+                    elif method != "codesynapse/indexStatus":
+                        assert "tokens" in out  # a full answer (slow, not failing)
+                proxy.set("pass")
+                eventually(lambda: _card_ok(d))
+            # edits made while Neo4j is down reach the graph once it is back
+            proxy.set("down")
+            (root / "shop" / "pricing.py").write_text(
+                (root / "shop" / "pricing.py").read_text() + "\n\ndef written_while_down(x):\n    return x\n")
+            time.sleep(3.0)  # the watcher's batch is applied (and fails) meanwhile
+            proxy.set("pass")
+            eventually(lambda: _card_ok(d))
+            found = eventually(lambda: _found(d, "shop.pricing.written_while_down"), timeout=30)
+            assert found
+    finally:
+        proxy.close()
+
+
+def _found(d: RawLsp, q: str) -> bool:
+    try:
+        return d.request("codesynapse/symbolCard", {"selector": q})["found"]
+    except RpcError:
+        return False
+
+
+def test_neo4j_stopped_and_started_again(neo4j, tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    env = {"CODESYNAPSE_BACKEND": "neo4j", "CODESYNAPSE_NEO4J_URI": neo4j["server"].uri, "CODESYNAPSE_WATCH": "0"}
+    with RawLsp(tmp_path / "data", env=env, log=tmp_path / "neo4j-restart.log") as d:
+        d.initialize(root)
+        d.wait_ready()
+        assert _card_ok(d)
+        neo4j["server"].stop()
+        for method, params in CONTEXT_REQUESTS:
+            kind, out, secs = timed(d, method, params)
+            TIMES.append({"store": "neo4j", "fault": "stopped", "method": method, "outcome": kind,
+                          "seconds": round(secs, 2), "error": (out.data.get("kind", "") if kind == "error" else "")})
+            if kind == "error":
+                assert out.code == -32803 and out.data.get("kind") in ("StoreUnavailable", "StoreError", "deadline")
+        neo4j["server"] = restart_neo4j(neo4j["server"])
+        eventually(lambda: _card_ok(d))  # same data: the graph is there without a re-index
+        a = d.request("codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+        assert [n["qualifiedName"] for n in a["callers"]["nodes"]]
+
+
+# ---- Milvus -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def milvus(tmp_path_factory):
+    try:
+        server = infra.start_milvus_server(tmp_path_factory.mktemp("milvus-faults"))
+    except infra.ServerStartError as e:
+        _unavailable("Milvus (milvus-lite server)", e)
+    box = {"server": server}
+    yield box
+    box["server"].stop()
+
+
+def _recall(d: RawLsp, q: str) -> dict:
+    return d.request("codesynapse/memory/recall", {"query": q, "hops": 1})
+
+
+def _dense_ran(d: RawLsp, q: str = "billing service") -> bool:
+    try:
+        return _recall(d, q)["legs"]["dense"]["ran"]
+    except RpcError:
+        return False
+
+
+def test_milvus_down_hung_slow_then_back(milvus, tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    proxy = FaultProxy("127.0.0.1", _port(milvus["server"].uri))
+    env = {"CODESYNAPSE_MILVUS_URI": f"http://{proxy.address}", "CODESYNAPSE_WATCH": "0"}
+    try:
+        with RawLsp(tmp_path / "data", env=env, log=tmp_path / "milvus-daemon.log") as d:
+            d.initialize(root)
+            d.wait_ready()
+            r = d.request("codesynapse/memory/remember", {"entities": [
+                {"name": "billing service", "aliases": ["payments backend"], "durable": True},
+                {"name": "Alice", "type": "person", "durable": True}],
+                "facts": [{"subject": "Alice", "predicate": "owns", "object": "billing service", "durable": True}]})
+            assert r["embedded"] >= 2
+            assert _dense_ran(d)
+            for n, (mode, delay) in enumerate(FAULTS):
+                proxy.set(mode, delay)
+                kind, out, secs = timed(d, "codesynapse/memory/recall", {"query": "billing service", "hops": 1})
+                TIMES.append({"store": "milvus", "fault": mode, "method": "memory/recall", "outcome": kind,
+                              "seconds": round(secs, 2), "dense": out["legs"]["dense"] if kind == "result" else None})
+                assert kind == "result", out  # memory falls back to the lexical legs
+                assert out["legs"]["dense"]["ran"] is False and out["legs"]["dense"]["reason"], out["legs"]
+                assert [e["name"] for e in out["entries"]][:1] == ["billing service"]
+                assert any(f["predicate"] == "owns" for f in out["facts"])
+                kind, out, secs = timed(d, "codesynapse/memory/remember", {"entities": [
+                    {"name": f"written during {mode}", "durable": True}]})
+                TIMES.append({"store": "milvus", "fault": mode, "method": "memory/remember", "outcome": kind,
+                              "seconds": round(secs, 2)})
+                assert kind == "result", out
+                assert out["embedded"] == 0 and (out["embeddingPending"] >= 1 or out["embeddingNote"]), out
+                proxy.set("pass")
+                eventually(lambda: _dense_ran(d))
+                # what was written during the fault is embedded once the store is back
+                eventually(lambda: "dense" in _found_by(d, f"written during {mode}"), timeout=60)
+    finally:
+        proxy.close()
+
+
+def _found_by(d: RawLsp, name: str) -> list[str]:
+    for e in _recall(d, name)["entries"]:
+        if e["name"] == name:
+            return e["foundBy"]
+    return []
+
+
+def test_milvus_stopped_and_started_again(milvus, tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    env = {"CODESYNAPSE_MILVUS_URI": milvus["server"].uri, "CODESYNAPSE_WATCH": "0"}
+    with RawLsp(tmp_path / "data", env=env, log=tmp_path / "milvus-restart.log") as d:
+        d.initialize(root)
+        d.wait_ready()
+        d.request("codesynapse/memory/remember", {"entities": [{"name": "restart probe", "durable": True}]})
+        assert _dense_ran(d, "restart probe")
+        milvus["server"].stop()
+        kind, out, secs = timed(d, "codesynapse/memory/recall", {"query": "restart probe"})
+        TIMES.append({"store": "milvus", "fault": "stopped", "method": "memory/recall", "outcome": kind,
+                      "seconds": round(secs, 2)})
+        assert kind == "result" and out["legs"]["dense"]["ran"] is False
+        assert [e["name"] for e in out["entries"]] == ["restart probe"]
+        milvus["server"] = restart_milvus(milvus["server"])
+        eventually(lambda: _dense_ran(d, "restart probe"))
+        assert "dense" in _found_by(d, "restart probe")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a Milvus server that is unreachable when a session first uses memory is never retried: open_memory "
+    "records the vector store as unavailable for the life of the MemoryService, so the dense leg stays off "
+    "after the server comes back (until the daemon restarts)"))
+def test_milvus_down_at_start_then_up(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    proxy = FaultProxy("127.0.0.1", 9)  # nothing to forward to yet
+    proxy.set("down")
+    server = None
+    try:
+        env = {"CODESYNAPSE_MILVUS_URI": f"http://{proxy.address}", "CODESYNAPSE_WATCH": "0"}
+        with RawLsp(tmp_path / "data", env=env, log=tmp_path / "milvus-late.log") as d:
+            d.initialize(root)
+            d.wait_ready()
+            r = d.request("codesynapse/memory/remember", {"entities": [{"name": "late store", "durable": True}]})
+            assert r["embedded"] == 0
+            out = _recall(d, "late store")
+            assert out["legs"]["dense"]["ran"] is False and [e["name"] for e in out["entries"]] == ["late store"]
+            try:
+                server = infra.start_milvus_server(tmp_path / "milvus")
+            except infra.ServerStartError as e:
+                _unavailable("Milvus (milvus-lite server)", e)
+            proxy.retarget("127.0.0.1", _port(server.uri))
+            proxy.set("pass")
+            eventually(lambda: _dense_ran(d, "late store"), timeout=30)
+    finally:
+        proxy.close()
+        if server is not None:
+            server.stop()
+
+
+def test_record_times():
+    out = os.environ.get("CODESYNAPSE_RELIABILITY_TALLY")
+    if out and TIMES:
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"module": "store faults", "times": TIMES}) + "\n")
