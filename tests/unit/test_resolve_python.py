@@ -146,6 +146,8 @@ def test_locals_from_functions_of_the_same_file(calls):
         # make_either returns Child or Base; x is rebound by a for loop: no hint, no edge
         ("app/factory.py:36", "app.factory.Builder.use", "y.run"): ("", "unresolved"),
         ("app/factory.py:38", "app.factory.Builder.use", "x.run"): ("", "unresolved"),
+        # an async function's call gives a coroutine, not what it returns
+        ("app/factory.py:50", "app.factory.waiter", "pending.run"): ("", "unresolved"),
     })
 
 

@@ -38,6 +38,13 @@ def _norm(node: Node, src: bytes, depth: int) -> str:
 
 
 _SKIP = frozenset({"function_definition", "class_definition", "lambda", "decorated_definition"})
+# Nodes whose children may be statements (or the parts of one that bind names); the hint walk
+# descends only into these, never into expressions.
+_STATEMENT_HOLDERS = frozenset({
+    "block", "expression_statement", "assignment", "if_statement", "elif_clause", "else_clause", "for_statement",
+    "while_statement", "try_statement", "except_clause", "except_group_clause", "finally_clause",
+    "with_statement", "with_clause", "match_statement", "case_clause",
+})
 _OPTIONAL = re.compile(r"^(Optional\[|typing\.Optional\[)(.*)\]$")
 _TYPE_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
@@ -289,7 +296,7 @@ class PythonHooks(LanguageHooks):
                     for c in left.named_children:  # a, b = ...: rebinds both
                         if c.type in ("identifier", "attribute"):
                             drop(text(c, src))
-            elif n.type in ("for_statement", "for_in_clause"):
+            elif n.type == "for_statement":
                 left = n.child_by_field_name("left")
                 if left is not None:
                     for c in (left, *left.named_children):
@@ -305,7 +312,8 @@ class PythonHooks(LanguageHooks):
                         ctor = text(fn, src)
                         if ctor.rsplit(".", 1)[-1][:1].isupper():
                             put(text(alias, src).strip(), ctor)
-            stack.extend(reversed(n.named_children))
+            if n.type in _STATEMENT_HOLDERS:  # assignments are statements: expressions hold none
+                stack.extend(reversed(n.named_children))
         # ``cls.factory = RequestFactory()`` in a classmethod is ``self.factory`` in the methods
         for var, typ in list(hints.items()):
             for a, b in (("self.", "cls."), ("cls.", "self.")):
@@ -379,6 +387,8 @@ class PythonHooks(LanguageHooks):
         return returns[key] or ""
 
     def _returns_of(self, fdef: Node, src: bytes) -> str:
+        if fdef.children and fdef.children[0].type == "async":
+            return ""  # calling it gives a coroutine
         own = _class_path(fdef, src)
         ann = fdef.child_by_field_name("return_type")
         if ann is not None:
@@ -424,7 +434,8 @@ class PythonHooks(LanguageHooks):
                 if len(found) > 1:
                     return ""
                 continue
-            stack.extend(n.named_children)
+            if n.type in _STATEMENT_HOLDERS:
+                stack.extend(n.named_children)
         return next(iter(found)) if found else ""
 
     def _class_hints(self, cls: Node, src: bytes) -> dict[str, str]:
