@@ -645,7 +645,7 @@ def run_accuracy(corpus_root: str | Path, targets_file: str | Path | None = None
                 if i % 50 == 49:
                     cache.save()
                     say(f"[{corpus.name}]   goto: {i + 1}/{len(jobs)} files")
-            cache.save()
+        cache.save()  # also keeps units filled in above
         goto_s = time.perf_counter() - t0
 
         plans = []
@@ -941,8 +941,12 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
                    f"{_fmt(s['precision'])} | {r['index']['seconds']} ({r['index']['cpuSeconds']}) | "
                    f"{tm['oracleReferenceSeconds'] + tm['oracleGotoSeconds']:.1f} ({cached}; "
                    f"{tm['oracleSecondsWhenComputed']} s when computed) | {tm['totalSeconds']} |")
-    out += ["", "Precision and recall are micro-averaged over the targets (summed counts). *Strict precision* "
-            "counts every excluded blind-spot edge as a false positive.", ""]
+    out += ["", "TP, FP and FN count caller units (file, enclosing function, method or class body). Precision "
+            "and recall are micro-averaged over the targets (summed counts). *Excluded* units sit at the "
+            "oracle's blind spots (listed per corpus below) and count on neither side; *strict precision* "
+            "counts each of them as a false positive. *Oracle s* is the Jedi time of this run and, in brackets, "
+            "what computing every answer took (the answers are cached per corpus version); *run s* is the "
+            "whole run, index included.", ""]
     for r in results:
         c = r["corpus"]
         out += [f"## {c['name']}", "",
