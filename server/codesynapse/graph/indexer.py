@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
 import threading
 import time
@@ -135,6 +136,21 @@ def walk(root: Path, policy=None) -> WalkResult:
     return out
 
 
+# tree-sitter's YAML and Markdown scanners keep nesting in a fixed-size stack and crash the
+# process (SIGSEGV) at about 255 levels (indentation, "- - -", "> > >"). Every level costs at
+# least one character of a line's leading run of markers and blanks, so a file with a shorter
+# run than this is safe; a longer one is skipped before it reaches the parser.
+NESTED_LANGUAGES = frozenset({"yaml", "markdown"})
+MAX_NESTING_PREFIX = 200
+_NESTING_PREFIX = re.compile(rb"^[ \t>\-*+?.)0-9]{%d,}" % MAX_NESTING_PREFIX, re.M)
+
+
+def too_deeply_nested(data: bytes) -> bool:
+    """A leading run of nesting markers long enough to crash the YAML/Markdown scanners (a
+    run without a blank or '>' is a rule or a number, not nesting)."""
+    return any(set(m.group()) & {32, 9, 62} for m in _NESTING_PREFIX.finditer(data))
+
+
 def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequence[str] = (),
                      data: bytes | None = None) -> FileExtraction | FileRow:
     """Worker entry point: read a file and extract it, or say why it is skipped."""
@@ -152,6 +168,9 @@ def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequen
     except UnicodeDecodeError:
         return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
                        reason="not UTF-8")
+    if language in NESTED_LANGUAGES and too_deeply_nested(data):
+        return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
+                       reason="too deeply nested")
     if not available(language):
         return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
                        reason=f"no extractor for {language}")
