@@ -56,3 +56,63 @@ def mutate(path: Path, rng: random.Random) -> str:
         what = "remove f2"
     path.write_text(text)
     return what
+
+
+# ---- hostile files ---------------------------------------------------------------------------
+
+def nested_sources(n: int) -> dict[str, str]:
+    """One file per language whose syntax tree is ``n`` levels deep: nested parentheses in
+    an expression, nested calls, nested blocks or indentation, whatever the language nests."""
+    p, q = "(" * n, ")" * n
+    calls = "g(" * n + "1" + ")" * n
+    arr = "[" * n + "]" * n
+    return {
+        "deep_expr.py": f"def f():\n    return {p}1{q}\n\n\ndef g(x):\n    return {calls}\n",
+        "deep_list.py": f"X = {arr}\n",
+        "deep_blocks.py": "".join("    " * d + f"def level_{d}():\n" for d in range(min(n, 400)))
+                          + "    " * min(n, 400) + "return 1\n",
+        "deep.js": f"const a = {arr};\nfunction f() {{ return {calls}; }}\n",
+        "deep_blocks.js": "function f() " + "{ " * n + "}" * n + "\n",
+        "deep.ts": f"const a: unknown = {arr};\nexport function f(): number {{ return {p}1{q}; }}\n",
+        "deep.tsx": f"export const C = () => {''.join('<div>' for _ in range(min(n, 3000)))}x"
+                    f"{''.join('</div>' for _ in range(min(n, 3000)))};\n",
+        "deep.go": f"package deep\n\nfunc F() int {{\n\treturn {p}1{q}\n}}\n",
+        "deep.rs": f"fn f() -> i32 {{ {p}1{q} }}\nfn g() {{ {'{ ' * n}{'}' * n} }}\n",
+        "Deep.java": f"class Deep {{ int f() {{ return {p}1{q}; }} }}\n",
+        "deep.c": f"int f(void) {{ return {p}1{q}; }}\nvoid g(void) {{ {'{ ' * n}{'}' * n} }}\n",
+        "deep.cpp": f"int f() {{ return {p}1{q}; }}\n",
+        "Deep.cs": f"class Deep {{ int F() {{ return {p}1{q}; }} }}\n",
+        "deep.rb": f"def f\n  {p}1{q}\nend\n",
+        "deep.php": f"<?php\nfunction f() {{ return {p}1{q}; }}\n",
+        "deep.kt": f"fun f(): Int {{ return {p}1{q} }}\n",
+        "deep.json": "[" * n + "]" * n,
+        "deep.toml": f"a = {arr}\n",
+        "deep_flow.yaml": f"a: {arr}\n",
+        "deep_block.yaml": "".join("  " * d + f"k{d}:\n" for d in range(min(n, 300))) + "  " * min(n, 300) + "v: 1\n",
+        "deep_inline.yaml": "- " * min(n, 5000) + "x\n",
+        "deep_quote.md": "> " * n + "quote\n",
+        "deep_list.md": "".join("  " * d + "- item\n" for d in range(min(n, 300))),
+        "deep_emph.md": "*" * n + "x" + "*" * n + "\n",
+    }
+
+
+def wide_tree(root: Path, files: int, per_dir: int = 100, indexed_every: int = 1) -> int:
+    """``files`` small files in folders of ``per_dir``; every ``indexed_every``-th one is
+    Python (calling a function of the previous one), the rest are text files the walk
+    sees but no extractor reads. Returns how many are Python."""
+    py = 0
+    for i in range(files):
+        d = root / f"d{i // per_dir:05d}"
+        if i % per_dir == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        if i % indexed_every == 0:
+            prev = f"d{(i - indexed_every) // per_dir:05d}.m{i - indexed_every}" if py else ""
+            body = f"from {prev.rsplit('.', 1)[0]} import m{i - indexed_every} as prev\n\n\n" if prev else ""
+            body += f"def f{i}(x):\n    return x\n"
+            (d / f"m{i}.py").write_text(body)
+            py += 1
+        else:
+            (d / f"n{i}.txt").write_text(f"note {i}\n")
+    for d in {root / f"d{i // per_dir:05d}" for i in range(0, files, per_dir)}:
+        (d / "__init__.py").touch()
+    return py
