@@ -981,7 +981,10 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
                 f"{', '.join(f['oracle']) or 'nothing'}" for s, f in fps[:max_list]]
         if len(fps) > max_list:
             out.append(f"- … {len(fps) - max_list} more in accuracy.json")
-        out += ["", f"### Misses ({len(misses)})", ""]
+        by_kind = Counter(("bound elsewhere" if f["ours"].startswith("bound to") else f["ours"]) for _, f in misses)
+        out += ["", f"### Misses ({len(misses)})", "",
+                "What we did at the oracle's call site: " +
+                (", ".join(f"{k} {v}" for k, v in sorted(by_kind.items())) or "nothing to report") + ".", ""]
         out += [f"- `{s}` ← `{f['unit']}` at {f['site']}: ours {f['ours']}"
                 f"{' (`' + f['callee'] + '`)' if f['callee'] else ''}" for s, f in misses[:max_list]]
         if len(misses) > max_list:
@@ -993,9 +996,28 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
         if len(excl) > max_list:
             out.append(f"- … {len(excl) - max_list} more in accuracy.json")
         out.append("")
-    out += ["## Method", "", *_METHOD, ""]
+    out += ["## Known gaps", "", *_GAPS, "", "## Method", "", *_METHOD, ""]
     return "\n".join(out)
 
+
+_GAPS = [
+    "- **Return values across files**: a local set from a function or method of *another* file "
+    "(`template = engine.get_template(name)`, `msg = email.message_from_string(s)`, `loop = "
+    "events.get_event_loop()`) has no class: the resolver's symbol index holds names and kinds, not what "
+    "functions return. Calls on it stay unresolved (counted as same-name candidates). Within one file, "
+    "returns are followed.",
+    "- **Module-level receivers**: `parser = argparse.ArgumentParser()` followed by `parser.parse_args()` at "
+    "module level (scripts' `if __name__ == '__main__':` blocks) stays unresolved: the extraction engine "
+    "asks for receiver classes only inside functions and classes (the Python hooks already accept a module).",
+    "- **Assignments that alias a class**: `TestCase = unittest.TestCase` at module level is not followed, so "
+    "`self.subTest()` in `class T(TestCase)` stays unresolved.",
+    "- **Bare calls through a parameter or local** that shadows an imported name (`def f(deepcopy=deepcopy): "
+    "deepcopy(x)`) are bound to the import (the false positives of `copy.deepcopy`).",
+    "- **Flow**: receiver classes are per function, not per statement: a name bound to two classes, or "
+    "rebound by a loop, gets none.",
+    "- **Files with syntax errors** the grammar cannot place are extracted partially; a method can then "
+    "land outside its class (`test/test_compile.py`).",
+]
 
 _METHOD = [
     "- **Our side**: the corpus is indexed from scratch (full index = incremental update from an empty graph) "
