@@ -13,9 +13,12 @@ def register(server) -> None:
 def _register_one(server, name: str) -> None:
     @server.feature(name)
     async def handler(ls, params):
+        import asyncio
+
+        started = asyncio.get_running_loop().time()  # the deadline counts the wait for the index too
         if name != "codesynapse/indexStatus":
             await _wait_ready(ls)
-        return await ls.run_method(name, params)
+        return await ls.run_method(name, params, started)
 
     handler.__name__ = "handle_" + name.replace("/", "_")
 

@@ -84,15 +84,19 @@ class CodeSynapseServer(LanguageServer):
             raise JsonRpcRequestFailed("the server has not been initialized with a workspace folder")
         return self.app
 
-    async def run_method(self, method: str, params: Any) -> Any:
-        """Run one custom request in a worker thread under the deadline."""
+    async def run_method(self, method: str, params: Any, started: float | None = None) -> Any:
+        """Run one custom request in a worker thread under the deadline, counted from
+        ``started`` (the loop time the request arrived at) when given."""
         from codesynapse.methods import call_method
 
         app = self.require_app()
         loop = asyncio.get_running_loop()
+        budget = DEADLINE_S + 0.5 - (loop.time() - started if started is not None else 0.0)
+        if budget <= 0:
+            raise to_jsonrpc(DeadlineExceeded(DEADLINE_S))
         try:
             return await asyncio.wait_for(
-                loop.run_in_executor(self.thread_pool, call_method, app, method, params), DEADLINE_S + 0.5)
+                loop.run_in_executor(self.thread_pool, call_method, app, method, params), budget)
         except asyncio.TimeoutError as e:
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S)) from e
         except JsonRpcException:
