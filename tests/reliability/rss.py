@@ -50,42 +50,51 @@ def measure(root: Path, data: Path, *, probe_every: float = 0.25, timeout: float
     sampler = TreeSampler(d.pid, 0.05).start()
     probes: list[dict[str, Any]] = []
     stop = threading.Event()
+    ready = threading.Event()
 
-    def probe() -> None:
+    def probe(method: str, params: dict[str, Any]) -> None:
         while not stop.is_set():
-            for method, params in (("codesynapse/indexStatus", {}), ("codesynapse/search", {"query": "f1 main"})):
-                t0 = time.monotonic()
-                try:
-                    a = d.request(method, params)
-                    ok, state = True, a.get("state", a.get("provenance", {}).get("freshness", {}).get("state"))
-                except RpcError as e:
-                    ok, state = False, f"error {e.code} {e.data.get('kind', '')}"
-                probes.append({"method": method, "seconds": time.monotonic() - t0, "ok": ok, "state": state})
+            t0 = time.monotonic()
+            try:
+                a = d.request(method, params)
+                ok, state = True, a.get("state", a.get("provenance", {}).get("freshness", {}).get("state"))
+            except RpcError as e:
+                ok, state = e.data.get("kind") == "deadline", f"error {e.code} {e.data.get('kind', '')}"
+            probes.append({"method": method, "seconds": time.monotonic() - t0, "ok": ok, "state": state,
+                           "during": not ready.is_set()})
             stop.wait(probe_every)
 
     t0 = time.monotonic()
     try:
         d.initialize(root)
-        th = threading.Thread(target=probe, daemon=True)
-        th.start()
+        threads = [threading.Thread(target=probe, args=("codesynapse/indexStatus", {}), daemon=True),
+                   threading.Thread(target=probe, args=("codesynapse/search", {"query": "f1 main"}), daemon=True),
+                   threading.Thread(target=probe, args=("codesynapse/symbolCard", {"selector": "f1"}), daemon=True)]
+        for th in threads:
+            th.start()
         st = d.wait_ready(timeout=timeout)
+        ready.set()
         seconds = time.monotonic() - t0
         stop.set()
-        th.join(120)
+        for th in threads:
+            th.join(120)
         alive = d.proc.poll() is None
     finally:
         stop.set()
         sampler.stop()
         d.close()
-    during = [p for p in probes if p["state"] == "indexing"]
+    during = [p for p in probes if p["during"]]
+    ctx = [p for p in during if p["method"] != "codesynapse/indexStatus"]
     return {
         **tree_size(root), "indexedFiles": st["files"], "skipped": st["skipped"], "symbols": st["symbols"],
         "edges": st["edges"], "seconds": round(seconds, 1), "peakRssMiB": round(sampler.peak_total / 2**20),
         "peakDaemonMiB": round(sampler.peak_main / 2**20), "peakWorkerMiB": round(sampler.peak_worker / 2**20),
         "probes": len(probes), "probesWhileIndexing": len(during),
-        "probeMaxSeconds": round(max((p["seconds"] for p in probes), default=0.0), 2),
         "statusMaxSecondsWhileIndexing": round(max((p["seconds"] for p in during
                                                      if p["method"] == "codesynapse/indexStatus"), default=0.0), 2),
+        "contextMaxSecondsWhileIndexing": round(max((p["seconds"] for p in ctx), default=0.0), 2),
+        "contextDeadlineErrorsWhileIndexing": sum(1 for p in ctx if p["state"].startswith("error")),
+        "probeMaxSecondsAfter": round(max((p["seconds"] for p in probes if not p["during"]), default=0.0), 2),
         "probeErrors": sum(1 for p in probes if not p["ok"]), "daemonAlive": alive,
     }
 
