@@ -171,11 +171,15 @@ def _now_iso() -> str:
 
 def stamp(result: S) -> S:
     """Fill ``tokens`` = ceil(resultBytes/4) and ``resultBytes`` of the complete JSON, the
-    digits of both numbers included (iterated to a fixed point)."""
+    digits of both numbers included (iterated to a fixed point). The JSON is the one every
+    answer is measured in (``codesynapse.context.budget.dumps``): msgspec writes floats
+    differently (``1e-7`` for ``1e-07``), which made memory answers disagree by a byte."""
+    from codesynapse.context.budget import dumps
+
     tokens = nbytes = 0
     for _ in range(8):
         cur = msgspec.structs.replace(result, tokens=tokens, result_bytes=nbytes)
-        size = len(msgspec.json.encode(cur))
+        size = len(dumps(msgspec.to_builtins(cur)))
         if size == nbytes and tokens == math.ceil(size / 4):
             return cur
         nbytes, tokens = size, math.ceil(size / 4)
