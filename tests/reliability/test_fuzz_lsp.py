@@ -104,16 +104,43 @@ ANY = st.one_of(
 )
 
 
+VALID_TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=60).filter(str.strip)
+NAME_TEXT = st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=60).filter(str.strip)
+
+
+def valid_of(s: st.SearchStrategy) -> st.SearchStrategy:
+    """The well-typed part of a strategy built by ``maybe``/``obj``/``lst``."""
+    return getattr(s, "valid_only", s)
+
+
 def maybe(valid: st.SearchStrategy, *adversarial: st.SearchStrategy) -> st.SearchStrategy:
-    """Mostly well-typed values (so the deeper code runs), sometimes anything at all."""
-    return st.one_of(valid, valid, valid, *adversarial, ANY)
+    """Mostly well-typed values, sometimes anything at all; ``valid_of`` gives the
+    well-typed part alone (so that most requests get past validation into the code)."""
+    s = st.one_of(valid, valid, valid, *adversarial, ANY)
+    s.valid_only = valid_of(valid)
+    return s
+
+
+def obj(required: dict, optional: dict | None = None) -> st.SearchStrategy:
+    optional = optional or {}
+    s = st.fixed_dictionaries(required, optional=optional)
+    s.valid_only = st.fixed_dictionaries({k: valid_of(v) for k, v in required.items()},
+                                         optional={k: valid_of(v) for k, v in optional.items()})
+    return s
+
+
+def lst(elem: st.SearchStrategy, **kw: Any) -> st.SearchStrategy:
+    s = st.lists(elem, **kw)
+    s.valid_only = st.lists(valid_of(elem), **kw)
+    return s
 
 
 SYMBOLS = st.sampled_from(["shop.cart.Cart.total", "shop.pricing.with_tax", "shop.payment.pay_for", "Cart",
                            "total", "add", "shop.cart", "test_cart.test_total", "no_such_symbol", "shop.pricing"])
 REL_PATHS = st.sampled_from(["shop/cart.py", "shop/pricing.py", "shop/payment.py", "test_cart.py", "README.md",
                              "shop/../shop/cart.py", "./shop/cart.py", "missing.py", "shop", "shop/"])
-TOKENS = maybe(st.integers(-1000, 30000), st.sampled_from(NUMBERS))
+TOKENS = maybe(st.one_of(st.integers(-1000, 30000), st.sampled_from([256, 257, 300, 512, 1500, 20000])),
+               st.sampled_from(NUMBERS))
 BOOL = maybe(st.booleans(), SCALAR)
 
 
@@ -135,10 +162,9 @@ def uris(draw) -> str:
     return draw(TEXT)
 
 
-POSITION = st.fixed_dictionaries(
-    {"uri": maybe(uris()), "line": maybe(st.integers(-5, 40), st.sampled_from(NUMBERS))},
-    optional={"character": maybe(st.integers(0, 80), st.sampled_from(NUMBERS))})
-SELECTOR = maybe(st.one_of(SYMBOLS, POSITION), BIG_TEXT)
+POSITION = obj({"uri": maybe(uris()), "line": maybe(st.integers(0, 40), st.sampled_from(NUMBERS))},
+               {"character": maybe(st.integers(0, 80), st.sampled_from(NUMBERS))})
+SELECTOR = maybe(st.one_of(SYMBOLS, SYMBOLS, POSITION.valid_only, VALID_TEXT), BIG_TEXT, POSITION)
 
 
 @st.composite
@@ -151,20 +177,21 @@ def diffs(draw) -> str:
         new = "/dev/null" if status == "deleted" else f"b/{path}"
         out += [f"diff --git a/{path} b/{path}", f"--- {old}", f"+++ {new}", f"@@ -{start},{count} +{start},{count} @@",
                 "+changed line"]
-    junk = draw(st.one_of(st.just(""), TEXT))
+    junk = draw(st.one_of(st.just(""), VALID_TEXT))
     return "\n".join(out) + junk
 
 
-ENTITY = st.fixed_dictionaries(
-    {"name": maybe(st.sampled_from(["Alice", "billing service", "PROJ-42", "shop.cart.Cart"]), BIG_TEXT)},
-    optional={"aliases": maybe(st.lists(maybe(TEXT), max_size=20)), "type": maybe(st.sampled_from(["person", "svc"]), TEXT),
-              "durable": BOOL})
-FACT = st.fixed_dictionaries(
-    {"subject": maybe(st.sampled_from(["Alice", "billing service", "mem_" + "0" * 24]), TEXT),
-     "predicate": maybe(st.sampled_from(["owns", "blocked_by", "calls"]), TEXT),
-     "object": maybe(st.sampled_from(["Alice", "billing service", "PROJ-42"]), TEXT)},
-    optional={"confidence": maybe(st.floats(0, 1), st.sampled_from(NUMBERS)), "sourceClient": maybe(TEXT),
-              "durable": BOOL})
+ENTITY = obj({"name": maybe(st.one_of(st.sampled_from(["Alice", "billing service", "PROJ-42", "shop.cart.Cart"]),
+                                      NAME_TEXT), BIG_TEXT)},
+             {"aliases": maybe(lst(maybe(NAME_TEXT, TEXT), max_size=20)),
+              "type": maybe(st.sampled_from(["person", "svc", "", "a.b-c_d"]), TEXT), "durable": BOOL})
+FACT = obj({"subject": maybe(st.one_of(st.sampled_from(["Alice", "billing service", "mem_" + "0" * 24]), NAME_TEXT),
+                             TEXT),
+            "predicate": maybe(st.sampled_from(["owns", "blocked_by", "calls", "x" * 64]), TEXT),
+            "object": maybe(st.one_of(st.sampled_from(["Alice", "billing service", "PROJ-42"]), NAME_TEXT), TEXT)},
+           {"confidence": maybe(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 1e-7, 0.333])),
+                                st.sampled_from(NUMBERS)),
+            "sourceClient": maybe(st.sampled_from(["vscode", "agent-1", ""]), TEXT), "durable": BOOL})
 
 FIELDS: dict[str, dict[str, st.SearchStrategy]] = {
     "codesynapse/indexStatus": {},
@@ -174,37 +201,48 @@ FIELDS: dict[str, dict[str, st.SearchStrategy]] = {
                               "depth": maybe(st.integers(-3, 10), st.sampled_from(NUMBERS)),
                               "limit": maybe(st.integers(-3, 300), st.sampled_from(NUMBERS)),
                               "maxTokens": TOKENS, "includeIds": BOOL},
-    "codesynapse/minimalContext": {"task": maybe(st.sampled_from(["why does Cart.total add tax", "payment flow"]),
+    "codesynapse/minimalContext": {"task": maybe(st.one_of(st.sampled_from(["why does Cart.total add tax",
+                                                                            "payment flow", "the"]), VALID_TEXT),
                                                  BIG_TEXT),
-                                   "paths": maybe(st.lists(maybe(REL_PATHS, uris()), max_size=5),
+                                   "paths": maybe(lst(maybe(REL_PATHS, uris()), max_size=5),
                                                   st.lists(REL_PATHS, min_size=99, max_size=102)),
                                    "maxTokens": TOKENS, "includeIds": BOOL},
-    "codesynapse/prContext": {"diff": maybe(diffs(), BIG_TEXT), "base": maybe(TEXT), "head": maybe(TEXT),
+    "codesynapse/prContext": {"diff": maybe(diffs(), BIG_TEXT),
+                              "base": maybe(st.sampled_from(["HEAD", "HEAD~1", "main"]), TEXT),
+                              "head": maybe(st.sampled_from(["HEAD", "HEAD~1"]), TEXT),
                               "maxTokens": TOKENS, "includeIds": BOOL},
-    "codesynapse/search": {"query": maybe(st.sampled_from(["cart", "tax", "with_tax", "Cart total", "pay*"]), BIG_TEXT),
+    "codesynapse/search": {"query": maybe(st.one_of(st.sampled_from(["cart", "tax", "with_tax", "Cart total", "pay*"]),
+                                                    VALID_TEXT), BIG_TEXT),
                            "mode": maybe(st.sampled_from(["full", "compact", "summary"])),
-                           "limit": maybe(st.integers(-1, 600), st.sampled_from(NUMBERS)),
-                           "offset": maybe(st.integers(-1, 100), st.sampled_from(NUMBERS)),
-                           "kind": maybe(st.sampled_from(["function", "method", "class"]), TEXT),
+                           "limit": maybe(st.integers(1, 500), st.sampled_from(NUMBERS)),
+                           "offset": maybe(st.integers(0, 100), st.sampled_from(NUMBERS)),
+                           "kind": maybe(st.sampled_from(["function", "method", "class", "module"]), TEXT),
                            "maxTokens": TOKENS, "includeIds": BOOL},
     "codesynapse/snippet": {"selector": SELECTOR, "mode": maybe(st.sampled_from(["signature", "head_tail", "full"])),
-                            "maxLines": maybe(st.integers(-1, 6000), st.sampled_from(NUMBERS)), "maxTokens": TOKENS},
-    "codesynapse/memory/remember": {"entities": maybe(st.lists(maybe(ENTITY), max_size=4),
+                            "maxLines": maybe(st.integers(1, 5000), st.sampled_from(NUMBERS)), "maxTokens": TOKENS},
+    "codesynapse/memory/remember": {"entities": maybe(lst(maybe(ENTITY), min_size=1, max_size=4),
                                                       st.lists(ENTITY, min_size=100, max_size=101)),
-                                    "facts": maybe(st.lists(maybe(FACT), max_size=4))},
-    "codesynapse/memory/recall": {"query": maybe(st.sampled_from(["Alice", "billing", "PROJ-42 blocked"]), BIG_TEXT),
+                                    "facts": maybe(lst(maybe(FACT), max_size=4))},
+    "codesynapse/memory/recall": {"query": maybe(st.one_of(st.sampled_from(["Alice", "billing", "PROJ-42 blocked"]),
+                                                           NAME_TEXT), BIG_TEXT),
                                   "limit": maybe(st.integers(-2, 20), st.sampled_from(NUMBERS)),
                                   "hops": maybe(st.integers(-2, 5), st.sampled_from(NUMBERS)),
                                   "maxFacts": maybe(st.integers(-2, 200), st.sampled_from(NUMBERS)),
                                   "includeIds": BOOL},
-    "codesynapse/memory/forget": {"ids": maybe(st.lists(maybe(st.sampled_from(["mem_" + "a" * 24, "fact_" + "b" * 24]),
-                                                              TEXT), max_size=4)),
-                                  "names": maybe(st.lists(maybe(st.sampled_from(["Alice", "nobody"]), TEXT), max_size=4)),
-                                  "facts": maybe(st.lists(maybe(FACT), max_size=3))},
+    "codesynapse/memory/forget": {"ids": maybe(lst(maybe(st.sampled_from(["mem_" + "a" * 24, "fact_" + "b" * 24]),
+                                                         TEXT), max_size=4)),
+                                  "names": maybe(lst(maybe(st.one_of(st.sampled_from(["Alice", "nobody"]), NAME_TEXT),
+                                                           TEXT), min_size=1, max_size=4)),
+                                  "facts": maybe(lst(maybe(FACT), max_size=3))},
     "codesynapse/memory/list": {"durable": maybe(st.one_of(st.none(), st.booleans())),
                                 "cursor": maybe(st.sampled_from(["", "WyJBbGljZSIsIm1lbV8wIl0", "!!!"]), TEXT),
-                                "limit": maybe(st.integers(-1, 300), st.sampled_from(NUMBERS)), "includeIds": BOOL},
+                                "limit": maybe(st.integers(1, 200), st.sampled_from(NUMBERS)), "includeIds": BOOL},
 }
+REQUIRED = {"codesynapse/symbolCard": ["selector"], "codesynapse/symbolContext": ["selector"],
+            "codesynapse/callGraph": ["selector"], "codesynapse/snippet": ["selector"],
+            "codesynapse/minimalContext": ["task"], "codesynapse/search": ["query"],
+            "codesynapse/memory/recall": ["query"], "codesynapse/memory/remember": ["entities"],
+            "codesynapse/memory/forget": ["names"], "codesynapse/prContext": ["diff"]}
 METHODS = sorted(FIELDS)
 UNKNOWN_KEYS = st.one_of(st.sampled_from(sorted(SCOPE_FIELDS)), st.sampled_from(["bogus", "__proto__", "constructor",
                                                                                  "maxtokens", "Selector", ""]), TEXT)
@@ -212,13 +250,21 @@ UNKNOWN_KEYS = st.one_of(st.sampled_from(sorted(SCOPE_FIELDS)), st.sampled_from(
 
 @st.composite
 def params_for(draw, method: str) -> Any:
+    """Shapes: 5 % not an object; 15 % well-typed plus unknown or scope fields (top level or
+    nested); 40 % well-typed; 25 % one field adversarial; 15 % every field may be."""
     shape = draw(st.integers(0, 19))
-    if shape == 0:  # not an object at all
+    if shape == 0:
         return draw(st.one_of(st.none(), st.lists(ANY, max_size=3), SCALAR))
     fields = FIELDS[method]
-    chosen = draw(st.lists(st.sampled_from(sorted(fields)), unique=True)) if fields else []
-    params: dict[str, Any] = {k: draw(fields[k]) for k in chosen}
-    if shape <= 4:  # unknown fields or scope fields, top level or nested
+    names = sorted(fields)
+    chosen = draw(st.lists(st.sampled_from(names), unique=True)) if fields else []
+    chosen = list(dict.fromkeys(REQUIRED.get(method, []) + chosen)) if shape <= 11 else chosen
+    bad = draw(st.sampled_from(chosen)) if 12 <= shape <= 16 and chosen else None
+    params: dict[str, Any] = {}
+    for k in chosen:
+        chaos = shape >= 17 or k == bad
+        params[k] = draw(fields[k] if chaos else valid_of(fields[k]))
+    if shape <= 3:
         extra = draw(st.dictionaries(UNKNOWN_KEYS, ANY, min_size=1, max_size=3))
         target = params
         nested = [v for v in params.values() if isinstance(v, dict)] + [
@@ -479,6 +525,19 @@ async def test_unicode_edge_cases_in_every_string_field(client, repo, method, fi
         if lone:
             assert what == "InvalidParams", f"{method} {field}={value!r}: {what}"
             assert error.data["field"] in (field, "params") or field == "<key>", error.data
+
+
+async def test_memory_answers_count_bytes_like_every_answer(client):
+    """Floats in memory answers (a confidence of 1e-07) are counted in the same JSON as the
+    context answers (found by the fuzzer: msgspec writes 1e-7, one byte less)."""
+    for conf in (1e-07, 1e-05, 0.1, 1.0, 0.0, 1 / 3):
+        name = f"tiny confidence {conf!r}"
+        r = await send(client, "codesynapse/memory/remember", {"facts": [
+            {"subject": name, "predicate": "scored", "object": "x", "confidence": conf, "durable": True}]})
+        check_reply("codesynapse/memory/remember", {}, *r)
+        r = await send(client, "codesynapse/memory/recall", {"query": name, "includeIds": True})
+        check_reply("codesynapse/memory/recall", {}, *r)
+        assert [f["confidence"] for f in r[0]["facts"] if f["subject"] == name] == [conf]
 
 
 def write_frame(client: LanguageClient, body: bytes, header: bytes | None = None) -> None:
