@@ -175,3 +175,16 @@ def test_memory_damage_is_found(memory_db, sql, kind):
     conn.close()
     rep = check_memory(memory_db)
     assert any(p.startswith(kind + ":") for p in rep.problems), str(rep)
+
+
+def test_a_store_killed_while_being_created(tmp_path):
+    """An empty or half-created file (killed between connect and the last CREATE) is fine
+    before a load and a problem after one."""
+    db = tmp_path / "graph.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL)")
+    conn.commit()
+    conn.close()
+    assert check_graph(db, loaded=False).ok
+    rep = check_graph(db, loaded=True)
+    assert not rep.ok and rep.problems[0].startswith("schema:")

@@ -94,6 +94,11 @@ def check_graph(path: str | Path, graph_id: str | None = None, *, loaded: bool =
             return rep
         tables = _tables(conn)
         missing = {"meta", "files", *GRAPH_TABLES, "symbols_fts"} - tables
+        if missing and not loaded:
+            # killed while the store was first created: the schema is made statement by
+            # statement (CREATE ... IF NOT EXISTS) and completed by the next open
+            rep.checks.append(f"schema incomplete before a load ({len(missing)} tables to create)")
+            return rep
         if missing:
             rep.fail("schema", f"missing tables {sorted(missing)}")
             return rep
