@@ -48,6 +48,13 @@ def probe_source(k: int) -> str:
             f'def probe(x):\n    """Version {k}."""\n{body}    return helper_{k}(x)\n')
 
 
+def write_version(root: Path, k: int) -> None:
+    """Replace probe.py atomically: every state the disk ever shows is one whole version."""
+    tmp = root / f".probe.{k}.tmp"
+    tmp.write_text(probe_source(k))
+    os.replace(tmp, root / "probe.py")
+
+
 def fresh_dump(root: Path, where: Path) -> dict:
     shutil.rmtree(where, ignore_errors=True)
     app = App(root, load_settings({"data_dir": str(where), "watch": False}))
@@ -153,7 +160,7 @@ def test_many_clients_many_requests_while_files_change(tree, tmp_path):
 
         def writer() -> None:
             for k in range(1, VERSIONS + 1):
-                (tree / "probe.py").write_text(probe_source(k))
+                write_version(tree, k)
                 written.append(k)
                 if k % 3 == 0:
                     mutate(rng.choice(others), rng)
@@ -269,7 +276,7 @@ def test_answers_are_one_version_of_the_tree(tree, tmp_path):
 
         def writer() -> None:
             for k in range(1, versions + 1):
-                (tree / "probe.py").write_text(probe_source(k))
+                write_version(tree, k)
                 time.sleep(0.15)
             time.sleep(1.0)
             stop.set()
