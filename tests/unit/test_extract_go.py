@@ -30,6 +30,7 @@ def test_package_types_methods_and_doc_comments():
     assert f.module == STORE
     assert symbols(f) == [
         (STORE, "module", 1, 61),
+        (f"{STORE}.ErrNotFound", "variable", 10, 10),
         (f"{STORE}.MaxItems", "constant", 13, 13),
         (f"{STORE}.Repository", "interface", 16, 19),
         (f"{STORE}.Repository.Get", "method", 17, 17),
@@ -43,6 +44,8 @@ def test_package_types_methods_and_doc_comments():
     sig = {s.qname: (s.signature, s.summary, s.parent) for s in f.symbols}
     assert f.symbols[0].summary == "Package store keeps products in memory."
     assert sig[f"{STORE}.MaxItems"] == ("const MaxItems", "MaxItems caps how many products a store holds.", STORE)
+    # a package-level variable: its name, never its value
+    assert sig[f"{STORE}.ErrNotFound"] == ("var ErrNotFound", "ErrNotFound is returned for unknown ids.", STORE)
     assert sig[f"{STORE}.Repository"] == (
         "type Repository interface", "Repository is what the service needs from storage.", STORE)
     assert sig[f"{STORE}.Repository.Get"] == ("Get(id string) (Product, error)", "", f"{STORE}.Repository")
@@ -59,6 +62,60 @@ def test_package_types_methods_and_doc_comments():
         (f"{STORE}.Memory.Put", "errors.New", 57, ""),
     ]
     assert [(i.module, i.binding) for i in f.imports] == [("errors", "errors"), ("sync", "sync")]
+
+
+PACKAGE_VARS = b"""package p
+
+import "errors"
+
+// ErrShortWrite means that a write accepted fewer bytes than requested.
+var ErrShortWrite = errors.New("short write")
+
+var (
+	DefaultClient = &Client{}
+	limit         int = 8
+	hook          func()
+)
+
+type Client struct{}
+
+func (c *Client) Get(u string) error { return nil }
+
+func Get(u string) error { return DefaultClient.Get(u) }
+
+func Shadowed(u string) error {
+	DefaultClient := other()
+	return DefaultClient.Get(u)
+}
+
+func local() { var x = 1; _ = x }
+"""
+
+
+def test_package_level_variables_and_their_types_as_hints(tmp_path):
+    f = fx("p/vars.go", root=tmp_path, data=PACKAGE_VARS)  # no go.mod: the directory names the package
+    assert symbols(f) == [
+        ("p", "module", 1, 25),
+        ("p.ErrShortWrite", "variable", 6, 6),
+        ("p.DefaultClient", "variable", 9, 9),
+        ("p.limit", "variable", 10, 10),
+        ("p.hook", "variable", 11, 11),
+        ("p.Client", "struct", 14, 14),
+        ("p.Client.Get", "method", 16, 16),
+        ("p.Get", "function", 18, 18),
+        ("p.Shadowed", "function", 20, 23),
+        ("p.local", "function", 25, 25),  # a function's own var is no package variable
+    ]
+    sig = {s.qname: (s.signature, s.summary) for s in f.symbols}
+    assert sig["p.ErrShortWrite"] == ("var ErrShortWrite",
+                                      "ErrShortWrite means that a write accepted fewer bytes than requested.")
+    assert sig["p.limit"] == ("var limit int", "")
+    assert calls(f) == [
+        ("p", "errors.New", 6, ""),
+        ("p.Get", "DefaultClient.Get", 18, "Client"),  # var DefaultClient = &Client{} in this file
+        ("p.Shadowed", "other", 21, ""),
+        ("p.Shadowed", "DefaultClient.Get", 22, ""),  # a local of that name hides the package variable
+    ]
 
 
 def test_sibling_file_shares_the_package():

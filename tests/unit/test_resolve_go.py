@@ -109,3 +109,23 @@ def test_goroot_std_module_has_no_prefix(tmp_path):
         ("net/http.Get", "text.Fold", "golang.org/x/text.Fold", "module"),
     ]
     s.close()
+
+
+def test_package_variable_receiver(tmp_path):
+    """`var DefaultClient = &Client{}` types the package variable: `DefaultClient.Get(u)` in a
+    function of the same file binds to Client.Get (net/http.Get's shape); a local that hides
+    the name leaves the call unresolved."""
+    (tmp_path / "go.mod").write_text("module example.com/web\n\ngo 1.22\n")
+    (tmp_path / "client.go").write_text(
+        "package web\n\nvar DefaultClient = &Client{}\n\ntype Client struct{}\n\n"
+        "func (c *Client) Get(u string) error { return nil }\n\n"
+        "func Get(u string) error { return DefaultClient.Get(u) }\n\n"
+        "func Other(u string) error { DefaultClient := pick(); return DefaultClient.Get(u) }\n")
+    s = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(tmp_path, s, None, workers=1).index_tree()
+    assert sorted((c.caller, c.callee, c.target, c.resolution) for c in s.all_calls()) == [
+        ("example.com/web.Get", "DefaultClient.Get", "example.com/web.Client.Get", "inferred"),
+        ("example.com/web.Other", "DefaultClient.Get", "", "unresolved"),
+        ("example.com/web.Other", "pick", "", "unresolved"),
+    ]
+    s.close()

@@ -9,10 +9,10 @@ from __future__ import annotations
 import msgspec
 
 # Symbol kinds. Code units: function, method, class, struct, interface, trait, enum, type,
-# constant, module, test. Documents: section (markdown heading), key (config key path).
+# constant, variable (a package-level Go ``var``), module, test. Documents: section (markdown heading), key (config key path).
 CODE_KINDS = frozenset(
     {"function", "method", "class", "struct", "interface", "trait", "enum", "type", "constant",
-     "module", "test"}
+     "variable", "module", "test"}
 )
 UNIT_KINDS = frozenset({"function", "method", "test"})  # calls inside are attributed to them
 TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type"})

@@ -11,7 +11,9 @@ Methods are qualified by their receiver type wherever they are declared
 so promoted methods are found through them (a type's method set). Receiver hints: the method
 receiver, typed parameters, ``var x T``, ``x := T{}`` / ``&T{}``, ``x := NewT()`` when that
 function is declared in the same file with a named result type, and ``recv.field`` when the
-receiver's struct is declared in the same file.
+receiver's struct is declared in the same file; package-level ``var x = &T{}`` / ``var x T``
+of the same file when no parameter or local shadows ``x`` (``DefaultClient.Get`` in
+``http.Get``).
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ class GoHooks(LanguageHooks):
     def body(self, node: Node) -> Node | None:
         if node.type == "type_spec":
             return node.child_by_field_name("type")
-        if node.type in ("const_spec", "method_elem"):
+        if node.type in ("const_spec", "var_spec", "method_elem"):
             return None
         return node.child_by_field_name("body")
 
@@ -146,6 +148,10 @@ class GoHooks(LanguageHooks):
             names = [text(n, src) for n in node.children_by_field_name("name")]
             typ = node.child_by_field_name("type")
             return squash("const " + ", ".join(names) + (f" {text(typ, src)}" if typ is not None else ""))
+        if t == "var_spec":  # name and declared type, never the value
+            names = [text(n, src) for n in node.children_by_field_name("name")]
+            typ = node.child_by_field_name("type")
+            return squash("var " + ", ".join(names) + (f" {text(typ, src)}" if typ is not None else ""), 160)
         if t == "type_spec":
             typ = node.child_by_field_name("type")
             kw = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ is not None else "", "")
@@ -158,8 +164,8 @@ class GoHooks(LanguageHooks):
 
     def _anchor(self, node: Node) -> Node:
         p = node.parent
-        if node.type in ("type_spec", "const_spec") and p is not None and \
-                p.type in ("type_declaration", "const_declaration") and len(p.named_children) == 1:
+        if node.type in ("type_spec", "const_spec", "var_spec") and p is not None and \
+                p.type in ("type_declaration", "const_declaration", "var_declaration") and len(p.named_children) == 1:
             return p
         return node
 
@@ -259,6 +265,27 @@ class GoHooks(LanguageHooks):
             out[text(decl.child_by_field_name("name"), src)] = typ
         return out
 
+    def _package_vars(self, root: Node, src: bytes) -> dict[str, str]:
+        """Package-level variable → its type, for this file's ``var`` declarations whose type
+        is written or follows from the value (``var DefaultClient = &Client{}``)."""
+        out: dict[str, str] = {}
+        for decl in root.named_children:
+            if decl.type != "var_declaration":
+                continue
+            specs = [c for c in decl.named_children if c.type == "var_spec"]
+            for lst in decl.named_children:
+                if lst.type == "var_spec_list":
+                    specs.extend(c for c in lst.named_children if c.type == "var_spec")
+            for spec in specs:
+                typ = _type_of(spec.child_by_field_name("type"), src)
+                val = spec.child_by_field_name("value")
+                vals = val.named_children if val is not None else []
+                for i, name in enumerate(spec.children_by_field_name("name")):
+                    t = typ or (self._value_type(root, vals[i], src) if i < len(vals) else "")
+                    if t and _TYPE.match(t):
+                        out[text(name, src)] = t
+        return out
+
     def _struct_fields(self, root: Node, type_name: str, src: bytes) -> dict[str, str]:
         return per_file(src, "go.structs", lambda: self._structs(root, src)).get(type_name, {})
 
@@ -298,8 +325,10 @@ class GoHooks(LanguageHooks):
             return {}
         hints: dict[str, str] = {}
         conflicts: set[str] = set()
+        declared: set[str] = set()  # every parameter and local, typed or not
 
         def put(var: str, typ: str) -> None:
+            declared.add(var)
             if not var or var == "_" or var in conflicts:
                 return
             if not typ or not _TYPE.match(typ):
@@ -353,4 +382,8 @@ class GoHooks(LanguageHooks):
             for c in reversed(n.named_children):
                 if c.type not in _SCOPES:
                     stack.append(c)
+        # package-level variables of this file, unless a parameter or local shadows the name
+        for var, typ in per_file(src, "go.vars", lambda: self._package_vars(root, src)).items():
+            if var not in declared:
+                hints[var] = typ
         return hints

@@ -1,5 +1,5 @@
 ; Go: functions, receiver methods (qualified by their receiver type in the hooks), types,
-; interface methods, package-level constants, calls, embedding, imports.
+; interface methods, package-level constants and variables, calls, embedding, imports.
 (function_declaration name: (identifier) @name) @definition.function
 (method_declaration name: (field_identifier) @name) @definition.method
 (type_spec name: (type_identifier) @name type: (struct_type)) @definition.struct
@@ -10,6 +10,9 @@
 (type_alias name: (type_identifier) @name) @definition.type
 (interface_type (method_elem name: (field_identifier) @name) @definition.method)
 (source_file (const_declaration (const_spec name: (identifier) @name) @definition.constant))
+; package-level variables (sentinel errors such as io.ErrShortWrite, http.DefaultClient)
+(source_file (var_declaration (var_spec name: (identifier) @name) @definition.variable))
+(source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @definition.variable)))
 
 (call_expression function: (_) @callee) @reference.call
 
