@@ -3,7 +3,9 @@
 Heavy resources are shared per process: one embedder per model (loading ONNX once), and
 one Milvus adapter per lite folder or server URI (a milvus-lite folder can be opened by
 one process only; see ``vectors.py`` for how other processes join it). Whatever cannot
-be opened is recorded, and recall reports it as the reason the dense leg did not run.
+be opened is recorded, and recall reports it as the reason the dense leg did not run; a
+vector store that cannot be opened is opened again by the service in the background
+(``MemoryService`` "reopen_vectors"), with a growing pause, until it answers.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from codesynapse.memory.embedder import (
     default_model_spec,
 )
 from codesynapse.memory.hybrid import NativeHybridIndex
-from codesynapse.memory.service import MemoryService, MemorySettings, settings_from_dict
+from codesynapse.memory.service import (
+    MemoryService,
+    MemorySettings,
+    VectorsAttachment,
+    settings_from_dict,
+)
 from codesynapse.memory.sqlite_store import SqliteMemoryStore
 from codesynapse.memory.vectors import MilvusVectors
 from codesynapse.scope import Scope
@@ -113,6 +120,7 @@ def open_memory(data_dir: Path, scope: Scope,
     on_close: list[Any] = [store.close]
 
     vectors: MilvusVectors | None = None
+    vectors_error: StoreError | None = None
     if s.vectors == "off":
         unavailable["vectors"] = "the vector store is off (setting vectors = off)"
     else:
@@ -120,7 +128,8 @@ def open_memory(data_dir: Path, scope: Scope,
             vectors, vkey = acquire_vectors(s, data_dir)
             on_close.append(lambda: release_vectors(vkey))
         except StoreError as e:  # VectorsUnavailable included
-            unavailable["vectors"] = f"vector store unavailable: {e}"
+            vectors_error = e
+            unavailable["vectors"] = f"vector store unavailable: {e}; retrying in the background"
             log.warning("memory: %s", unavailable["vectors"])
 
     embedder: FastEmbedder | None = None
@@ -141,5 +150,27 @@ def open_memory(data_dir: Path, scope: Scope,
         else:
             hybrid = NativeHybridIndex(vectors, embedder.model_key, embedder.dim)
 
+    reopen = None
+    if vectors_error is not None and not (s.vectors == "server" and not s.milvus_uri):
+        reopen = _reopener(s, data_dir, embedder)  # a missing URI will not appear later
     return MemoryService(store, vectors, embedder, scope, settings=s, hybrid=hybrid,
-                         unavailable=unavailable, on_close=list(reversed(on_close)))
+                         unavailable=unavailable, on_close=list(reversed(on_close)),
+                         reopen_vectors=reopen)
+
+
+def _reopener(s: MemorySettings, data_dir: Path, embedder: FastEmbedder | None) -> Any:
+    """How the service opens the vector store again after it was unavailable at start."""
+
+    def reopen() -> VectorsAttachment:
+        vectors, vkey = acquire_vectors(s, data_dir)
+        hybrid = None
+        if s.native_hybrid and embedder is not None:
+            try:
+                hybrid = NativeHybridIndex(vectors, embedder.model_key, embedder.dim)
+            except StoreError:
+                log.warning("memory: native hybrid unavailable; using the in-process path",
+                            exc_info=True)
+        return VectorsAttachment(vectors=vectors, hybrid=hybrid,
+                                 release=lambda: release_vectors(vkey))
+
+    return reopen

@@ -16,6 +16,12 @@ Recall plan (DESIGN.md "Retrieval", "Budgets and limits"):
 7. the complete JSON ≤ 32 KiB (facts dropped first, then entries), ``truncated`` and
    ``omitted`` say so; ``tokens`` = ceil(resultBytes / 4) of the final JSON, its own
    digits included; an overall 10 s deadline.
+
+A vector store that cannot be opened when the service starts (a Milvus server down or
+hung) is opened again by a background thread with a growing pause (1 s, doubling, at most
+``VECTOR_RETRY_MAX_S``) until it answers or the service closes; requests never wait for
+it: recall answers lexically and says so, remember queues the embeddings. Once it opens,
+everything missing a vector is queued and drained (the backfill).
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ log = logging.getLogger(__name__)
 S = TypeVar("S", bound=msgspec.Struct)
 
 LEG_LIMIT = 10
+VECTOR_RETRY_FIRST_S = 1.0  # first pause before opening an unavailable vector store again
+VECTOR_RETRY_MAX_S = 15.0  # the pause doubles up to this
 EXACT_LIMIT = 10
 MAX_EXACT_TERMS = 32
 EMBED_BATCH = 64
@@ -227,6 +235,15 @@ class _LegResults(msgspec.Struct, kw_only=True):
     fusion: str
 
 
+class VectorsAttachment(msgspec.Struct, frozen=True, kw_only=True):
+    """A vector store opened late (``MemoryService(reopen_vectors=...)``): the adapter, the
+    native hybrid index on it (or None) and how to release it when the service closes."""
+
+    vectors: MilvusVectors
+    hybrid: Any = None
+    release: Callable[[], None] | None = None
+
+
 class MemoryService:
     """Agent memory for one scope. Thread-safe. See the module docstring for the plan."""
 
@@ -243,6 +260,7 @@ class MemoryService:
         redactor: Callable[[str], str] | None = None,
         unavailable: dict[str, str] | None = None,
         on_close: Sequence[Callable[[], None]] = (),
+        reopen_vectors: Callable[[], VectorsAttachment] | None = None,
     ):
         self.store = store
         self.vectors = vectors
@@ -261,6 +279,14 @@ class MemoryService:
         self._closed = False
         self._drainer: threading.Thread | None = None
         self._drain_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reopener: threading.Thread | None = None
+        self.vector_retries = 0  # failed attempts to open the vector store again
+        if self.vectors is None and reopen_vectors is not None:
+            self._reopener = threading.Thread(
+                target=self._reopen_loop, args=(reopen_vectors,), daemon=True,
+                name="codesynapse-memory-vectors-retry")
+            self._reopener.start()
         if self.embedder is not None and self.vectors is not None:
             try:
                 n = self.store.enqueue_missing(scope, self.embedder.model_key)
@@ -285,6 +311,62 @@ class MemoryService:
                 self.hybrid.sync_all(self.scope, [live[i] for i in part if i in live])
         except Exception:
             log.warning("memory: native hybrid backfill failed", exc_info=True)
+
+    def _reopen_loop(self, reopen: Callable[[], VectorsAttachment]) -> None:
+        """Open the vector store that was unavailable at start: wait, try, double the
+        pause (at most VECTOR_RETRY_MAX_S), until it opens or the service closes. Then
+        queue every entity without a current vector and drain the queue."""
+        pause = VECTOR_RETRY_FIRST_S
+        while not self._stop.wait(pause):
+            try:
+                att = reopen()
+            except StoreError as e:  # VectorsUnavailable included
+                self.vector_retries += 1
+                pause = min(pause * 2, VECTOR_RETRY_MAX_S)
+                self._unavailable["vectors"] = (
+                    f"vector store unavailable: {e}; retry {self.vector_retries} failed, "
+                    f"next in {pause:g} s")
+                log.debug("memory: %s", self._unavailable["vectors"])
+                continue
+            except Exception as e:  # a bug must not kill the retries silently
+                self.vector_retries += 1
+                pause = min(pause * 2, VECTOR_RETRY_MAX_S)
+                log.warning("memory: opening the vector store failed: %s: %s",
+                            type(e).__name__, e)
+                continue
+            self._attach(att)
+            return
+
+    def _attach(self, att: VectorsAttachment) -> None:
+        with self._drain_lock:
+            if self._closed:
+                if att.release is not None:
+                    att.release()
+                return
+            if att.release is not None:
+                self._on_close.insert(0, att.release)  # released before the store closes
+            self.hybrid = att.hybrid
+            self.vectors = att.vectors  # from here on the dense leg runs
+            self._unavailable.pop("vectors", None)
+        log.info("memory: the vector store is available again after %d failed retries; "
+                 "backfilling", self.vector_retries)
+        if self.embedder is None:
+            return
+        try:
+            n = self.store.enqueue_missing(self.scope, self.embedder.model_key)
+            if n:
+                log.info("memory: %d entities queued for embedding with model %s", n,
+                         self.embedder.model_key)
+            if self.hybrid is not None:
+                self._seed_hybrid()
+        except StoreError:
+            log.warning("memory: could not queue the embedding backfill", exc_info=True)
+        self._schedule_backfill()
+
+    @property
+    def vectors_retrying(self) -> bool:
+        """The vector store was unavailable at start and is being opened again."""
+        return self.vectors is None and self._reopener is not None and self._reopener.is_alive()
 
     # ---- helpers ------------------------------------------------------------------------
 
@@ -401,6 +483,12 @@ class MemoryService:
         """Queue the changed entities for the active model and try to embed them (and any
         older backlog) within the vector timeout. Returns (embedded, pending, note)."""
         reason = self.dense_available
+        if reason and self.embedder is not None and self.vectors_retrying:
+            # queued now, embedded by the backfill once the vector store opens
+            key = self.embedder.model_key
+            self.store.enqueue_embedding(
+                self.scope, key, [TodoItem(entity_id=e.id, version=e.version) for e in entities])
+            return 0, self.store.pending_embeddings(self.scope, key), f"embedding deferred: {reason}"
         if reason:
             return 0, 0, f"dense index off: {reason}"
         assert self.embedder is not None
@@ -857,7 +945,11 @@ class MemoryService:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        with self._drain_lock:
+            self._closed = True
+        self._stop.set()
+        if self._reopener is not None:
+            self._reopener.join(10)  # an attempt in flight ends within the connect timeout
         if self._drainer is not None:
             self._drainer.join(5)
         self._worker.shutdown()
