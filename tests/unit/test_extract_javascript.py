@@ -169,3 +169,31 @@ def test_test_blocks_outside_test_files_are_not_symbols():
     f = extract_source(str(ROOT), "src/not_a_test.js", src, "javascript")
     assert symbols(f) == [("src/not_a_test", "module", 1, 1)]
     assert [(c.caller, c.callee) for c in f.calls] == [("src/not_a_test", "run")]
+
+
+OBJECTS = b"""const API = { get() { return load(); } };
+export const helpers = { trim(s) { return s.trim(); }, size: 1 };
+let mutable = { reset() {} };
+const plain = { x: 1 };
+const LIMITS = { max: 3 };
+"""
+
+
+def test_const_objects_with_methods_qualify_them():
+    """A module-level ``const`` holding an object literal with methods is a constant (name
+    only, never the value) and its methods are qualified by it; a ``let`` or an object
+    without methods is no symbol (UPPER_CASE constants are, as before)."""
+    f = extract_source(str(ROOT), "src/objects.js", OBJECTS, "javascript")
+    assert [(s.qname, s.kind, s.start_line, s.end_line, s.signature) for s in f.symbols] == [
+        ("src/objects", "module", 1, 5, ""),
+        ("src/objects.API", "constant", 1, 1, "const API"),
+        ("src/objects.API.get", "method", 1, 1, "get()"),
+        ("src/objects.helpers", "constant", 2, 2, "const helpers"),
+        ("src/objects.helpers.trim", "method", 2, 2, "trim(s)"),
+        ("src/objects.reset", "method", 3, 3, "reset()"),
+        ("src/objects.LIMITS", "constant", 5, 5, "const LIMITS"),
+    ]
+    assert calls(f) == [
+        ("src/objects.API.get", "load", 1, ""),
+        ("src/objects.helpers.trim", "s.trim", 2, ""),
+    ]

@@ -70,3 +70,37 @@ def test_languages_and_tests(store):
     }
     assert sorted(s.qname for s in store.all_symbols() if s.is_test) == [
         'test/registry.spec."Registry"', T]
+
+
+def test_methods_of_an_exported_object(tmp_path):
+    """`export const intervalProvider = { setInterval(…) {…} }` (rxjs's provider shape): the
+    object's methods are symbols qualified by it, and a call through the imported object binds
+    to them."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "provider.ts").write_text(
+        "export const intervalProvider = {\n"
+        "  setInterval(handler: () => void, timeout?: number) {\n"
+        "    return setInterval(handler, timeout);\n"
+        "  },\n"
+        "  delegate: undefined,\n"
+        "};\n")
+    (tmp_path / "src" / "action.ts").write_text(
+        "import { intervalProvider } from './provider';\n\n"
+        "export class Action {\n"
+        "  request(delay: number) {\n"
+        "    return intervalProvider.setInterval(() => {}, delay);\n"
+        "  }\n"
+        "}\n")
+    s = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(tmp_path, s, None, workers=1).index_tree()
+    assert [(r.qname, r.kind, r.start_line, r.end_line, r.signature) for r in s.symbols_in_file("src/provider.ts")] == [
+        ("src/provider", "module", 1, 6, ""),
+        ("src/provider.intervalProvider", "constant", 1, 6, "const intervalProvider"),
+        ("src/provider.intervalProvider.setInterval", "method", 2, 4,
+         "setInterval(handler: () => void, timeout?: number)"),
+    ]
+    assert sorted((c.caller, c.callee, c.target) for c in s.all_calls()) == [
+        ("src/action.Action.request", "intervalProvider.setInterval", "src/provider.intervalProvider.setInterval"),
+        ("src/provider.intervalProvider.setInterval", "setInterval", ""),
+    ]
+    s.close()

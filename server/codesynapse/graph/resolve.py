@@ -329,8 +329,10 @@ class Resolver:
             if fi.language in _IMPLICIT_THIS and idx.is_type(q) and q.rsplit(sep, 1)[-1] == name:
                 return q, "local"
             # Python, JS/TS, Go, Rust, PHP: class scope is not visible from methods, only from
-            # the class body itself.
-            if first or not (fi.language in _CLASS_SCOPE_HIDDEN and idx.is_type(q)):
+            # the class body itself. An object literal held by a constant (JS/TS
+            # ``const provider = { f() {…} }``) is no scope at all: its methods are not names.
+            if first or not (fi.language in _CLASS_SCOPE_HIDDEN and idx.is_type(q)
+                             or idx.kind(q) in ("constant", "variable")):
                 cand = f"{q}{sep}{name}"
                 if cand in idx.kinds:
                     return cand, "local"

@@ -185,7 +185,22 @@ class JavaScriptHooks(LanguageHooks):
         return kind
 
     def constant_ok(self, name: str, node: Node) -> bool:
-        return bool(_CONST.match(name)) and not self._declares_function(node)
+        if node.type == "variable_declarator":  # ``const provider = { get() {…} }``
+            return self._object_of_methods(node)
+        return bool(_CONST.match(name)) and not self._declares_function(node) and \
+            not any(self._object_of_methods(d) for d in node.named_children if d.type == "variable_declarator")
+
+    @staticmethod
+    def _object_of_methods(declarator: Node) -> bool:
+        """A ``const`` declarator whose value is an object literal with at least one method:
+        its methods are qualified by it (the declarator is kept as a constant)."""
+        decl = declarator.parent
+        if decl is None or decl.type != "lexical_declaration" or not decl.children \
+                or decl.children[0].type != "const":
+            return False
+        v = declarator.child_by_field_name("value")
+        return v is not None and v.type == "object" and \
+            any(c.type == "method_definition" for c in v.named_children)
 
     @staticmethod
     def _declares_function(decl: Node) -> bool:
@@ -252,6 +267,9 @@ class JavaScriptHooks(LanguageHooks):
                     typ = d.child_by_field_name("type")
                     return squash(f"{kw} {text(d.child_by_field_name('name'), src)}{text(typ, src) if typ is not None else ''}")
             return kw
+        if t == "variable_declarator" and self._object_of_methods(node):  # name and type, never the value
+            typ = node.child_by_field_name("type")
+            return squash(f"const {text(node.child_by_field_name('name'), src)}{text(typ, src) if typ is not None else ''}")
         if t in ("variable_declarator", "public_field_definition", "field_definition"):
             v = node.child_by_field_name("value")
             body = v.child_by_field_name("body") if v is not None else None

@@ -15,6 +15,12 @@
 (program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)))
 
+; a module-level const holding an object with methods (export const provider = { get() {…} }):
+; the hooks keep it when it has methods, and its methods are qualified by it
+(program (lexical_declaration (variable_declarator name: (identifier) @name value: (object)) @definition.constant))
+(program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name
+  value: (object)) @definition.constant)))
+
 ; module-level constants (UPPER_CASE, not functions)
 (program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant)
 (program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant))
