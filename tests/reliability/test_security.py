@@ -4,7 +4,10 @@ namespace / session collision suite finds nothing foreign.
 
 The secrets corpus is ``fixtures/secrets`` (cloud keys, tokens, passwords, private keys,
 connection strings in code, comments, docstrings, YAML, JSON, .env, Markdown), with every
-planted value listed in ``tests/unit/test_redact.py``. A policy maps the files no extractor
+planted value listed in ``tests/unit/test_redact.py``, and ``fixtures/secrets/prose``
+(passwords written in prose: "use password X", "admin password X (…)", "password for the
+read replica: X", and YAML block scalars ``password: |``), listed in ``PROSE_PLANTED`` here
+with the ordinary prose and code beside them that must stay as it is. A policy maps the files no extractor
 reads (.env, .txt, .pem, npmrc, pypirc) to YAML or Markdown so that every planted value
 goes through extraction; the memory gets entities, aliases and facts made of them too.
 Then every file of the data folder (SQLite graph and memory with their WAL files, the
@@ -28,7 +31,25 @@ from tests.reliability.rawlsp import RawLsp, RpcError
 from tests.unit.test_redact import PLANTED
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-SECRETS = sorted({s for values in PLANTED.values() for s in values}, key=len, reverse=True)
+# fixtures/secrets/prose: every planted value, written out
+PROSE_PLANTED: dict[str, list[str]] = {
+    "prose/ops_notes.py": ["Vx7qLm2Rk9Tz", "Hq4nW8zPc2Lf-19", "Kp9vX2mQ7rT4", "Rb6tY3nMq8Wd", "Jz5cN1vBx7Ks",
+                           "Gm3pQ9xLr6Tv"],
+    "prose/deploy.yaml": ["Wf8kT2xNq5Zr", "Yc4mS7bLp2Qn", "Nd6vR3kXw9Ht", "Pq2zL8mCf5Jb", "Tk7wQ3zRx9Lm2Vb8Nc4Hs"],
+    "prose/access.md": ["Mz8xK4pWq2Rv", "Bn5tH9cLx3Fs"],
+}
+# the same values as an agent might copy them into memory (a block scalar's key and value
+# on one line: memory text has no newlines)
+PROSE_MEMORY_LINES = [
+    "Log in to the bastion with password Vx7qLm2Rk9Tz before running these.",
+    "Use password Hq4nW8zPc2Lf-19 for staging.", "Default admin password Kp9vX2mQ7rT4 (change it).",
+    "Password for the read replica: Rb6tY3nMq8Wd.", 'password for backup@example.org = "Jz5cN1vBx7Ks"',
+    "The password of the vault admin is Gm3pQ9xLr6Tv.", "password: Wf8kT2xNq5Zr", "replica_password: Yc4mS7bLp2Qn",
+    "secret: Nd6vR3kXw9Ht", "secret: Pq2zL8mCf5Jb", "token: Tk7wQ3zRx9Lm2Vb8Nc4Hs",
+    "The password for the staging database: Mz8xK4pWq2Rv", "Log in with password Bn5tH9cLx3Fs, then rotate it.",
+]
+SECRETS = sorted({s for values in [*PLANTED.values(), *PROSE_PLANTED.values()] for s in values},
+                 key=len, reverse=True)
 SECRET_RE = re.compile(b"|".join(re.escape(s.encode()) for s in SECRETS))
 POLICY = """version: 1
 languages:
@@ -142,7 +163,7 @@ def _all_answers(d: RawLsp, workspace: Path) -> list[tuple[str, Any]]:
 
 def corpus_lines() -> list[str]:
     """The corpus lines that hold a planted value, as an agent might copy them into memory."""
-    out: list[str] = []
+    out: list[str] = list(PROSE_MEMORY_LINES)
     for name, values in PLANTED.items():
         text = (FIXTURES / "secrets" / name).read_text()
         if "PRIVATE KEY-----" in text:
@@ -189,26 +210,110 @@ def test_secrets_never_reach_a_store_or_an_answer(daemon, workspace):
     _record(answers=len(answers), secrets=len(SECRETS), files_scanned=sum(1 for p in d.data.rglob("*") if p.is_file()))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the redactor finds a password in prose only as 'password is X' / 'password: X'; 'use password X' or "
-    "'admin password X (…)' in a docstring or comment keeps a random-looking password in the stored summary"))
+# Passwords in prose and YAML block scalars: (text, what the redactor makes of it), written out.
+PROSE_CASES = [
+    ("Use password Adm1nStag1ng-77 for staging.", "Use password [REDACTED:password] for staging."),
+    ("Default admin password Kp9vX2mQ7rT4 (change it).", "Default admin password [REDACTED:password] (change it)."),
+    ("# use password Kp9vX2mQ7rT4", "# use password [REDACTED:password]"),
+    ("login with password 'hunt3r!'", "login with password '[REDACTED:password]'"),
+    ("ALTER USER bob WITH PASSWORD 'Kp9vX2mQ7rT4';", "ALTER USER bob WITH PASSWORD '[REDACTED:password]';"),
+    ("The password for staging: Kp9vX2mQ7rT4", "The password for staging: [REDACTED:password]"),
+    ("password for the admin account: hunter2xyz", "password for the admin account: [REDACTED:password]"),
+    ("Password for db: s3cr3tPass", "Password for db: [REDACTED:password]"),
+    ("password for root = 'abc12'", "password for root = '[REDACTED:password]'"),
+    ("The password of the vault admin is Gm3pQ9xLr6Tv.", "The password of the vault admin is [REDACTED:password]."),
+    ("password: |\n  Zr9#vQ2!mLp7\n", "password: |\n  [REDACTED:password]\n"),
+    ("db:\n  password: |\n    Zr9vQ2mLp7xx\n    second line\n\n  user: x\n",
+     "db:\n  password: |\n    [REDACTED:password]\n\n  user: x\n"),
+    ("secret: >-\n  kQ8r2ZfW9xLm4TbV7nYp3CsH6uJe1GdA\n", "secret: >-\n  [REDACTED:generic_secret]\n"),
+    ("- password: |-\n    Zr9vQ2mLp7xx\n  user: x\n", "- password: |-\n    [REDACTED:password]\n  user: x\n"),
+    ('"db_password": |\n  Zr9vQ2mLp7xx\n', '"db_password": |\n  [REDACTED:password]\n'),
+    ("token: |\n  Tk7wQ3zRx9Lm2Vb8Nc4Hs\n", "token: |\n  [REDACTED:generic_token]\n"),
+]
+# Ordinary prose, code and config about passwords: unchanged.
+PROSE_NEGATIVES = [
+    "def check_password(password):",
+    "the password is hashed",
+    "The password is hashed with scrypt; use password hashing for every new store.",
+    "Use password hashing for storage.",
+    "use password authentication",
+    "password for the user is required",
+    "The password for the account: the one in the vault.",
+    "The password for user: str",
+    "password for the database: ${DB_PASSWORD}",
+    "passwords for the users: see vault",
+    "Use password SHA-256 hashing",
+    "password v1.2.3 format",
+    "set password NEW_PASSWORD_ENV",
+    "password base64-encoded",
+    "password pbkdf2_sha256",
+    "if password and len(password) > 8:",
+    "func Login(user string, password string) error",
+    'print("password", x)',
+    "password 'hunter'",
+    '"GET ../../../../etc/passwd HTTP/1.1\\r\\n" +',
+    "Pass the password via the PGPASSWORD environment variable.",
+    "password: |\n  ${DB_PASSWORD}\n",
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6231\n",
+    "token: |\n  rotate every ninety days\n",
+    "description: |\n  The password is hashed; the password for each user is salted.\n",
+    "password_policy: |\n  at least twelve characters\n",
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PROSE_CASES)
+def test_prose_and_block_scalar_passwords_are_redacted(text, expected):
+    from codesynapse.extract.redact import redact
+
+    assert redact(text) == expected
+    assert redact(expected) == expected  # idempotent
+
+
+@pytest.mark.parametrize("text", PROSE_NEGATIVES)
+def test_ordinary_prose_about_passwords_stays(text):
+    from codesynapse.extract.redact import redact
+
+    assert redact(text) == text
+
+
 def test_passwords_in_other_prose_forms_are_redacted(tmp_path):
+    """The prose corpus indexed: summaries hold redactions where a password was, ordinary
+    prose is kept word for word, and no planted value is in any stored byte."""
     from codesynapse.app import App
     from codesynapse.settings import load_settings
 
     root = tmp_path / "repo"
-    root.mkdir()
-    (root / "ops.py").write_text(
-        'def stage():\n    """Use password Adm1nStag1ng-77 for staging."""\n\n\n'
-        'def admin():\n    """Default admin password Kp9vX2mQ7rT4 (change it)."""\n')
+    shutil.copytree(FIXTURES / "secrets" / "prose", root)
     app = App(root, load_settings({"data_dir": str(tmp_path / "d"), "watch": False}))
     try:
         app.index()
-        summaries = [s.summary for s in app.store.all_symbols()]
+        summaries = {s.qname: s.summary for s in app.store.all_symbols() if s.summary}
     finally:
         app.close()
-    assert not leaks_in(json.dumps(summaries).encode()), summaries
+    assert summaries == {
+        "access.md#Staging access (FAKE credentials planted for redaction tests)":
+            "The password for the staging database: [REDACTED:password]",
+        "access.md#Staging access (FAKE credentials planted for redaction tests) > Hashing":
+            "The password is hashed with scrypt; use password hashing for every new store.",
+        "deploy.yaml#database": "Deployment settings (FAKE credentials planted for redaction tests)",
+        "deploy.yaml#notes": "Ordinary values: nothing below is a secret.",
+        "ops_notes": "Operations helpers (FAKE credentials planted for redaction tests).",
+        "ops_notes.admin": "Default admin password [REDACTED:password] (change it).",
+        "ops_notes.backup": 'password for backup@example.org = "[REDACTED:password]"',
+        "ops_notes.check_password": "Check a password against the stored hash; the password is hashed with scrypt.",
+        "ops_notes.password_hash": "Use password hashing for storage; the password for each user is salted.",
+        "ops_notes.replica": "Password for the read replica: [REDACTED:password].",
+        "ops_notes.rotate": "Rotate a password (see NEW_PASSWORD_ENV); password SHA-256 digests are never logged.",
+        "ops_notes.stage": "Use password [REDACTED:password] for staging.",
+        "ops_notes.vault": "The password of the vault admin is [REDACTED:password].",
+    }
     assert not scan_tree(tmp_path / "d")
+
+
+def test_the_prose_corpus_holds_its_planted_values():
+    for name, values in PROSE_PLANTED.items():
+        text = (FIXTURES / "secrets" / name).read_text()
+        assert [v for v in values if v not in text] == [], name
 
 
 # ---- paths outside the workspace -----------------------------------------------------------------

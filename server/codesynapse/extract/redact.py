@@ -22,7 +22,11 @@ How secrets are found (all regexes are compiled once, at import):
    (``${DB_PASSWORD}``, ``<password>``, ``%(pw)s``), code references
    (``settings.SECRET_KEY``, ``get_token()``), type annotations (``password: SecretStr``)
    and prose (``password: the user's password``), which keeps false positives low on
-   ordinary docstrings and comments.
+   ordinary docstrings and comments. The word "password" (passwd, passphrase, passcode)
+   in prose also announces a value written right after it (``use password X``,
+   ``admin password X (change it)``; random-looking values only) or after a short
+   ``for …`` phrase (``password for the admin account: X``). A YAML block scalar
+   (``password: |`` or ``>-``) redacts its indented lines.
 3. **High-entropy values** in ``key = value`` / ``key: value`` contexts (mixed case and
    digits, random-looking, key not a hash/id/path/name field).
 4. **Extra patterns** — the repository policy's ``redact:`` regexes (kind ``custom``); a
@@ -250,6 +254,25 @@ _ASSIGN_RE: Final = re.compile(
     r"(?P<sep>[ \t]*(?:=>|:=|==|=|:)[ \t]*|[ \t]+(?:is|was|are)[ \t]+|[ \t]+(?=[\"']))" + _VALUE
 )
 
+# The word itself in prose: "use password X", "password for the admin account: X"
+_PROSE_PASSWORD_WORDS: Final = frozenset({"password", "passwords", "passwd", "passphrase", "passcode"})
+# "for the staging admin account" up to the separator that introduces the value
+_FOR_PHRASE_RE: Final = re.compile(
+    r"[ \t]+(?:for|of|on|to|at|in)(?:[ \t]+[A-Za-z0-9_.@/+-]{1,40}){1,5}?"
+    r"(?=[ \t]*(?:=|:(?!//))|[ \t]+(?:is|was)[ \t])",
+    re.IGNORECASE,
+)
+# a value written right after the word, separated by blanks only
+_PROSE_VALUE_RE: Final = re.compile(
+    r"[ \t]+(?P<val>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`,;(){}\[\]<>]{1,200})"
+)
+_VERSION_RE: Final = re.compile(r"^[vV]?[0-9]+(?:[.-][0-9A-Za-z]+)+$")
+# A YAML block scalar after a key: "password: |", "secret: >-" (a tag such as !vault means
+# the content is something else, encrypted or a reference, and is left alone)
+_BLOCK_SCALAR_RE: Final = re.compile(r"[\"']?[ \t]*:[ \t]+[|>][1-9+-]{0,2}[ \t]*(?:#[^\n]*)?(?=\r?\n)")
+_BLOCK_MAX_LINES: Final = 200
+_BLOCK_MAX_CHARS: Final = 16384
+
 _BEARER_RE: Final = re.compile(r"bearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", re.IGNORECASE)
 _BASIC_RE: Final = re.compile(r"basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.IGNORECASE)
 _SAS_RE: Final = re.compile(r"[?&;]sig=([A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})", re.IGNORECASE)
@@ -446,12 +469,113 @@ def _key_kind(key: str) -> tuple[str, str] | None:
     return "generic_secret", kw
 
 
+def _prose_password_ok(value: str) -> bool:
+    """A value written after "password" without a separator: random-looking, with a
+    lower-case letter, not a name (no '_'), version or dotted reference. "password
+    hashing", "password SHA-256", "password v1.2" and "password NEW_PASSWORD" stay."""
+    return (
+        "_" not in value
+        and "/" not in value  # a path or a protocol: "passwd HTTP/1.1"
+        and any(ch.islower() for ch in value)
+        and not _VERSION_RE.match(value)
+        and _looks_random(value, 6)
+    )
+
+
+def _prose_password(text: str, key_end: int) -> Finding | None:
+    """After the bare word "password" in prose: ``password for <a few words>: X`` (or
+    ``= X``, ``is X``), or ``password X`` with X random-looking."""
+    fm = _FOR_PHRASE_RE.match(text, key_end)
+    if fm is not None:
+        m = _ASSIGN_RE.match(text, fm.end())
+        if m is None:
+            return None
+        sep = m.group("sep").strip()
+        raw = m.group("val")
+        quoted = raw[:1] in "\"'`"
+        value = raw[1:-1] if quoted else raw
+        v_start = m.start("val") + (1 if quoted else 0)
+        if not value or sep not in {":", "=", "is", "was"} or _is_placeholder(value, quoted):
+            return None
+        if _TEMPLATE_RE.search(value):
+            return None
+        if quoted:
+            ok = len(value) >= 3 and not _DOTTED_REF_RE.match(value) and not (
+                " " in value.strip() and _PROSE_HINT_RE.search(value))
+            return ("password", v_start, v_start + len(value)) if ok else None
+        if text[m.end("val"): m.end("val") + 1] == "(":
+            return None  # a call
+        value = value.rstrip(".,;!?")
+        ok = (_looks_random(value, 6) if sep in {"is", "was"} else _looks_like_password(value)) and not (
+            _VERSION_RE.match(value) or value.lower() in _TYPE_NAMES)
+        return ("password", v_start, v_start + len(value)) if ok else None
+    vm = _PROSE_VALUE_RE.match(text, key_end)
+    if vm is None:
+        return None
+    raw = vm.group("val")
+    quoted = raw[:1] in "\"'`"
+    value = raw[1:-1] if quoted else raw.rstrip(".,;:!?")
+    v_start = vm.start("val") + (1 if quoted else 0)
+    if not value or _is_placeholder(value, quoted) or _TEMPLATE_RE.search(value):
+        return None
+    if not quoted and text[vm.end("val"): vm.end("val") + 1] in ("(", "."):
+        return None  # a call or an attribute: password check_password(...)
+    ok = _prose_password_ok(value) or (quoted and " " not in value and _looks_like_password(value))
+    return ("password", v_start, v_start + len(value)) if ok else None
+
+
+def _block_scalar(text: str, key_start: int, key_end: int, kind: str, bare_key: str) -> Finding | None:
+    """``key: |`` (or ``>-`` …) followed by lines indented deeper than the key: the value
+    is those lines. A weak key (``token``, ``auth``) needs one random-looking line;
+    placeholders (``${DB_PASSWORD}``) are left alone."""
+    bm = _BLOCK_SCALAR_RE.match(text, key_end)
+    if bm is None:
+        return None
+    line_start = text.rfind("\n", 0, key_start) + 1
+    key_col = key_start - line_start
+    pos = text.find("\n", bm.end()) + 1
+    if pos <= 0:
+        return None
+    start = end = -1
+    lines: list[str] = []
+    limit = min(len(text), pos + _BLOCK_MAX_CHARS)
+    while pos < limit and len(lines) < _BLOCK_MAX_LINES:
+        nl = text.find("\n", pos)
+        line_end = len(text) if nl < 0 else nl
+        line = text[pos:line_end].rstrip("\r")
+        stripped = line.strip()
+        if stripped:
+            indent = len(line) - len(line.lstrip(" \t"))
+            if indent <= key_col:
+                break
+            if start < 0:
+                start = pos + indent
+            end = pos + len(line.rstrip())
+            lines.append(stripped)
+        if nl < 0:
+            break
+        pos = nl + 1
+    if start < 0 or all(_is_placeholder(ln, False) or _TEMPLATE_RE.search(ln) for ln in lines):
+        return None
+    if bare_key in _WEAK_KEYS and not (len(lines) == 1 and _looks_random(lines[0], 12)):
+        return None
+    return (kind, start, end)
+
+
 def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Finding | None:
     found = _key_kind(key)
     if found is None:
         return None
     kind, keyword = found
+    if text.startswith(":", key_end) or text.startswith(("\":", "':"), key_end):
+        block = _block_scalar(text, key_start, key_end, kind, key.lower().lstrip("_-.$@"))
+        if block is not None:
+            return block
     m = _ASSIGN_RE.match(text, key_end)
+    if key.lower() in _PROSE_PASSWORD_WORDS and (m is None or not m.group("sep").strip()):
+        # a word of prose, not part of a path (/etc/passwd) or an expression
+        before = text[key_start - 1] if key_start > 0 else " "
+        return _prose_password(text, key_end) if before.isspace() or before in "(\"'`*[" else None
     if m is None:
         return None
     sep = m.group("sep").strip()
