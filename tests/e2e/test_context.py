@@ -117,6 +117,18 @@ async def test_search_modes_and_pagination(client):
     assert "results" not in summary and sum(summary["byKind"].values()) == summary["total"]
 
 
+async def test_phrases_are_found_where_the_code_writes_them(client):
+    """The literal leg: a log message or error text is no symbol name; search and
+    minimalContext answer with the symbol that writes it and the line, never the text."""
+    a = await ask(client, "codesynapse/search", {"query": "Charging %s", "mode": "compact"})
+    assert a["results"] == [{"qualifiedName": "shop.payment.Gateway.charge", "kind": "method",
+                             "path": "shop/payment.py", "range": [12, 14], "match": "literal", "line": 13}]
+    assert a["provenance"]["legs"] == ["exact", "literal"]  # found verbatim: no BM25 word matches
+    m = await ask(client, "codesynapse/minimalContext", {"task": "Which code logs 'charging %s' before a payment?"})
+    first = m["cards"][0]
+    assert (first["qualifiedName"], first["line"], first["legs"]) == ("shop.payment.Gateway.charge", 13, ["bm25", "literal"])
+
+
 async def test_snippet_modes(client):
     sig = await ask(client, "codesynapse/snippet", {"selector": "shop.payment.pay_for", "mode": "signature"})
     assert sig["text"] == "def pay_for(items)"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from codesynapse.context import literals
 from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
 from codesynapse.context.models import (
     DIFF_MAX,
@@ -33,6 +35,12 @@ MAX_DEPTH = 3
 MAX_LIMIT = 200
 CANDIDATES = 10
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
+# a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
+_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
+_CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
+BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
+WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
+LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
 _STOP = frozenset("""a an the and or of to in on for with by is are be it this that from as at into how why what
 where which when who do does did can should would could fix add make use using get set find show change update
 remove new all any not no we i you they our my their its code file function method class""".split())
@@ -352,6 +360,39 @@ class ContextService:
                                    f"{'named like it' if d == 'callers' else 'from it'}")
         return self._done(p)
 
+    def _literal_rows(self, needles: list[literals.Needle], dl: Deadline, keep_saturated: bool = True
+                      ) -> list[tuple[literals.Needle, SymbolRow, list[int], int]]:
+        """(needle, enclosing symbol, hit lines in it, hits of that needle in all) for each
+        symbol in whose range a needle is written (the literal leg, see context/literals.py);
+        production code first, then path and line. A hit outside every symbol counts for
+        the file's module."""
+        store = self.store
+        files = [(f.path, f.language) for f in store.files() if f.status != "skipped"]
+        extra = getattr(self.app.policy, "redact_patterns", ()) if self.app.policy is not None else ()
+        hits, saturated = literals.find(str(self.app.workspace.root), files, needles, extra, check=dl.check)
+        if not keep_saturated:
+            hits = [h for h in hits if h.needle not in saturated]
+        by: dict[tuple[str, int], tuple[literals.Needle, SymbolRow, list[int]]] = {}
+        total: Counter[str] = Counter()
+        modules: dict[str, SymbolRow | None] = {}
+        kinds = {n.text: n for n in needles}
+        for h in hits:
+            total[h.needle] += 1
+            r = store.symbol_at(h.path, h.line)
+            if r is None:
+                if h.path not in modules:
+                    modules[h.path] = next((x for x in store.symbols_in_file(h.path) if x.kind == "module"), None)
+                r = modules[h.path]
+            if r is None:
+                continue
+            key = (h.needle, r.id)
+            if key not in by:
+                by[key] = (kinds[h.needle], r, [])
+            by[key][2].append(h.line)
+        out = [(n, r, lines, total[n.text]) for n, r, lines in by.values()]
+        out.sort(key=lambda x: (literals.is_test_path(x[1].path), x[1].path, x[2][0]))
+        return out
+
     def search(self, prm: SearchParams) -> dict[str, Any]:
         check_len("query", prm.query, 4096)
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
@@ -363,20 +404,37 @@ class ContextService:
             if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
                 exact.append(r)
                 seen.add(r.id)
-        total_bm25 = store.count_search(q)
-        ranked: list[tuple[SymbolRow, float]] = []
         need = prm.offset + prm.limit
-        if len(exact) < need:
+        # the literal leg: a phrase (an error message) or an identifier no symbol is named
+        # by is looked up where it is written; exact names first, then these, then BM25
+        literal: list[tuple[SymbolRow, int]] = []
+        phrase = q.strip("'\"`")
+        if len(exact) < need and len(phrase) >= literals.MIN_NEEDLE and \
+                (not _IDENT.fullmatch(phrase) or not exact):
+            needle = literals.Needle(phrase, word=bool(_IDENT.fullmatch(phrase)))
+            for _n, r, lines, _t in self._literal_rows([needle], Deadline()):
+                if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
+                    literal.append((r, lines[0]))
+                    seen.add(r.id)
+        # a phrase found verbatim is the answer; BM25 over names would only add words that
+        # happen to match (README headings, package keys)
+        verbatim = bool(literal) and not _IDENT.fullmatch(phrase)
+        total_bm25 = 0 if verbatim else store.count_search(q)
+        ranked: list[tuple[SymbolRow, float]] = []
+        if len(exact) + len(literal) < need and not verbatim:
             for r, score in store.search(q, limit=min(need + len(exact), 5000)):
                 if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
                     ranked.append((r, score))
                     seen.add(r.id)
-        combined = [(r, "exact", None) for r in exact] + [(r, "bm25", sc) for r, sc in ranked]
-        total = len(exact) + max(0, total_bm25 - sum(1 for r in exact if True))
+        lines = {r.id: line for r, line in literal}
+        combined = [(r, "exact", None) for r in exact] + [(r, "literal", None) for r, _ in literal] + \
+            [(r, "bm25", sc) for r, sc in ranked]
+        total = len(exact) + len(literal) + max(0, total_bm25 - sum(1 for r in exact if True))
         total = max(total, len(combined))
         answer: dict[str, Any] = {"query": q, "mode": prm.mode, "offset": prm.offset, "limit": prm.limit,
                                   "total": total, "maxTokens": max_tokens,
-                                  "provenance": self._provenance(["exact", "bm25"])}
+                                  "provenance": self._provenance(["exact"] + (["literal"] if literal else [])
+                                                                 + ([] if verbatim else ["bm25"]))}
         if prm.mode == "summary":
             by_kind = Counter(r.kind for r, _, _ in combined)
             by_file = Counter(r.path for r, _, _ in combined)
@@ -392,6 +450,8 @@ class ContextService:
         for r, leg, score in page:
             item: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "path": r.path,
                                     "range": [r.start_line, r.end_line], "match": leg}
+            if leg == "literal":
+                item["line"] = lines[r.id]  # where the phrase is written
             if prm.mode == "full" or not (r.qname.endswith("." + r.name) or r.qname.endswith("::" + r.name)
                                           or r.qname == r.name):
                 item["name"] = r.name
@@ -466,39 +526,95 @@ class ContextService:
         scores: dict[int, float] = {}
         legs: dict[int, set[str]] = {}
         rows: dict[int, SymbolRow] = {}
+        lit_lines: dict[int, int] = {}
+        module_rep: dict[str, int] = {}  # a package's module symbol once, not once per file
 
         def bump(r: SymbolRow, w: float, leg: str) -> None:
+            if r.kind == "module":
+                rid = module_rep.setdefault(r.qname, r.id)
+                if rid != r.id:
+                    r = rows.get(rid, r)
             scores[r.id] = scores.get(r.id, 0.0) + w
             legs.setdefault(r.id, set()).add(leg)
             rows[r.id] = r
 
+        unnamed: list[str] = []  # words that name no symbol: looked up where written
         for ident in idents[:64]:
             dl.check()
             if ident.lower() in _STOP:
                 continue
+            hit = False
+            modules: set[str] = set()  # a package of many files counts once per identifier
             for r in store.symbols_by_qname(ident):
-                bump(r, 10.0, "exact")
-            for r in store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20):
+                hit = True
+                if r.kind == "module":
+                    if r.qname in modules:
+                        continue
+                    modules.add(r.qname)
+                bump(r, 3.0 if r.kind == "module" else 10.0, "exact")
+            named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
+            # a name many definitions share ("error", "run") singles out less than a rare one
+            # ("cgoLookupHostIP"); a plain word of the task less than a code-like identifier
+            rarity = 1.0 / (1.0 + math.log2(max(1, len({r.qname for r in named}))))
+            if not _CODE_LIKE.search(ident):
+                rarity *= 0.5
+            for r in named:
+                hit = True
+                if r.kind == "module":
+                    if r.qname in modules:
+                        continue
+                    modules.add(r.qname)
                 full = ident in (r.qname, r.name) or r.qname.endswith("." + ident)
-                bump(r, 6.0 if full else 2.0, "exact")
+                bump(r, 1.0 if r.kind == "module" else (6.0 if full else 2.0) * rarity, "exact")
+            if not hit:
+                unnamed.append(ident)
+        # the literal leg: phrases quoted in the task and words no symbol is named by (an SQL
+        # table, a C function called through cgo), where the code writes them; code-like
+        # words first, common words (saturated, or in many symbols) single nothing out
+        needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(prm.task)]
+        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not _CODE_LIKE.search(x))
+                    if len(x) >= literals.MIN_NEEDLE]
+        needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
+        used_literal = False
+        if needles:
+            found = self._literal_rows(needles, dl, keep_saturated=False)
+            spread = Counter(n.text for n, _r, _l, _t in found)
+            for n, r, lines, total in found:
+                if spread[n.text] > LITERAL_SYMBOLS:
+                    continue  # written everywhere: it singles nothing out
+                bump(r, (16.0 if not n.word else 8.0) * math.sqrt(len(lines) / total), "literal")
+                lit_lines.setdefault(r.id, lines[0])
+                used_literal = True
         words = " ".join(w for w in re.findall(r"\w+", prm.task) if w.lower() not in _STOP)
+        top_bm25: set[int] = set()
         for rank, (r, _sc) in enumerate(store.search(words, 10) if words else []):
             bump(r, 1.0 / (60 + rank + 1) * 60, "bm25")
+            if rank < BM25_KEPT:
+                top_bm25.add(r.id)
         for rel in rels:
             for r in store.symbols_in_file(rel):
                 if r.kind != "module":
                     bump(r, 0.5, "path")
         ranked = sorted(scores, key=lambda i: (-scores[i], rows[i].qname, rows[i].path))
+        # candidates far weaker than the best (a word of the task that names many symbols) are
+        # counted, not shown: they cost tokens and rarely carry the evidence. The best BM25
+        # matches of all the task's words are always shown.
+        floor = scores[ranked[0]] * WEAK_FRACTION if ranked else 0.0
+        strong = [i for i in ranked if scores[i] >= floor or i in top_bm25]
         answer: dict[str, Any] = {"task": prm.task[:200], "maxTokens": max_tokens,
-                                  "provenance": self._provenance(["exact", "bm25"] + (["path"] if rels else []))}
+                                  "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
+                                                                 + ["bm25"] + (["path"] if rels else []))}
         p = Packer(answer=answer, max_tokens=max_tokens)
         answer["cards"] = []
-        for i in ranked[:40]:
+        for i in strong[:40]:
             dl.check()
             r = rows[i]
-            card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "signature": r.signature,
-                                    "path": r.path, "range": [r.start_line, r.end_line],
-                                    "legs": sorted(legs[i])}
+            card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind}
+            if r.signature:
+                card["signature"] = r.signature
+            card.update({"path": r.path, "range": [r.start_line, r.end_line], "legs": sorted(legs[i])})
+            if i in lit_lines:
+                card["line"] = lit_lines[i]  # where the quoted phrase / identifier is written
             if r.summary:
                 card["summary"] = r.summary
             callers = store.callers(r.qname, limit=3)
@@ -507,8 +623,11 @@ class ContextService:
             if prm.include_ids:
                 card["id"] = f"{store.graph_id}:{r.id}"
             p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol")
-        if len(ranked) > 40:
-            p.omit("candidate symbols", len(ranked) - 40, "narrow the task or pass paths")
+        if len(strong) > 40:
+            p.omit("candidate symbols", len(strong) - 40, "narrow the task or pass paths")
+        if len(ranked) > len(strong):
+            p.omit("weaker candidates", len(ranked) - len(strong),
+                   "name an identifier from the task, or ask codesynapse/search for the words")
         if not ranked:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self._done(p)

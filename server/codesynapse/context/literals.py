@@ -1,0 +1,129 @@
+"""The literal leg: where a phrase (an error message, an SQL fragment, a log line) or an
+identifier that names no symbol is written in the indexed code.
+
+Nothing is stored for it: the graph stays metadata-only. At request time the indexed code
+files (the policy has already excluded what is not to be read; documents and config files
+are not code) are read from the workspace and searched for the needles; a hit is kept only
+when no secret the redactor finds near it overlaps it, so a query can never confirm a secret
+(``AKIA…``) that the index would have redacted. Answers carry locations (path, line, the
+enclosing symbol), never the text around a hit.
+
+Bounded: a needle is followed into at most ``MAX_FILES`` files (then it is "saturated": a
+common word), at most ``MAX_HITS`` hits are kept (production code before tests, then by
+path and line); the request's deadline is checked between files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from codesynapse.extract.redact import find_secrets
+
+log = logging.getLogger(__name__)
+
+MAX_FILES = 40
+MAX_HITS = 200
+MIN_NEEDLE = 4
+MAX_NEEDLES = 8
+_WINDOW = 60  # lines either side of a hit given to the redactor
+_NOT_CODE = frozenset({"markdown", "yaml", "json", "toml"})
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
+                        r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+@dataclass(frozen=True)
+class Needle:
+    text: str
+    word: bool  # an identifier: matched case-sensitively on word boundaries; else a phrase, any case
+
+
+@dataclass(frozen=True)
+class Hit:
+    needle: str
+    path: str
+    line: int  # 1-based
+
+
+def _pattern(n: Needle) -> re.Pattern[bytes]:
+    body = re.escape(n.text.encode("utf-8"))
+    if n.word:
+        return re.compile(rb"(?<![A-Za-z0-9_$])" + body + rb"(?![A-Za-z0-9_$])")
+    return re.compile(body, re.IGNORECASE)
+
+
+def find(root: str, files: Iterable[tuple[str, str]], needles: Sequence[Needle], redact_extra=(),
+         check=None) -> tuple[list[Hit], set[str]]:
+    """(hits, saturated): hits of ``needles`` in ``files`` ((path, language) pairs, paths
+    relative to ``root``), and the needles written in more than ``MAX_FILES`` files (their
+    scan stopped there: they are common words, not something the code singles out).
+    ``check`` (the request deadline's) is called between files and may raise."""
+    needles = [n for n in needles if len(n.text) >= MIN_NEEDLE][:MAX_NEEDLES]
+    live = [(n, n.text.encode("utf-8"), n.text.lower().encode("utf-8"), _pattern(n)) for n in needles]
+    hits: list[Hit] = []
+    per_needle: dict[str, int] = {}
+    saturated: set[str] = set()
+    for i, (path, language) in enumerate(sorted(files, key=lambda f: (bool(_TEST_PATH.search(f[0])), f[0]))):
+        if not live or len(hits) >= MAX_HITS:
+            break
+        if language in _NOT_CODE:
+            continue
+        if check is not None and i % 64 == 0:
+            check()
+        try:
+            with open(os.path.join(root, path), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        lowered = None
+        found = []
+        for n, b, bl, pat in live:
+            if n.word:
+                if b in data:
+                    found.append((n, pat))
+            else:
+                if lowered is None:
+                    lowered = data.lower()
+                if bl in lowered:
+                    found.append((n, pat))
+        if not found:
+            continue
+        got = _confirm(path, data, found, redact_extra)
+        hits.extend(got)
+        for n in {h.needle for h in got}:
+            per_needle[n] = per_needle.get(n, 0) + 1
+            if per_needle[n] >= MAX_FILES:
+                saturated.add(n)
+        live = [x for x in live if x[0].text not in saturated]
+    return hits[:MAX_HITS], saturated
+
+
+def _confirm(path: str, data: bytes, found, redact_extra) -> list[Hit]:
+    out: list[Hit] = []
+    text = None
+    starts: list[int] = []
+    for n, pat in found:
+        for m in pat.finditer(data):
+            if text is None:
+                text = data.decode("utf-8", "replace")
+                starts = [0] + [j + 1 for j, ch in enumerate(text) if ch == "\n"]
+            line = data.count(b"\n", 0, m.start()) + 1
+            # the redactor looks at the lines around the hit; a secret overlapping it drops it
+            lo = starts[max(0, line - 1 - _WINDOW)]
+            hi = starts[line + _WINDOW] if line + _WINDOW < len(starts) else len(text)
+            window = text[lo:hi]
+            col = len(data[:m.start()].decode("utf-8", "replace")) - lo
+            end = col + len(data[m.start():m.end()].decode("utf-8", "replace"))
+            if any(s < end and col < e for _kind, s, e in find_secrets(window, redact_extra)):
+                continue
+            out.append(Hit(n.text, path, line))
+            if len(out) >= 20:
+                break
+    return out
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))

@@ -1,0 +1,61 @@
+"""The literal leg (context/literals.py): phrases and unnamed words found where the indexed
+code writes them, any case for phrases and on word boundaries for identifiers, documents and
+config files left out, production files before tests, common words saturated, and never a hit
+that overlaps a secret the redactor finds (a query cannot confirm a secret)."""
+
+from __future__ import annotations
+
+from codesynapse.context import literals
+from codesynapse.context.literals import Hit, Needle
+
+
+def tree(tmp_path, files: dict[str, str]):
+    for rel, body in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body)
+    return [(rel, {"py": "python", "go": "go", "md": "markdown", "json": "json"}[rel.rsplit(".", 1)[1]])
+            for rel in files]
+
+
+def test_phrases_any_case_words_on_boundaries_code_only(tmp_path):
+    files = tree(tmp_path, {
+        "tests/test_dump.py": "def test_dump():\n    assert 'FROM sqlite_master' in out\n",
+        "dump.py": "def iterdump(conn):\n    q = '''\n        SELECT name FROM \"sqlite_master\"\n    '''\n"
+                   "    raise ValueError('Expecting property name enclosed in double quotes')\n",
+        "other.py": "my_sqlite_master_copy = 1\n",
+        "README.md": "Expecting property name enclosed in double quotes\n",
+        "io.go": 'package io\n\nvar ErrShortWrite = errors.New("short write")\n',
+    })
+    hits, saturated = literals.find(str(tmp_path), files, [
+        Needle("expecting PROPERTY name enclosed in double quotes", word=False),
+        Needle("sqlite_master", word=True),
+        Needle("short write", word=False),
+    ])
+    assert hits == [
+        Hit("expecting PROPERTY name enclosed in double quotes", "dump.py", 5),
+        Hit("sqlite_master", "dump.py", 3),
+        Hit("short write", "io.go", 3),
+        Hit("sqlite_master", "tests/test_dump.py", 2),  # tests after production code
+    ]
+    assert saturated == set()
+
+
+def test_a_hit_inside_a_secret_is_never_reported(tmp_path):
+    files = tree(tmp_path, {
+        "settings.py": 'AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"\nREGION = "eu-west-1"\n',
+    })
+    hits, _ = literals.find(str(tmp_path), files, [Needle("AKIAIOSFODNN7EXAMPLE", word=True),
+                                                   Needle("IOSFODNN7", word=False),
+                                                   Needle("eu-west-1", word=False)])
+    assert hits == [Hit("eu-west-1", "settings.py", 2)]
+
+
+def test_common_words_saturate_and_short_needles_are_ignored(tmp_path, monkeypatch):
+    monkeypatch.setattr(literals, "MAX_FILES", 3)
+    files = tree(tmp_path, {f"m{i}.py": "value = 'common'\n" for i in range(5)} | {"z.py": "x = 'rare one'\n"})
+    hits, saturated = literals.find(str(tmp_path), files, [Needle("common", word=True), Needle("rare one", word=False),
+                                                           Needle("x", word=True)])
+    assert saturated == {"common"}
+    assert hits == [Hit("common", "m0.py", 1), Hit("common", "m1.py", 1), Hit("common", "m2.py", 1),
+                    Hit("rare one", "z.py", 1)]
