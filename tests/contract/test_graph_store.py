@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codesynapse.extract.model import CallSite, FileExtraction, Symbol
+from codesynapse.extract.model import CallSite, FileExtraction, ImportRef, Inherit, Symbol
 from codesynapse.graph.model import FileRow, GraphStats, Resolution
 from codesynapse.graph.store import SCHEMA_VERSION, GraphStore
 from tests.contract.graphdata import A, B, DUMP, write_sample
@@ -28,7 +28,7 @@ def sites(calls):
 
 def test_implements_the_protocol(graph_store):
     assert isinstance(graph_store, GraphStore)
-    assert graph_store.get_meta("schema_version") == str(SCHEMA_VERSION) == "2"
+    assert graph_store.get_meta("schema_version") == str(SCHEMA_VERSION) == "3"
 
 
 def test_dump_holds_exactly_what_was_written(g):
@@ -173,6 +173,76 @@ def test_update_import_and_inherit_targets_by_row_id(g):
     g.update_inherit_targets([(inh_id, Resolution("", "unresolved", 0.0))])
     assert g.subtypes("pkg.a.Base") == []
     assert [(i.target, i.resolution) for i in g.inherits()] == [("", "unresolved")]
+
+
+C = FileExtraction(
+    path="pkg/c.py", language="python", hash="hc", size=90, lines=9, module="pkg.c",
+    symbols=[Symbol(qname="pkg.c", name="c", kind="module", signature="", start_line=1, end_line=9, start_col=0,
+                    end_col=0, hash="x")],
+    imports=[ImportRef(module="os.path", name="join", line=1),
+             ImportRef(module="collections.abc", name="Mapping", alias="Map", line=2),
+             ImportRef(module="json", line=3),
+             ImportRef(module="pkg.a", name="*", line=4)],
+    inherits=[Inherit(child="pkg.c.X", base="typing.Generic[T]", line=5),
+              Inherit(child="pkg.c.Y", base="abc.ABC", line=6),
+              Inherit(child="pkg.c.Z", base="Base", line=7)])
+
+
+def test_imports_touching_paths_names_and_modules(make_graph_store):
+    """Only the rows that name what changed: by file, by bound name or alias, by the first or
+    last segment of the module, by whole module; each once, in row-id order, ids as in
+    all_imports; another graph's rows never."""
+    store = make_graph_store()
+    store.write_files([(A, 1), (B, 2), (C, 3)])
+    make_graph_store().write_files([(B, 2), (C, 3)])  # another graph in the same database
+
+    def imps(rows):
+        return [(r.path, r.module, r.name, r.alias) for _, r in rows]
+
+    assert store.imports_touching([], []) == [] and store.imports_touching([], [], []) == []
+    assert imps(store.imports_touching(["pkg/c.py", "nope.py"], [])) == [
+        ("pkg/c.py", "os.path", "join", ""), ("pkg/c.py", "collections.abc", "Mapping", "Map"),
+        ("pkg/c.py", "json", "", ""), ("pkg/c.py", "pkg.a", "*", "")]
+    assert imps(store.imports_touching([], ["join"])) == [("pkg/c.py", "os.path", "join", "")]
+    assert imps(store.imports_touching([], ["Map"])) == [("pkg/c.py", "collections.abc", "Mapping", "Map")]
+    assert imps(store.imports_touching([], ["Mapping"])) == [("pkg/c.py", "collections.abc", "Mapping", "Map")]
+    assert imps(store.imports_touching([], ["os"])) == [("pkg/b.py", "os", "", ""), ("pkg/c.py", "os.path", "join", "")]
+    assert imps(store.imports_touching([], ["path", "abc"])) == [
+        ("pkg/c.py", "os.path", "join", ""), ("pkg/c.py", "collections.abc", "Mapping", "Map")]
+    assert imps(store.imports_touching([], ["a"])) == [
+        ("pkg/b.py", "pkg.a", "run_all", ""), ("pkg/c.py", "pkg.a", "*", "")]
+    assert imps(store.imports_touching([], [], ["pkg.a"])) == [
+        ("pkg/b.py", "pkg.a", "run_all", ""), ("pkg/c.py", "pkg.a", "*", "")]
+    assert store.imports_touching([], ["collections.abc", "pkg.a", "nothing"], ["pkg", "os.path.join"]) == []
+    assert imps(store.imports_touching(["pkg/b.py"], ["json", "os"], ["os.path"])) == [
+        ("pkg/b.py", "pkg.a", "run_all", ""), ("pkg/b.py", "os", "", ""), ("pkg/c.py", "os.path", "join", ""),
+        ("pkg/c.py", "json", "", "")]
+    ids = dict((r, i) for i, r in store.all_imports())
+    assert [i for i, r in store.imports_touching(["pkg/b.py", "pkg/c.py"], [])] == sorted(ids.values())
+    assert all(ids[r] == i for i, r in store.imports_touching([], ["os", "json", "a"]))
+
+
+def test_inherits_touching_paths_and_base_segments(make_graph_store):
+    """Bases are matched by their last and first segment without generic arguments."""
+    store = make_graph_store()
+    store.write_files([(A, 1), (B, 2), (C, 3)])
+    make_graph_store().write_files([(A, 1), (C, 3)])
+
+    def inh(rows):
+        return [(r.path, r.child, r.base) for _, r in rows]
+
+    assert store.inherits_touching([], []) == []
+    assert inh(store.inherits_touching(["pkg/a.py"], [])) == [("pkg/a.py", "pkg.a.Child", "Base")]
+    assert inh(store.inherits_touching([], ["Generic"])) == [("pkg/c.py", "pkg.c.X", "typing.Generic[T]")]
+    assert inh(store.inherits_touching([], ["typing", "abc"])) == [
+        ("pkg/c.py", "pkg.c.X", "typing.Generic[T]"), ("pkg/c.py", "pkg.c.Y", "abc.ABC")]
+    assert inh(store.inherits_touching([], ["Base"])) == [
+        ("pkg/a.py", "pkg.a.Child", "Base"), ("pkg/c.py", "pkg.c.Z", "Base")]
+    assert store.inherits_touching(["pkg/b.py"], ["T", "Generic[T]", "typing.Generic", "pkg.a.Base"]) == []
+    assert inh(store.inherits_touching(["pkg/a.py"], ["ABC"])) == [
+        ("pkg/a.py", "pkg.a.Child", "Base"), ("pkg/c.py", "pkg.c.Y", "abc.ABC")]
+    ids = dict((r, i) for i, r in store.all_inherits())
+    assert [i for i, _ in store.inherits_touching(["pkg/a.py", "pkg/c.py"], [])] == sorted(ids.values())
 
 
 def test_stats(g):

@@ -59,7 +59,7 @@ from codesynapse.graph.model import (
 )
 from codesynapse.graph.neo4j import _fold_tokens, query_terms
 from codesynapse.graph.sqlite import _head, name_terms
-from codesynapse.graph.store import SCHEMA_VERSION
+from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -226,14 +226,18 @@ _KEYS = {
     "caller": "Text", "callee": "Text", "head": "Text", "hint": "Text", "hint_name": "Text", "line": "Int",
     "col": "Int", "target": "Text", "resolution": "Text", "confidence": "Double", "alias": "Text",
     "child": "Text", "base": "Text", "meta_key": "Text", "meta_value": "Text",
+    "mod_head": "Text", "mod_last": "Text", "base_name": "Text", "base_head": "Text",
 }
 _FILE_KEYS = ("path", "language", "hash", "size", "mtime_ns", "lines", "module", "status", "reason", "indexed_at")
 _SYM_KEYS = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
              "summary", "parent", "is_test", "exported", "language", "ft_name", "ft_qname", "ft_terms", "ft_len")
 _CALL_KEYS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
               "resolution", "confidence")
-_IMPORT_KEYS = ("path", "module", "name", "alias", "line", "target")
-_INHERIT_KEYS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence")
+_IMPORT_KEYS = ("path", "module", "name", "alias", "line", "target", "mod_head", "mod_last")
+_INHERIT_KEYS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "base_name",
+                 "base_head")
+# keys that schema version 3 added to labels an older schema created (appended, nullable)
+_APPENDED = {"cs_import": ("mod_head", "mod_last"), "cs_inherit": ("base_name", "base_head")}
 _SYM_OUT = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
             "summary", "parent", "is_test", "exported", "language")
 
@@ -248,6 +252,13 @@ def _schema_script() -> str:
     def vlabel(label: str, props: Sequence[str], idstrategy: str) -> str:
         return (f"s.vertexLabel('{label}').properties({', '.join(repr(p) for p in props)})"
                 f".{idstrategy}().ifNotExist().create()")
+
+    def appended(label: str, props: Sequence[str]) -> str:
+        # a label made by an older schema lacks these keys; a new one has them already
+        names = ", ".join(repr(p) for p in props)
+        return (f"if (!s.getVertexLabel('{label}').properties().containsAll([{names}].collect{{ "
+                f"s.getPropertyKey(it).id() }})) {{ s.vertexLabel('{label}').properties({names})"
+                f".nullableKeys({names}).append() }}")
 
     def index(name: str, label: str, fields: Sequence[str]) -> str:
         return f"s.indexLabel('{name}').onV('{label}').by({', '.join(repr(f) for f in fields)}).secondary().ifNotExist().create()"
@@ -270,10 +281,15 @@ def _schema_script() -> str:
         *(index(f"cs_call_{k}", "cs_call", ("graph_id", k)) for k in ("target", "caller", "name", "head",
                                                                      "hint_name", "path")),
         vlabel("cs_import", ("graph_id", *_IMPORT_KEYS), "useAutomaticId"),
-        index("cs_import_path", "cs_import", ("graph_id", "path")),
         vlabel("cs_inherit", ("graph_id", *_INHERIT_KEYS), "useAutomaticId"),
+        *(appended(label, keys) for label, keys in _APPENDED.items()),
+        index("cs_import_path", "cs_import", ("graph_id", "path")),
+        *(index(f"cs_import_{k}", "cs_import", ("graph_id", k)) for k in ("module", "name", "alias", "mod_head",
+                                                                          "mod_last")),
         index("cs_inherit_path", "cs_inherit", ("graph_id", "path")),
         index("cs_inherit_target", "cs_inherit", ("graph_id", "target")),
+        index("cs_inherit_base_name", "cs_inherit", ("graph_id", "base_name")),
+        index("cs_inherit_base_head", "cs_inherit", ("graph_id", "base_head")),
         "'ok'",
     ]
     return "\n".join(lines)
@@ -473,6 +489,11 @@ COUNT_OF = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).count()"
             for label in ("cs_call", "cs_import", "cs_inherit")}
 ROWS_OF_PATH = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).has('path', p).elementMap()"
                 for label in ("cs_import", "cs_inherit")}
+# rows of a label whose property ``k`` (a constant, indexed with graph_id) is one of ``vals``
+ROWS_WITH = {(label, k): f"g.V().hasLabel('{label}').has('graph_id', gid).has('{k}', within(vals)).elementMap()"
+             for label, keys in (("cs_import", ("path", "module", "name", "alias", "mod_head", "mod_last")),
+                                 ("cs_inherit", ("path", "base_name", "base_head")))
+             for k in keys}
 SUBTYPES = "g.V().hasLabel('cs_inherit').has('graph_id', gid).has('target', q).elementMap()"
 STATS = """
 def files = g.V().hasLabel('cs_file').has('graph_id', gid).project('s', 'l').by('status').by('language').toList()
@@ -644,11 +665,12 @@ class HugeGraphStore:
             for i, c in enumerate(fx.calls if with_calls else ()):
                 calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
             for i, im in enumerate(fx.imports):
-                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), "")])
+                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), ""),
+                             *module_keys(im.module)])
             for i, ih in enumerate(fx.inherits):
                 r = inherit_targets.get((fx.path, i), unresolved)
                 inhs.append([fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
-                             float(r.confidence)])
+                             float(r.confidence), *base_keys(ih.base)])
         for s in skipped:
             files.append([self._file_id(s.path), s.path, s.language, s.hash, int(s.size), int(s.mtime_ns),
                           int(s.lines), s.module, "skipped", s.reason, now])
@@ -915,6 +937,31 @@ class HugeGraphStore:
     def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
         return iter(sorted(((int(r["id"]), self._imp(r)) for r in self._rows_by_paths("all_imports", "cs_import")),
                            key=lambda x: x[0]))
+
+    def _touching(self, what: str, label: str, keys: Sequence[tuple[str, Iterable[str]]]) -> list[dict[str, Any]]:
+        """Rows of ``label`` whose property ``k`` holds one of its values, for each (k,
+        values) pair (an index query each); each row once, in id order."""
+        out: dict[int, dict[str, Any]] = {}
+        for k, values in keys:
+            vals = sorted(set(values))
+            for i in range(0, len(vals), IN_CHUNK):
+                for r in self._run(what, ROWS_WITH[(label, k)], vals=vals[i:i + IN_CHUNK]):
+                    out[int(r["id"])] = r
+        return [out[i] for i in sorted(out)]
+
+    def imports_touching(self, paths: Iterable[str], names: Iterable[str],
+                         modules: Iterable[str] = ()) -> list[tuple[int, ImportRow]]:
+        names = list(names)
+        rows = self._touching("imports_touching", "cs_import",
+                              (("path", paths), ("name", names), ("alias", names), ("mod_head", names),
+                               ("mod_last", names), ("module", modules)))
+        return [(int(r["id"]), self._imp(r)) for r in rows]
+
+    def inherits_touching(self, paths: Iterable[str], names: Iterable[str]) -> list[tuple[int, InheritRow]]:
+        names = list(names)
+        rows = self._touching("inherits_touching", "cs_inherit",
+                              (("path", paths), ("base_name", names), ("base_head", names)))
+        return [(int(r["id"]), self._inh(r)) for r in rows]
 
     def inherits(self, path: str | None = None) -> list[InheritRow]:
         if path is None:

@@ -51,7 +51,7 @@ from codesynapse.graph.model import (
 
 # One definition of "name terms" and of a callee's head for both backends.
 from codesynapse.graph.sqlite import _CAMEL, _head, name_terms
-from codesynapse.graph.store import SCHEMA_VERSION
+from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +81,13 @@ _SCHEMA = (
     "CREATE INDEX cs_call_hint IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.hint_name)",
     "CREATE INDEX cs_call_path IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.path)",
     "CREATE INDEX cs_import_path IF NOT EXISTS FOR (n:CsImport) ON (n.graph_id, n.path)",
+    *(f"CREATE INDEX cs_import_{k} IF NOT EXISTS FOR (n:CsImport) ON (n.graph_id, n.{k})"
+      for k in ("module", "name", "alias", "mod_head", "mod_last")),
     "CREATE INDEX cs_inherit_path IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.path)",
     "CREATE INDEX cs_inherit_target IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.target)",
     "CREATE INDEX cs_inherit_child IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.child)",
+    "CREATE INDEX cs_inherit_base_name IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.base_name)",
+    "CREATE INDEX cs_inherit_base_head IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.base_head)",
     # whitespace analyzer: the fields hold tokens this module already split and folded,
     # so Lucene tokenizes exactly like the query side (see _fold_tokens)
     "CREATE FULLTEXT INDEX cs_symbol_text IF NOT EXISTS FOR (n:CsSymbol) "
@@ -104,8 +108,9 @@ _SYMBOL_PROPS = ("path", "qname", "name", "kind", "signature", "start_line", "en
                  "id")
 _CALL_PROPS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
                "resolution", "confidence", "id")
-_IMPORT_PROPS = ("path", "module", "name", "alias", "line", "target", "id")
-_INHERIT_PROPS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "id")
+_IMPORT_PROPS = ("path", "module", "name", "alias", "line", "target", "mod_head", "mod_last", "id")
+_INHERIT_PROPS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "base_name",
+                  "base_head", "id")
 
 
 def _props(names: Sequence[str]) -> str:
@@ -415,11 +420,12 @@ class Neo4jGraphStore:
             for i, c in enumerate(fx.calls if with_calls else ()):
                 calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
             for i, im in enumerate(fx.imports):
-                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), "")])
+                imps.append([fx.path, im.module, im.name, im.alias, im.line, import_targets.get((fx.path, i), ""),
+                             *module_keys(im.module)])
             for i, ih in enumerate(fx.inherits):
                 r = inherit_targets.get((fx.path, i), unresolved)
                 inhs.append([fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
-                             float(r.confidence)])
+                             float(r.confidence), *base_keys(ih.base)])
         for s in skipped:
             files.append([s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module, "skipped", s.reason,
                           now])
@@ -670,6 +676,33 @@ class Neo4jGraphStore:
 
     def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
         return ((r["id"], self._imp(r)) for r in self._by_id("all_imports", "CsImport"))
+
+    def _touching(self, what: str, label: str, keys: Sequence[tuple[str, Iterable[str]]]) -> list[dict[str, Any]]:
+        """Rows of ``label`` whose property ``k`` holds one of its values, for each (k,
+        values) pair (an index seek each); each row once, in id order. Labels and property
+        names are constants of this module; values are parameters."""
+        out: dict[int, dict[str, Any]] = {}
+        for k, values in keys:
+            vals = sorted(set(values))
+            for i in range(0, len(vals), TOUCH_CHUNK):
+                for r in self._rows(what, f"UNWIND $vals AS x MATCH (n:{label} {{graph_id: $g, {k}: x}}) "
+                                          "RETURN n {.*}", vals=vals[i:i + TOUCH_CHUNK]):
+                    out[r["id"]] = r
+        return [out[i] for i in sorted(out)]
+
+    def imports_touching(self, paths: Iterable[str], names: Iterable[str],
+                         modules: Iterable[str] = ()) -> list[tuple[int, ImportRow]]:
+        names = list(names)
+        rows = self._touching("imports_touching", "CsImport",
+                              (("path", paths), ("name", names), ("alias", names), ("mod_head", names),
+                               ("mod_last", names), ("module", modules)))
+        return [(r["id"], self._imp(r)) for r in rows]
+
+    def inherits_touching(self, paths: Iterable[str], names: Iterable[str]) -> list[tuple[int, InheritRow]]:
+        names = list(names)
+        rows = self._touching("inherits_touching", "CsInherit",
+                              (("path", paths), ("base_name", names), ("base_head", names)))
+        return [(r["id"], self._inh(r)) for r in rows]
 
     def inherits(self, path: str | None = None) -> list[InheritRow]:
         if path is None:

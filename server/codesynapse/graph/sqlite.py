@@ -25,7 +25,7 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
-from codesynapse.graph.store import SCHEMA_VERSION
+from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +66,21 @@ CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name);
 CREATE INDEX IF NOT EXISTS calls_path ON calls(graph_id, path);
 CREATE TABLE IF NOT EXISTS imports(
   id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL,
-  name TEXT NOT NULL, alias TEXT NOT NULL, line INTEGER, target TEXT NOT NULL);
+  name TEXT NOT NULL, alias TEXT NOT NULL, line INTEGER, target TEXT NOT NULL,
+  mod_head TEXT NOT NULL, mod_last TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS imports_path ON imports(graph_id, path);
+CREATE INDEX IF NOT EXISTS imports_module ON imports(graph_id, module);
+CREATE INDEX IF NOT EXISTS imports_name ON imports(graph_id, name);
+CREATE INDEX IF NOT EXISTS imports_alias ON imports(graph_id, alias);
+CREATE INDEX IF NOT EXISTS imports_mod_head ON imports(graph_id, mod_head);
+CREATE INDEX IF NOT EXISTS imports_mod_last ON imports(graph_id, mod_last);
 CREATE TABLE IF NOT EXISTS inherits(
   id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, child TEXT NOT NULL,
   base TEXT NOT NULL, kind TEXT NOT NULL, line INTEGER, target TEXT NOT NULL,
-  resolution TEXT NOT NULL, confidence REAL NOT NULL);
+  resolution TEXT NOT NULL, confidence REAL NOT NULL, base_name TEXT NOT NULL, base_head TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS inherits_path ON inherits(graph_id, path);
+CREATE INDEX IF NOT EXISTS inherits_base_name ON inherits(graph_id, base_name);
+CREATE INDEX IF NOT EXISTS inherits_base_head ON inherits(graph_id, base_head);
 CREATE INDEX IF NOT EXISTS inherits_target ON inherits(graph_id, target);
 CREATE INDEX IF NOT EXISTS inherits_child ON inherits(graph_id, child);
 """
@@ -119,18 +127,26 @@ class SqliteGraphStore:
         try:
             conn = self._conn()
             with self._write_lock:
-                conn.executescript(_SCHEMA)
-                version = self.get_meta("schema_version")
-                if version is not None and int(version) != SCHEMA_VERSION:
+                # the version first: an older schema's tables lack columns that _SCHEMA indexes
+                version = self._stored_version(conn)
+                if version is not None and version != str(SCHEMA_VERSION):
                     # the index is derived data: rebuild it rather than refuse to start
                     log.warning("index schema version %s != %s: rebuilding the index", version, SCHEMA_VERSION)
                     self._drop_all(conn)
-                    conn.executescript(_SCHEMA)
-                    version = None
-                if version is None:
+                conn.executescript(_SCHEMA)
+                if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
         except sqlite3.Error as e:
             raise StoreError(f"cannot open graph store {self.path}: {e}") from e
+
+    def _stored_version(self, conn: sqlite3.Connection) -> str | None:
+        """The schema version of the file's tables: this graph's recorded version, else
+        another graph's (the tables are shared); None in a new file (no meta table yet)."""
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchall():
+            return None
+        rows = conn.execute("SELECT value FROM meta WHERE key='schema_version' ORDER BY graph_id=? DESC, value",
+                            (self.graph_id,)).fetchall()
+        return rows[0]["value"] if rows else None
 
     @staticmethod
     def _drop_all(conn: sqlite3.Connection) -> None:
@@ -244,11 +260,11 @@ class SqliteGraphStore:
                                           hint_name, c.line, c.col, c.kind, r.target, r.resolution, r.confidence))
                     for i, im in enumerate(fx.imports):
                         imp_rows.append((g, fx.path, im.module, im.name, im.alias, im.line,
-                                         import_targets.get((fx.path, i), "")))
+                                         import_targets.get((fx.path, i), ""), *module_keys(im.module)))
                     for i, ih in enumerate(fx.inherits):
                         r = inherit_targets.get((fx.path, i), unresolved)
                         inh_rows.append((g, fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
-                                         r.confidence))
+                                         r.confidence, *base_keys(ih.base)))
                 for s in skipped:
                     file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
                                       "skipped", s.reason, now))
@@ -261,11 +277,11 @@ class SqliteGraphStore:
                     "INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
                     "target, resolution, confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", call_rows)
                 conn.executemany(
-                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target) VALUES (?,?,?,?,?,?,?)",
-                    imp_rows)
+                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)", imp_rows)
                 conn.executemany(
-                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence) "
-                    "VALUES (?,?,?,?,?,?,?,?,?)", inh_rows)
+                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
+                    "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inh_rows)
                 conn.execute("COMMIT")
             except BaseException as e:
                 conn.execute("ROLLBACK")
@@ -475,6 +491,26 @@ class SqliteGraphStore:
         for r in self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY id", (self.graph_id,)):
             yield r["id"], self._imp(r)
 
+    def _touching(self, table: str, keys: Sequence[tuple[str, Iterable[str]]]) -> list[sqlite3.Row]:
+        """Rows of ``table`` whose column ``col`` holds one of its values, for each (col,
+        values) pair; each row once, in id order. Columns are constants of this module."""
+        out: dict[int, sqlite3.Row] = {}
+        for col, values in keys:
+            vals = sorted(set(values))
+            for i in range(0, len(vals), 300):
+                chunk = vals[i:i + 300]
+                for r in self._q(f"SELECT * FROM {table} INDEXED BY {table}_{col} WHERE graph_id=? "
+                                 f"AND {col} IN ({','.join('?' * len(chunk))})", (self.graph_id, *chunk)):
+                    out[r["id"]] = r
+        return [out[k] for k in sorted(out)]
+
+    def imports_touching(self, paths: Iterable[str], names: Iterable[str],
+                         modules: Iterable[str] = ()) -> list[tuple[int, ImportRow]]:
+        names = list(names)
+        rows = self._touching("imports", (("path", paths), ("name", names), ("alias", names), ("mod_head", names),
+                                          ("mod_last", names), ("module", modules)))
+        return [(r["id"], self._imp(r)) for r in rows]
+
     def inherits(self, path: str | None = None) -> list[InheritRow]:
         if path is None:
             rows = self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY path, line, child, base", (self.graph_id,))
@@ -486,6 +522,11 @@ class SqliteGraphStore:
     def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
         for r in self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY id", (self.graph_id,)):
             yield r["id"], self._inh(r)
+
+    def inherits_touching(self, paths: Iterable[str], names: Iterable[str]) -> list[tuple[int, InheritRow]]:
+        names = list(names)
+        rows = self._touching("inherits", (("path", paths), ("base_name", names), ("base_head", names)))
+        return [(r["id"], self._inh(r)) for r in rows]
 
     def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
         return [self._inh(r) for r in self._q(

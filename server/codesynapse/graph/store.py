@@ -26,7 +26,25 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: import rows keep their module's first/last segment, inherit rows their base's
+
+
+def module_keys(module: str) -> tuple[str, str]:
+    """(first, last) dotted segment of an imported module: the names through which an
+    import row's resolution can change (``imports_touching``)."""
+    return module.split(".", 1)[0], module.rsplit(".", 1)[-1]
+
+
+def base_keys(base: str) -> tuple[str, str]:
+    """(last segment, first dotted segment) of a base-type expression without its generic
+    arguments (``List[int]``, ``Foo<T>``): the names through which an inherit row's
+    resolution can change (``inherits_touching``)."""
+    b = base.split("[", 1)[0].split("<", 1)[0]
+    name = b
+    for sep in ("::", "."):
+        if sep in name:
+            name = name.rsplit(sep, 1)[-1]
+    return name.rsplit("/", 1)[-1], b.split(".", 1)[0]
 
 
 @runtime_checkable
@@ -91,8 +109,18 @@ class GraphStore(Protocol):
     def all_calls(self) -> Iterable[CallRow]: ...
     def imports(self, path: str | None = None) -> list[ImportRow]: ...
     def all_imports(self) -> Iterable[tuple[int, ImportRow]]: ...
+    def imports_touching(self, paths: Iterable[str], names: Iterable[str],
+                         modules: Iterable[str] = ()) -> list[tuple[int, ImportRow]]:
+        """Import rows with their row ids, in id order: those of files in ``paths``, those
+        whose name, alias, or first or last module segment (``module_keys``) is in ``names``,
+        and those whose module is in ``modules``."""
+        ...
     def inherits(self, path: str | None = None) -> list[InheritRow]: ...
     def all_inherits(self) -> Iterable[tuple[int, InheritRow]]: ...
+    def inherits_touching(self, paths: Iterable[str], names: Iterable[str]) -> list[tuple[int, InheritRow]]:
+        """Inherit rows with their row ids, in id order: those of files in ``paths`` and
+        those whose base has its last or first segment (``base_keys``) in ``names``."""
+        ...
     def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]: ...
     def stats(self) -> GraphStats: ...
     def dump(self) -> dict[str, list[tuple]]:
