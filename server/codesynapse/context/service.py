@@ -46,6 +46,36 @@ where which when who do does did can should would could fix add make use using g
 remove new all any not no we i you they our my their its code file function method class""".split())
 
 
+def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
+    """Index freshness as every context answer carries it: the state, when the index last
+    changed (to the second) and the policy in force (the fingerprint's first 16 hex digits,
+    as the editor shows it), plus only those facts that differ from their default: the
+    indexed commit, uncommitted changes, open buffers, pending changes. ``indexStatus``
+    carries every field in full. (The full stamp cost ~80 tokens an answer, a fifth of a
+    small answer, mostly digits that told nothing.)"""
+    out: dict[str, Any] = {"state": f.get("state", "")}
+    if f.get("indexedCommit"):
+        out["indexedCommit"] = f["indexedCommit"]
+    if f.get("dirty"):
+        out["dirty"] = True
+    if f.get("openBuffers"):
+        out["openBuffers"] = f["openBuffers"]
+    if f.get("pending"):
+        out["pending"] = f["pending"]
+    last = f.get("lastUpdate") or ""
+    if last:
+        try:
+            import datetime as dt
+
+            last = dt.datetime.fromisoformat(last).astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            pass
+    out["lastUpdate"] = last
+    if f.get("policyFingerprint"):
+        out["policyFingerprint"] = f["policyFingerprint"][:16]
+    return out
+
+
 def uri_to_path(uri: str, field: str = "selector.uri") -> str:
     p = urlparse(uri)
     if p.scheme and p.scheme != "file":
@@ -67,7 +97,7 @@ class ContextService:
         return rel
 
     def _provenance(self, legs: list[str]) -> dict[str, Any]:
-        return {"legs": legs, "freshness": self.app.freshness()}
+        return {"legs": legs, "freshness": answer_freshness(self.app.freshness())}
 
     def _annotations(self, s: SymbolRow) -> list[str]:
         pol = self.app.policy
