@@ -23,7 +23,7 @@ from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import FileRow, Resolution
 from codesynapse.graph.resolve import Resolver, SymbolIndex
-from codesynapse.graph.store import GraphStore
+from codesynapse.graph.store import GraphStore, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -245,15 +245,21 @@ def _changed_names(old_state, new) -> set[str]:
     elsewhere is re-resolved for it."""
     if old_state is None:
         return _names_of(q for q, _ in new.symbols) | set(new.bindings)
-    old_syms, old_bindings, old_stars, old_module = old_state
+    old_syms, old_bindings, old_alternatives, old_stars, old_module = old_state
     if old_module != new.module or old_stars != new.stars:
         return (_names_of(q for q, _ in old_syms) | _names_of(q for q, _ in new.symbols)
                 | set(old_bindings) | set(new.bindings))
     names = _names_of(q for q, _ in old_syms ^ set(new.symbols))
     for key in set(old_bindings) | set(new.bindings):
-        if old_bindings.get(key) != new.bindings.get(key):
+        if old_bindings.get(key) != new.bindings.get(key) or old_alternatives.get(key) != new.alternatives.get(key):
             names.add(key)
     return names
+
+
+def _file_state(fi) -> tuple:
+    """What ``_changed_names`` compares: a file's symbols, import bindings and module."""
+    return (set(fi.symbols), dict(fi.bindings), {k: list(v) for k, v in fi.alternatives.items()}, list(fi.stars),
+            fi.module)
 
 
 class Indexer:
@@ -268,6 +274,7 @@ class Indexer:
         self.resolver = Resolver(self.index)
         self.lock = threading.RLock()  # one apply at a time
         self._inherits_by_file: dict[str, list[tuple[str, str]]] = {}
+        self._bases_dirty = False  # _inherits_by_file changed since idx.bases was computed
         self._overlaid: set[str] = set()  # paths whose stored graph comes from an unsaved buffer
         self._suspect: set[str] = set()  # after a crash: files whose held-back calls may be lost
         self._loaded = False
@@ -386,7 +393,7 @@ class Indexer:
         reset_caches()
         with self.lock:
             self.load()
-            stored = {f.path: f for f in self.store.files()} if (changed or deleted) else {}
+            stored = self._stored(changed, deleted)
             changed, force = self._with_package_moves(list(changed), deleted, stored)
             mtimes = {c.path: c.mtime_ns for c in changed}
             idx = self.index
@@ -399,7 +406,7 @@ class Indexer:
                 if fi is not None:
                     affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
                 idx.remove_file(p)
-                self._inherits_by_file.pop(p, None)
+                self._drop_inherits(p)
             if deleted:
                 self.store.delete_files([p for p in deleted if p not in {s.path for s in skipped}])
             batch: list[tuple[FileExtraction, int]] = []
@@ -408,19 +415,35 @@ class Indexer:
             # are so many that memory matters: then they are written unresolved and fixed up.
             deferred: list[tuple[str, list]] = []
             deferred_n = 0
+            fresh: set[str] = set()  # files whose calls went in resolved against this update's index
+            exports_changed: set[str] = set()  # files whose symbols, bindings or module changed
+            vanished: set[str] = set()  # indexed files that are skipped now
+            retargeted: set[str] = set()  # bindings of live-written imports whose stored target changed
 
             flushed = [False]
 
             def flush(final: bool = False) -> None:
                 nonlocal batch, late_skips, deferred_n
                 if final and not flushed[0] and len(batch) <= LIVE_BATCH:
-                    # a small (live) update: its calls go in with their resolution in the same
-                    # transaction as its symbols, so no reader sees the file without its edges;
-                    # _resolve re-checks them once the bases are recomputed
-                    targets = {(fx.path, i): self.resolver.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                    # a small (live) update: its calls, imports and bases go in with their
+                    # resolution in the same write as its symbols, so no reader sees the file
+                    # without its edges; _resolve re-checks them once the bases are recomputed
+                    res = self.resolver
+                    targets = {(fx.path, i): res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
                                for fx, _ in batch for i, c in enumerate(fx.calls)}
+                    imp_targets: dict[tuple[str, int], str] = {}
+                    for fx, _ in batch:
+                        before = {(im.module, im.name, im.alias, im.target) for im in self.store.imports(fx.path)}
+                        for i, im in enumerate(fx.imports):
+                            imp_targets[(fx.path, i)] = t = res.resolve_import(fx.path, im)
+                            if (im.module, im.name, im.alias, t) not in before:
+                                retargeted.add(im.binding)  # as _resolve's fixpoint does for a row it changes
+                    inh_targets = {(fx.path, i): res.resolve_base(fx.path, ih.child, ih.base)
+                                   for fx, _ in batch for i, ih in enumerate(fx.inherits)}
                     if batch or late_skips:
-                        self.store.write_files(batch, late_skips, call_targets=targets, with_calls=True)
+                        self.store.write_files(batch, late_skips, call_targets=targets, inherit_targets=inh_targets,
+                                               import_targets=imp_targets, with_calls=True)
+                    fresh.update(fx.path for fx, _ in batch)
                     batch, late_skips = [], []
                     return
                 flushed[0] = True
@@ -439,7 +462,8 @@ class Indexer:
                     if fi is not None:
                         affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
                         idx.remove_file(r.path)
-                        self._inherits_by_file.pop(r.path, None)
+                        self._drop_inherits(r.path)
+                        vanished.add(r.path)  # its module is gone from the graph, as if deleted
                     late_skips.append(FileRow(path=r.path, language=r.language, size=r.size, hash=r.hash,
                                               mtime_ns=mtimes.get(r.path, 0), status="skipped", reason=r.reason))
                     continue
@@ -453,10 +477,13 @@ class Indexer:
                 if overlays and r.path in overlays:
                     self._overlaid.add(r.path)
                 old = idx.files.get(r.path)
-                old_state = (set(old.symbols), dict(old.bindings), list(old.stars), old.module) if old else None
+                old_state = _file_state(old) if old else None
                 idx.add_file(r.path, r.module, r.language, ((s.qname, s.kind, s.parent) for s in r.symbols),
                              r.imports)
-                affected |= _changed_names(old_state, idx.files[r.path])
+                names = _changed_names(old_state, idx.files[r.path])
+                affected |= names
+                if names or old_state is None:
+                    exports_changed.add(r.path)
                 changed_paths.append(r.path)
                 batch.append((r, mtimes.get(r.path, 0)))
                 if len(batch) >= WRITE_BATCH:
@@ -464,14 +491,30 @@ class Indexer:
             if skipped:
                 late_skips.extend(skipped)
             flush(final=True)
+            affected |= retargeted
             affected.discard("")
             report.parsed = len(changed_paths)
             report.deleted = len(deleted)
-            self._resolve(set(changed_paths), set(removed), affected, deferred)
+            self._resolve(set(changed_paths), set(removed) | vanished, affected, deferred, fresh, exports_changed)
             self._suspect -= {c.path for c in changed} | set(removed)
             if not self._suspect:
                 self.store.set_meta({"resolution_pending": "0"})
         return report
+
+    def _stored(self, changed: Sequence[Candidate], deleted: Sequence[str]) -> dict[str, FileRow]:
+        """The stored file rows an update needs: those of its paths, read one by one for a
+        small (live) update; every row for a large one, or when a package ``__init__.py``
+        comes or goes (``_with_package_moves`` looks at every file below it)."""
+        paths = [c.path for c in changed] + list(deleted)
+        if not paths:
+            return {}
+        if len(paths) > LIVE_BATCH or any(p.rsplit("/", 1)[-1] == "__init__.py" for p in paths):
+            return {f.path: f for f in self.store.files()}
+        return {p: f for p in paths if (f := self.store.file(p)) is not None}
+
+    def _drop_inherits(self, path: str) -> None:
+        if self._inherits_by_file.pop(path, None):
+            self._bases_dirty = True
 
     @staticmethod
     def _with_package_moves(changed: list[Candidate], deleted: Sequence[str],
@@ -507,13 +550,25 @@ class Indexer:
             self.store.set_meta({"resolution_pending": "0"})
 
     def _resolve(self, changed: set[str], removed: set[str], affected: set[str],
-                 deferred: Sequence[tuple[str, list]] = ()) -> None:
+                 deferred: Sequence[tuple[str, list]] = (), fresh: set[str] = frozenset(),
+                 exports_changed: set[str] | None = None) -> None:
+        """Re-resolve every stored edge whose target may depend on what changed: the edges of
+        ``changed`` files and those elsewhere that name an ``affected`` name. ``fresh`` files'
+        calls were stored resolved against the current index (only a change of bases can
+        change them again); ``exports_changed`` (default: all of ``changed``) are the changed
+        files whose symbols or bindings changed, whose module's importers are re-resolved."""
         idx = self.index
         res = self.resolver
         # 1. imports, to a fixpoint: when an import's target changes (a re-exported name moved or
         # vanished), every call through that binding may change too, so its name joins `affected`.
-        changed_modules = {fi.module for p in changed if (fi := idx.files.get(p))}
-        import_rows = list(self.store.all_imports()) if (changed or removed) else []
+        exporters = changed if exports_changed is None else exports_changed
+        changed_modules = {fi.module for p in exporters if (fi := idx.files.get(p)) and fi.module}
+        if removed:  # a vanished module changes every import of it: look at every row once
+            import_rows = list(self.store.all_imports())
+        elif changed or affected:
+            import_rows = self.store.imports_touching(sorted(changed), sorted(affected), sorted(changed_modules))
+        else:
+            import_rows = []
         done_rows: set[int] = set()
         for _round in range(12):
             imp_updates: list[tuple[int, str]] = []
@@ -522,7 +577,7 @@ class Indexer:
                 if row_id in done_rows:
                     continue
                 if im.path not in changed and not (
-                        {im.name, im.alias, im.module.split(".")[0], im.module.rsplit(".", 1)[-1]} & affected
+                        {im.name, im.alias, *module_keys(im.module)} & affected
                         or im.module in changed_modules or removed):
                     continue
                 done_rows.add(row_id)
@@ -536,15 +591,16 @@ class Indexer:
             if not grown:
                 break
             affected |= grown
+            if not removed:  # the rows that name the grown names (all rows were read already)
+                import_rows = self.store.imports_touching((), sorted(grown))
 
         # 2. bases next: method lookup through bases depends on them
         inh_updates: list[tuple[int, Resolution]] = []
         touched: set[str] = set()
-        for row_id, ih in self.store.all_inherits():
-            if ih.path not in changed:
-                base = ih.base.split("[")[0].split("<")[0]
-                if not affected or not ((_names_of([base]) | {base.split(".")[0]}) & affected):
-                    continue
+        inherit_rows = self.store.inherits_touching(sorted(changed), sorted(affected)) if changed or affected else []
+        for row_id, ih in inherit_rows:
+            if ih.path not in changed and not (set(base_keys(ih.base)) & affected):
+                continue
             r = res.resolve_base(ih.path, ih.child, ih.base)
             if r.target != ih.target or r.resolution != ih.resolution or r.confidence != ih.confidence:
                 inh_updates.append((row_id, r))
@@ -553,13 +609,22 @@ class Indexer:
         for path in touched | changed:
             pairs = [(ih.child, ih.target) for ih in self.store.inherits(path) if ih.target] if path in touched else []
             if pairs:
-                self._inherits_by_file[path] = pairs
+                if self._inherits_by_file.get(path) != pairs:
+                    self._inherits_by_file[path] = pairs
+                    self._bases_dirty = True
             else:
-                self._inherits_by_file.pop(path, None)
+                self._drop_inherits(path)
         old_bases = idx.bases
-        new_bases = self._bases()
-        idx.set_bases(new_bases)
-        everything = new_bases != old_bases and len(changed) < len(idx.files)
+        if self._bases_dirty:
+            new_bases = self._bases()
+            idx.set_bases(new_bases)
+            self._bases_dirty = False
+        else:
+            new_bases = old_bases
+        bases_changed = new_bases != old_bases
+        everything = bases_changed and len(changed) < len(idx.files)
+        if bases_changed:
+            fresh = frozenset()  # resolved before the bases moved
 
         # 3. calls: the changed files' own, and those elsewhere that name what changed
         items: list[tuple[str, CallSite, Resolution]] = []
@@ -574,7 +639,7 @@ class Indexer:
         if everything:
             calls: Iterable = self.store.all_calls()
         else:
-            calls = list(self.store.calls_in_files(sorted(changed - held)))
+            calls = list(self.store.calls_in_files(sorted(changed - held - fresh)))
             if affected and len(changed) < len(idx.files):
                 calls += [c for c in self.store.calls_touching(affected) if c.path not in changed]
         updates: list[tuple[int, Resolution]] = []
