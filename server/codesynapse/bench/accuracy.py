@@ -66,6 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.report import say
+
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -1079,14 +1081,14 @@ def run_accuracy_cli(args) -> int:
     results = []
     for spec in corpora:
         results.append(run_accuracy(spec, targets_file, data_dir=data_dir, quick=quick,
-                                    progress=lambda m: print(m, flush=True)))
+                                    progress=say))
         r = results[-1]
-        print(f"{r['corpus']['name']}: precision {_fmt(r['micro']['precision'])}, recall "
+        say(f"{r['corpus']['name']}: precision {_fmt(r['micro']['precision'])}, recall "
               f"{_fmt(r['micro']['recall'])} ({r['micro']['tp']} TP, {r['micro']['fp']} FP, {r['micro']['fn']} FN); "
-              f"{r['timing']['totalSeconds']} s", flush=True)
+              f"{r['timing']['totalSeconds']} s")
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"machine": machine, "results": results}
     (out_dir / "accuracy.json").write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (out_dir / "ACCURACY.md").write_text(render_markdown(results, machine), encoding="utf-8")
-    print(f"wrote {out_dir / 'ACCURACY.md'} and {out_dir / 'accuracy.json'}")
+    say(f"wrote {out_dir / 'ACCURACY.md'} and {out_dir / 'accuracy.json'}")
     return 0

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import logging
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.report import say
 from codesynapse.bench import stats
 from codesynapse.bench.machine import load_average, machine_info, machine_line
 from codesynapse.bench.report import ms, num, write_perf_section
@@ -46,11 +46,6 @@ KINDS = ("symbolCard", "callGraph", "search")
 METHOD = {"symbolCard": "codesynapse/symbolCard", "callGraph": "codesynapse/callGraph",
           "search": "codesynapse/search"}
 VOLATILE = frozenset({"lastUpdate", "indexedCommit", "dirty"})
-
-
-def _say(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
 
 
 def _params(subjects: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
@@ -139,7 +134,7 @@ def compare_backends(
     backends: Sequence[str] = ("sqlite", "neo4j"),
     keep_graph: bool = False,
     sqlite_analyze: bool = False,
-    progress: Callable[[str], None] | None = _say,
+    progress: Callable[[str], None] | None = say,
 ) -> dict[str, Any]:
     """Index ``corpus`` (a name known to ``bench.corpora.resolve``, a directory, or a
     ``Corpus``) on each backend and measure request latency; see the module docstring."""

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.report import say
 from codesynapse.bench.machine import machine_info
 
 log = logging.getLogger(__name__)
@@ -22,11 +23,6 @@ REPO = Path(__file__).resolve().parents[3]
 WORKLOADS = REPO / "fixtures" / "workloads"
 # the workloads `bench all` runs, each on the corpus it was written for
 DEFAULT_WORKLOADS = ("python_stdlib.yaml", "go_stdlib.yaml", "rxjs.yaml")
-
-
-def _say(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
 
 
 def _corpora(args, default: tuple[str, ...]) -> list:
@@ -53,11 +49,11 @@ def _tokens_one(workload_path: Path, corpus_spec: str | None) -> dict[str, Any]:
         cand2 = REPO / spec
         spec = str(cand if cand.is_dir() else cand2)
     corpus = resolve(spec)
-    _say(f"tokens: {wl.name} ({len(wl.tasks)} tasks) on {corpus.version} at {corpus.path}")
-    res = run_workload(wl, corpus, progress=_say)
+    say(f"tokens: {wl.name} ({len(wl.tasks)} tasks) on {corpus.version} at {corpus.path}")
+    res = run_workload(wl, corpus, progress=say)
     agg = res["aggregates"]
     ev = agg["evidence"]
-    _say(f"  complete {ev['tasksComplete']}/{ev['tasks']}, evidence {ev['found']}/{ev['required']}; "
+    say(f"  complete {ev['tasksComplete']}/{ev['tasks']}, evidence {ev['found']}/{ev['required']}; "
          f"reduction est. (a) {agg['est']['a']['successful']['reductionPct']}, "
          f"(b) {agg['est']['b']['successful']['reductionPct']}")
     return res
@@ -77,7 +73,7 @@ def run_tokens(args, write: bool = True) -> list[dict[str, Any]]:
             notes.append("Run with --quick (the token benchmark itself is the same; --quick shortens the others).")
         md, js = write_retrieval(Path(args.out), results, machine_info(), notes)
         write_perf_section(Path(args.out), "tokens", tokens_perf_section(results))
-        _say(f"wrote {md} and {js}")
+        say(f"wrote {md} and {js}")
     return results
 
 
@@ -116,7 +112,7 @@ def run_memory(args) -> Any:
     fn = getattr(memory_bench, "run_memory_bench", None)
     if not callable(fn):
         raise SystemExit("codesynapse.bench.memory_bench has no run_memory_bench()")
-    _say("memory: recall latency, lexical and hybrid" + (" (--quick: 1,000 entities)" if quick else ""))
+    say("memory: recall latency, lexical and hybrid" + (" (--quick: 1,000 entities)" if quick else ""))
     res = fn(sizes=(1000,) if quick else (1000, 10000), queries=50 if quick else 100)
     res["quick"] = quick
     write_perf_section(Path(args.out), "memory", memory_markdown(res))
@@ -155,12 +151,12 @@ def _all(args) -> int:
     steps = [("index", run_index), ("incremental", run_incremental), ("requests", run_requests),
              ("tokens", run_tokens), ("accuracy", run_accuracy), ("memory", run_memory)]
     for name, fn in steps:
-        _say(f"== bench {name}")
+        say(f"== bench {name}")
         sub = _subargs(args, name)
         try:
             fn(sub)
         except (ImportError, AttributeError) as e:
-            _say(f"bench {name} is not available in this build: {e}")
+            say(f"bench {name} is not available in this build: {e}")
             failures.append(f"{name} (unavailable: {e})")
         except SystemExit as e:
             if e.code not in (0, None):
@@ -169,7 +165,7 @@ def _all(args) -> int:
             log.exception("bench %s failed", name)
             failures.append(f"{name} ({e.__class__.__name__}: {e})")
     if failures:
-        _say("not run or failed: " + "; ".join(failures))
+        say("not run or failed: " + "; ".join(failures))
         return 1
     return 0
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.report import say
 from codesynapse.bench.corpora import Corpus, cache_dir
 from codesynapse.bench.machine import load_average, machine_info, machine_line
 from codesynapse.bench.proc import TreeSampler, dir_size
@@ -23,11 +24,6 @@ from codesynapse.bench.report import met, num, save_raw, write_perf_section
 
 DEFAULT_CORPORA = ("python-stdlib", "django")
 MB = 1_000_000
-
-
-def _say(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
 
 
 def index_once(corpus: Corpus, data: Path, fresh: bool = True) -> dict[str, Any]:
@@ -63,12 +59,12 @@ def run_index_bench(args) -> dict[str, Any]:
     for spec in specs:
         corpus = resolve(spec)
         data = cache_dir() / "index" / corpus.name
-        _say(f"index: {corpus.version} at {corpus.path}")
+        say(f"index: {corpus.version} at {corpus.path}")
         full = index_once(corpus, data, fresh=True)
-        _say(f"  {full['files']} files, {full['lines']} lines in {full['seconds']:.1f} s, "
+        say(f"  {full['files']} files, {full['lines']} lines in {full['seconds']:.1f} s, "
              f"peak tree RSS {full['peakTreeRss'] / MB:.0f} MB, index {full['indexBytes'] / MB:.0f} MB")
         again = index_once(corpus, data, fresh=False)
-        _say(f"  catch-up on the unchanged tree: {again['seconds']:.2f} s, parsed {again['parsed']}")
+        say(f"  catch-up on the unchanged tree: {again['seconds']:.2f} s, parsed {again['parsed']}")
         results.append({"corpus": corpus.describe(), "full": full, "catchUp": again})
     body = index_markdown(results, machine_info(), quick=getattr(args, "quick", False))
     write_perf_section(Path(args.out), "index", body)

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from codesynapse.bench.machine import machine_info, machine_line
 from codesynapse.bench.stats import fmt_pct
+
+def say(msg: str) -> None:
+    """Progress and summaries of the bench commands go to stderr; stdout carries only the
+    JSON a command is asked for."""
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
 
 PERF_HEADER = """# Performance
 

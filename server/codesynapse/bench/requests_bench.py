@@ -17,12 +17,12 @@ Errors (JSON-RPC errors the daemon would send) and timeouts (> 10 s) are counted
 from __future__ import annotations
 
 import random
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.report import say
 from codesynapse.bench import stats
 from codesynapse.bench.corpora import cache_dir
 from codesynapse.bench.machine import load_average, machine_info, machine_line
@@ -31,11 +31,6 @@ from codesynapse.bench.report import met, ms, num, save_raw, write_perf_section
 CONCURRENCY = (1, 8, 32)
 TIMEOUT_MS = 10_000
 _ORPHANS: list = []  # request threads that overran their deadline and run on
-
-
-def _say(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
 
 
 def request_kinds(app, rng: random.Random, n: int) -> dict[str, list[dict[str, Any]]]:
@@ -137,7 +132,7 @@ def run_requests_bench(args) -> dict[str, Any]:
         from codesynapse.bench.apps import what_if_analyze
 
         analyzed = what_if_analyze(app)
-        _say(f"requests: index ready in {time.perf_counter() - t0:.1f} s ({rep.parsed} parsed)")
+        say(f"requests: index ready in {time.perf_counter() - t0:.1f} s ({rep.parsed} parsed)")
         kinds = request_kinds(app, random.Random(11), n)
         status = app.status()
     finally:
@@ -161,7 +156,7 @@ def run_requests_bench(args) -> dict[str, Any]:
             for k, plist in kinds.items():
                 warm.setdefault(k, {})[str(conc)] = _run_at(app, METHOD[k], plist, conc)
                 w = warm[k][str(conc)]
-                _say(f"  {k} c={conc}: p50 {ms(w['p50'])} p95 {ms(w['p95'])} p99 {ms(w['p99'])} errors {w['errors']}")
+                say(f"  {k} c={conc}: p50 {ms(w['p50'])} p95 {ms(w['p95'])} p99 {ms(w['p99'])} errors {w['errors']}")
     finally:
         _close(app)
     results = {"corpus": corpus.describe(), "files": status["files"], "symbols": status["symbols"],
