@@ -42,7 +42,8 @@ import math
 import socket
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -569,6 +570,7 @@ class HugeGraphStore:
         self.url = url
         self.graph_id = graph_id
         self.write_timeout = write_timeout
+        self._tx_lock = threading.RLock()
         self._corpus: tuple[float, int, int] | None = None
         ensure_schema(self.client, SCHEMA_SCRIPT, f"graph schema at {url}")
         version = self.get_meta("schema_version")
@@ -580,6 +582,21 @@ class HugeGraphStore:
             version = None
         if version is None:
             self.set_meta({"schema_version": str(SCHEMA_VERSION)})
+
+    # -- transactions (docs/BACKENDS.md, "Transactions": weaker than SQLite's) ------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Serializes this process' writers of this store (a thread lock held for the block).
+        The writes inside are not one transaction together: each protocol call stays its own
+        HugeGraph transaction (a large write: several).
+        Writers in other processes are not excluded (HugeGraph offers no lock that this
+        store could hold across protocol calls)."""
+        with self._tx_lock:
+            yield
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """No read snapshot: each read is its own transaction on the server."""
+        return nullcontext()
 
     # -- plumbing ----------------------------------------------------------------------------
     def _run(self, what: str, script: str, **bindings: Any) -> list[Any]:

@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from codesynapse.errors import StoreError, StoreUnavailable
@@ -249,6 +251,7 @@ class Neo4jGraphStore:
         self.database = database
         self.read_timeout = read_timeout
         self.write_timeout = write_timeout
+        self._tx_lock = threading.RLock()
         self._errors = _driver_errors()
         auth = (user, password) if password else None
         try:
@@ -278,6 +281,21 @@ class Neo4jGraphStore:
         except BaseException:
             self._driver.close()
             raise
+
+    # -- transactions (docs/BACKENDS.md, "Transactions": weaker than SQLite's) ------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Serializes this process' writers of this store (a thread lock held for the block).
+        The writes inside are not one transaction together: each protocol call stays its own
+        Neo4j transaction (insert_calls: one per 10,000 sites).
+        Writers in other processes are not excluded (Neo4j offers no lock that this
+        store could hold across protocol calls)."""
+        with self._tx_lock:
+            yield
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """No read snapshot: each read is its own transaction on the server."""
+        return nullcontext()
 
     # -- plumbing ------------------------------------------------------------------------
     def _ensure_schema(self) -> None:

@@ -1,20 +1,32 @@
 """The embedded default backend: SQLite in WAL mode with FTS5 over symbol names.
 
-One writer at a time (a lock); readers use their own per-thread connections, so requests
-never wait for an index batch. Every query binds ``graph_id``.
+One writer per index: ``transaction()`` holds a thread lock and, across processes sharing
+the file (several daemons on one checkout, the CLI), ``fcntl.flock`` on ``<file>.lock``
+beside it, and makes every write inside it one SQLite transaction (``BEGIN IMMEDIATE``; each
+store write is a savepoint in it). Readers use their own per-thread connections and never
+wait for a writer (WAL); ``snapshot()`` keeps one read transaction open on the thread's
+connection, so every read of a request sees one committed version. Every query binds
+``graph_id``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-from codesynapse.errors import StoreError
+try:
+    import fcntl
+except ImportError:  # not POSIX: writers of one process still serialize on the thread lock
+    fcntl = None  # type: ignore[assignment]
+
+from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.extract.model import CallSite, FileExtraction
 from codesynapse.graph.model import (
     CallRow,
@@ -114,6 +126,10 @@ def _head(callee: str) -> str:
     return re.split(r"[.(\[:]|->", callee, maxsplit=1)[0]
 
 
+WRITER_WAIT_S = 600.0  # how long a writer waits for another process' write of the same index
+WAL_KEEP_BYTES = 64 << 20  # the WAL is cut back to this after a checkpoint (a full index is one transaction)
+
+
 class SqliteGraphStore:
     """GraphStore on one SQLite file. Thread-safe: per-thread connections, one writer."""
 
@@ -124,6 +140,8 @@ class SqliteGraphStore:
         self._write_lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._tx_lock = threading.RLock()  # one writing thread; held for a whole transaction()
+        self._tx_owner: int | None = None  # the thread inside transaction(), if any
         try:
             conn = self._conn()
             with self._write_lock:
@@ -161,7 +179,7 @@ class SqliteGraphStore:
 
     def optimize(self) -> None:
         """Refresh the planner's statistics after a bulk load (cheap; SQLite's own advice)."""
-        with self._write_lock:
+        with self.transaction():
             try:
                 self._conn().execute("PRAGMA optimize=0x10002")
             except sqlite3.Error:
@@ -177,6 +195,7 @@ class SqliteGraphStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA cache_size=-32000")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
             self._local.conn = conn
             with self._conns_lock:
                 self._conns.append(conn)
@@ -192,6 +211,138 @@ class SqliteGraphStore:
             self._conns.clear()
         self._local = threading.local()
 
+    # -- transactions ----------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write (see the module docstring). Nested blocks join the outer one; a
+        thread inside ``snapshot()`` ends its read transaction here and starts a new one
+        after (a write cannot join a read snapshot)."""
+        me = threading.get_ident()
+        with self._tx_lock:
+            if self._tx_owner == me:
+                yield
+                return
+            conn = self._conn()
+            reading = getattr(self._local, "snap", 0) > 0
+            if reading:
+                self._end_read(conn)
+            try:
+                with self._file_lock():
+                    try:
+                        conn.execute("BEGIN IMMEDIATE")
+                    except sqlite3.Error as e:
+                        raise StoreError(f"cannot start a graph write: {e}") from e
+                    self._tx_owner = me
+                    try:
+                        yield
+                    except BaseException:
+                        self._tx_owner = None
+                        self._rollback(conn)
+                        raise
+                    self._tx_owner = None
+                    try:
+                        conn.execute("COMMIT")
+                    except sqlite3.Error as e:
+                        self._rollback(conn)
+                        raise StoreError(f"graph commit failed: {e}") from e
+            finally:
+                if reading:
+                    self._begin_read(conn)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads of this thread inside the block see one committed version of the graph: one
+        deferred read transaction (WAL: writers are not blocked, nor is this reader)."""
+        if self._tx_owner == threading.get_ident():  # a writer reads its own transaction
+            yield
+            return
+        depth = getattr(self._local, "snap", 0)
+        self._local.snap = depth + 1
+        try:
+            if depth == 0:
+                self._begin_read(self._conn())
+            yield
+        finally:
+            self._local.snap = depth
+            if depth == 0:
+                self._end_read(self._conn())
+
+    @staticmethod
+    def _begin_read(conn: sqlite3.Connection) -> None:
+        try:
+            if not conn.in_transaction:
+                conn.execute("BEGIN")
+            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        except sqlite3.Error as e:
+            SqliteGraphStore._rollback(conn)
+            raise StoreError(f"cannot start a graph read: {e}") from e
+
+    @staticmethod
+    def _end_read(conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except sqlite3.Error:
+            SqliteGraphStore._rollback(conn)
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:  # SQLite may have rolled back already (disk full, I/O error)
+            log.warning("graph rollback failed", exc_info=True)
+
+    @staticmethod
+    def _undo(conn: sqlite3.Connection) -> None:
+        """Roll back one store write (its savepoint) inside the enclosing transaction."""
+        try:
+            conn.execute("ROLLBACK TO write")
+            conn.execute("RELEASE write")
+        except sqlite3.Error:  # the whole transaction is gone already; transaction() ends it
+            log.debug("graph savepoint rollback failed", exc_info=True)
+
+    @contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """The index's writer lock across processes: an exclusive ``flock`` on
+        ``<file>.lock``, waited for up to WRITER_WAIT_S. The kernel drops it when its holder
+        dies, even by kill -9, so a crashed writer never blocks the next one."""
+        if fcntl is None or self.path == ":memory:" or self.path.startswith("file:"):
+            yield
+            return
+        lock_path = self.path + ".lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"cannot open the index writer lock {lock_path}: {e}") from e
+        try:
+            end = time.monotonic() + WRITER_WAIT_S
+            pause = 0.002
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                except OSError as e:
+                    raise StoreError(f"cannot lock the index writer lock {lock_path}: {e}") from e
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise StoreUnavailable(f"another process has been writing the index {self.path} for more "
+                                           f"than {WRITER_WAIT_S:.0f} s (writer lock {lock_path})")
+                if not told and left < WRITER_WAIT_S - 5:
+                    log.info("waiting for another process writing the index %s", self.path)
+                    told = True
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.1)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
     def _q(self, sql: str, params: Sequence = ()) -> list[sqlite3.Row]:
         try:
             return self._conn().execute(sql, params).fetchall()
@@ -204,7 +355,7 @@ class SqliteGraphStore:
         return rows[0]["value"] if rows else None
 
     def set_meta(self, values: dict[str, str]) -> None:
-        with self._write_lock:
+        with self.transaction():
             self._set_meta_locked(self._conn(), values)
 
     def _set_meta_locked(self, conn: sqlite3.Connection, values: dict[str, str]) -> None:
@@ -235,10 +386,10 @@ class SqliteGraphStore:
         import_targets = import_targets or {}
         now = time.time()
         unresolved = Resolution("", "unresolved", 0.0)
-        with self._write_lock:
+        with self.transaction():
             conn = self._conn()
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("SAVEPOINT write")
                 self._delete_paths(conn, [fx.path for fx, _ in extractions] + [s.path for s in skipped])
                 file_rows = []
                 sym_rows = []
@@ -282,9 +433,9 @@ class SqliteGraphStore:
                 conn.executemany(
                     "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
                     "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inh_rows)
-                conn.execute("COMMIT")
+                conn.execute("RELEASE write")
             except BaseException as e:
-                conn.execute("ROLLBACK")
+                self._undo(conn)
                 if isinstance(e, sqlite3.Error):
                     raise StoreError(f"graph write failed: {e}") from e
                 raise
@@ -301,27 +452,27 @@ class SqliteGraphStore:
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
-        with self._write_lock:
+        with self.transaction():
             conn = self._conn()
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("SAVEPOINT write")
                 self._delete_paths(conn, paths)
-                conn.execute("COMMIT")
+                conn.execute("RELEASE write")
             except sqlite3.Error as e:
-                conn.execute("ROLLBACK")
+                self._undo(conn)
                 raise StoreError(f"graph delete failed: {e}") from e
 
     def _update(self, sql: str, rows: list[tuple]) -> None:
         if not rows:
             return
-        with self._write_lock:
+        with self.transaction():
             conn = self._conn()
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("SAVEPOINT write")
                 conn.executemany(sql, rows)
-                conn.execute("COMMIT")
+                conn.execute("RELEASE write")
             except sqlite3.Error as e:
-                conn.execute("ROLLBACK")
+                self._undo(conn)
                 raise StoreError(f"graph update failed: {e}") from e
 
     def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:

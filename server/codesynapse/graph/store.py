@@ -7,12 +7,16 @@ Rules every backend keeps:
 - values travel only as query parameters; labels and edge types are constants;
 - ordering is stable: symbols by (qname, path, start_line), calls by (path, line, col, callee);
 - driver errors become ``StoreError`` / ``StoreUnavailable`` (``raise … from e``);
-- no source bodies are stored: only what ``FileExtraction`` carries.
+- no source bodies are stored: only what ``FileExtraction`` carries;
+- ``transaction()`` makes several writes one atomic update and is the index's one writer;
+  ``snapshot()`` gives a request's reads one committed version of the graph (what each
+  backend can promise is in docs/BACKENDS.md, "Transactions").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from codesynapse.extract.model import CallSite, FileExtraction
@@ -56,7 +60,20 @@ class GraphStore(Protocol):
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, values: dict[str, str]) -> None: ...
 
-    # writes (each call is one transaction)
+    # transactions
+    def transaction(self) -> AbstractContextManager[None]:
+        """Every write made by this thread inside the block commits together when it ends, or
+        none does when it raises. Nests (an inner block joins the outer one). Holds the index's
+        writer lock for the whole block: one writer per index, across threads and, where the
+        backend can, across processes sharing the index."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads made by this thread inside the block see one committed version of the graph
+        (inside a transaction: the transaction's own view). Nests. Never waits for a writer."""
+        ...
+
+    # writes (each call is one transaction, or part of the caller's ``transaction()``)
     def write_files(
         self,
         extractions: Sequence[tuple[FileExtraction, int]],
