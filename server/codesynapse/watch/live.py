@@ -1,5 +1,9 @@
 """The live updater: one debounced, coalescing queue of changes → incremental updates.
 
+A saved or written file that arrives
+alone is applied after a few milliseconds of quiet; a burst, and unsaved-buffer edits
+(keystrokes), wait out the configured debounce and are coalesced.
+
 Sources: LSP didOpen/didChange/didSave/didClose (unsaved buffers become overlays over the
 saved file and are dropped on close), workspace/didChangeWatchedFiles, and a watchfiles
 watcher for changes made outside the editor. A storm (a branch switch) is coalesced per path
@@ -25,6 +29,11 @@ log = logging.getLogger(__name__)
 POLICY_FILE = ".codesynapse.yaml"
 BATCH_MAX = 500
 QUEUE_MAX = 100_000
+# A disk change that arrives alone (one didSave, one file written) is applied after this much
+# quiet instead of the whole debounce; when more changes follow within it (a storm, an editor
+# saving several buffers), the worker waits out the debounce and coalesces them. Buffer edits
+# (didChange, one per keystroke) always wait out the debounce.
+LONE_QUIET_S = 0.005
 
 
 class LiveUpdater:
@@ -155,7 +164,10 @@ class LiveUpdater:
             if first[0] == "stop":
                 return
             if self.debounce:
-                time.sleep(self.debounce)
+                quiet = min(self.debounce, LONE_QUIET_S) if first[0] == "disk" else self.debounce
+                time.sleep(quiet)
+                if quiet < self.debounce and not self.q.empty():
+                    time.sleep(self.debounce - quiet)
             batch = {first[1]: first[0]}
             while len(batch) < BATCH_MAX:
                 try:
