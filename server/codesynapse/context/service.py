@@ -483,7 +483,7 @@ class ContextService:
             if leg == "literal":
                 item["line"] = lines[r.id]  # where the phrase is written
             if prm.mode == "full" or not (r.qname.endswith("." + r.name) or r.qname.endswith("::" + r.name)
-                                          or r.qname == r.name):
+                                          or r.qname.endswith("/" + r.name) or r.qname == r.name):
                 item["name"] = r.name
             if prm.mode == "full":
                 item["signature"] = r.signature
@@ -612,7 +612,8 @@ class ContextService:
             for n, r, lines, total in found:
                 if spread[n.text] > LITERAL_SYMBOLS:
                     continue  # written everywhere: it singles nothing out
-                bump(r, (16.0 if not n.word else 8.0) * math.sqrt(len(lines) / total), "literal")
+                w = 16.0 if not n.word else 8.0 if _CODE_LIKE.search(n.text) else 4.0  # a plain word: less
+                bump(r, w * math.sqrt(len(lines) / total), "literal")
                 lit_lines.setdefault(r.id, lines[0])
                 used_literal = True
         words = " ".join(w for w in re.findall(r"\w+", prm.task) if w.lower() not in _STOP)
