@@ -27,11 +27,12 @@ def test_phrases_any_case_words_on_boundaries_code_only(tmp_path):
         "README.md": "Expecting property name enclosed in double quotes\n",
         "io.go": 'package io\n\nvar ErrShortWrite = errors.New("short write")\n',
     })
-    hits, saturated = literals.find(str(tmp_path), files, [
+    scan = literals.find(str(tmp_path), files, [
         Needle("expecting PROPERTY name enclosed in double quotes", word=False),
         Needle("sqlite_master", word=True),
         Needle("short write", word=False),
     ])
+    hits, saturated = scan.hits, scan.saturated
     assert hits == [
         Hit("expecting PROPERTY name enclosed in double quotes", "dump.py", 5),
         Hit("sqlite_master", "dump.py", 3),
@@ -45,17 +46,26 @@ def test_a_hit_inside_a_secret_is_never_reported(tmp_path):
     files = tree(tmp_path, {
         "settings.py": 'AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"\nREGION = "eu-west-1"\n',
     })
-    hits, _ = literals.find(str(tmp_path), files, [Needle("AKIAIOSFODNN7EXAMPLE", word=True),
-                                                   Needle("IOSFODNN7", word=False),
-                                                   Needle("eu-west-1", word=False)])
+    hits = literals.find(str(tmp_path), files, [Needle("AKIAIOSFODNN7EXAMPLE", word=True),
+                                                Needle("IOSFODNN7", word=False),
+                                                Needle("eu-west-1", word=False)]).hits
     assert hits == [Hit("eu-west-1", "settings.py", 2)]
 
 
 def test_common_words_saturate_and_short_needles_are_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(literals, "MAX_FILES", 3)
     files = tree(tmp_path, {f"m{i}.py": "value = 'common'\n" for i in range(5)} | {"z.py": "x = 'rare one'\n"})
-    hits, saturated = literals.find(str(tmp_path), files, [Needle("common", word=True), Needle("rare one", word=False),
-                                                           Needle("x", word=True)])
+    scan = literals.find(str(tmp_path), files, [Needle("common", word=True), Needle("rare one", word=False),
+                                                Needle("x", word=True)])
+    hits, saturated = scan.hits, scan.saturated
     assert saturated == {"common"}
     assert hits == [Hit("common", "m0.py", 1), Hit("common", "m1.py", 1), Hit("common", "m2.py", 1),
                     Hit("rare one", "z.py", 1)]
+
+
+def test_out_of_time_the_hits_so_far_are_kept_and_the_unread_files_counted(tmp_path):
+    files = tree(tmp_path, {f"m{i:02d}.py": "x = 'needle here'\n" for i in range(40)})
+    scan = literals.find(str(tmp_path), files, [Needle("needle here", word=False)], seconds=0.0)
+    assert (scan.hits, scan.unread) == ([], 40)  # the budget is checked before every 32nd file
+    scan = literals.find(str(tmp_path), files, [Needle("needle here", word=False)])
+    assert (len(scan.hits), scan.unread) == (40, 0)

@@ -40,6 +40,8 @@ _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`"
 _CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
 BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
 WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
+UNREAD = "files not searched for the phrase (time budget)"
+UNREAD_HINT = "pass paths, or name the symbol"
 LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
 _STOP = frozenset("""a an the and or of to in on for with by is are be it this that from as at into how why what
 where which when who do does did can should would could fix add make use using get set find show change update
@@ -391,7 +393,7 @@ class ContextService:
         return self._done(p)
 
     def _literal_rows(self, needles: list[literals.Needle], dl: Deadline, keep_saturated: bool = True
-                      ) -> list[tuple[literals.Needle, SymbolRow, list[int], int]]:
+                      ) -> tuple[list[tuple[literals.Needle, SymbolRow, list[int], int]], int]:
         """(needle, enclosing symbol, hit lines in it, hits of that needle in all) for each
         symbol in whose range a needle is written (the literal leg, see context/literals.py);
         production code first, then path and line. A hit outside every symbol counts for
@@ -399,9 +401,11 @@ class ContextService:
         store = self.store
         files = [(f.path, f.language) for f in store.files() if f.status != "skipped"]
         extra = getattr(self.app.policy, "redact_patterns", ()) if self.app.policy is not None else ()
-        hits, saturated = literals.find(str(self.app.workspace.root), files, needles, extra, check=dl.check)
+        scan = literals.find(str(self.app.workspace.root), files, needles, extra,
+                             seconds=min(literals.BUDGET_S, dl.remaining))
+        hits = scan.hits
         if not keep_saturated:
-            hits = [h for h in hits if h.needle not in saturated]
+            hits = [h for h in hits if h.needle not in scan.saturated]
         by: dict[tuple[str, int], tuple[literals.Needle, SymbolRow, list[int]]] = {}
         total: Counter[str] = Counter()
         modules: dict[str, SymbolRow | None] = {}
@@ -421,7 +425,7 @@ class ContextService:
             by[key][2].append(h.line)
         out = [(n, r, lines, total[n.text]) for n, r, lines in by.values()]
         out.sort(key=lambda x: (literals.is_test_path(x[1].path), x[1].path, x[2][0]))
-        return out
+        return out, scan.unread
 
     def search(self, prm: SearchParams) -> dict[str, Any]:
         check_len("query", prm.query, 4096)
@@ -438,11 +442,13 @@ class ContextService:
         # the literal leg: a phrase (an error message) or an identifier no symbol is named
         # by is looked up where it is written; exact names first, then these, then BM25
         literal: list[tuple[SymbolRow, int]] = []
+        unread = 0
         phrase = q.strip("'\"`")
         if len(exact) < need and len(phrase) >= literals.MIN_NEEDLE and \
                 (not _IDENT.fullmatch(phrase) or not exact):
             needle = literals.Needle(phrase, word=bool(_IDENT.fullmatch(phrase)))
-            for _n, r, lines, _t in self._literal_rows([needle], Deadline()):
+            found, unread = self._literal_rows([needle], Deadline())
+            for _n, r, lines, _t in found:
                 if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
                     literal.append((r, lines[0]))
                     seen.add(r.id)
@@ -471,10 +477,13 @@ class ContextService:
             answer["byKind"] = dict(sorted(by_kind.items()))
             answer["byFileTop20"] = dict(by_file.most_common(20))
             answer["hasMore"] = False
-            return self._done(Packer(answer=answer, max_tokens=max_tokens))
+            p = Packer(answer=answer, max_tokens=max_tokens)
+            p.omit(UNREAD, unread, UNREAD_HINT)
+            return self._done(p)
         page = combined[prm.offset:prm.offset + prm.limit]
         answer["hasMore"] = prm.offset + len(page) < total
         p = Packer(answer=answer, max_tokens=max_tokens)
+        p.omit(UNREAD, unread, UNREAD_HINT)
         answer["results"] = []
         shown = 0
         for r, leg, score in page:
@@ -606,8 +615,9 @@ class ContextService:
                     if len(x) >= literals.MIN_NEEDLE]
         needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
         used_literal = False
+        unread = 0
         if needles:
-            found = self._literal_rows(needles, dl, keep_saturated=False)
+            found, unread = self._literal_rows(needles, dl, keep_saturated=False)
             spread = Counter(n.text for n, _r, _l, _t in found)
             for n, r, lines, total in found:
                 if spread[n.text] > LITERAL_SYMBOLS:
@@ -636,6 +646,7 @@ class ContextService:
                                   "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
                                                                  + ["bm25"] + (["path"] if rels else []))}
         p = Packer(answer=answer, max_tokens=max_tokens)
+        p.omit(UNREAD, unread, UNREAD_HINT)
         answer["cards"] = []
         for i in strong[:40]:
             dl.check()
