@@ -4,12 +4,13 @@ answers (graphdata.py)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef, Inherit, Symbol
 from codesynapse.graph.model import FileRow, GraphStats, Resolution
 from codesynapse.graph.store import SCHEMA_VERSION, GraphStore
-from tests.contract.graphdata import A, B, DUMP, write_sample
+from tests.contract.graphdata import A, B, CALL_TARGETS, DUMP, INHERIT_TARGETS, write_sample
 
 
 @pytest.fixture
@@ -268,6 +269,41 @@ def test_rewriting_a_file_replaces_everything_it_owned(g):
     assert g.file("pkg/a.py").hash == "ha2"
     # pkg/b.py is untouched: its calls still name targets that no longer exist
     assert g.count_callers("pkg.a.run_all") == 1
+
+
+def test_rewriting_a_file_with_one_line_more_stores_exactly_the_new_version(g, backend):
+    """A one-line edit rewrites the file: the stored rows are exactly the new extraction's
+    (moved rows moved, the new function and its call added, the resolution of an unchanged
+    call updated); SQLite keeps the rows that did not change, with their ids."""
+    before = {s.qname: s.id for s in g.symbols_in_file("pkg/a.py")}
+    grown = msgspec.structs.replace(
+        A, hash="ha3", lines=31,
+        symbols=[msgspec.structs.replace(A.symbols[0], end_line=31), *A.symbols[1:],
+                 Symbol(qname="pkg.a.probe", name="probe", kind="function", signature="def probe()", start_line=31,
+                        end_line=31, start_col=0, end_col=20, hash="hp")],
+        calls=[*A.calls, CallSite(caller="pkg.a.probe", callee="run_all", name="run_all", line=31, col=14)])
+    targets = {("pkg/a.py", 0): Resolution("pkg.a.Base.run", "super", 0.9),
+               ("pkg/a.py", 1): Resolution("pkg.a.Child", "constructor", 0.9),
+               ("pkg/a.py", 2): Resolution("pkg.a.run_all", "local", 1.0)}
+    g.write_files([(grown, 300)], call_targets=targets)
+    assert [(s.qname, s.start_line, s.end_line) for s in g.symbols_in_file("pkg/a.py")] == [
+        ("pkg.a", 1, 31), ("pkg.a.Base", 3, 10), ("pkg.a.Base.run", 5, 8), ("pkg.a.Child", 12, 20),
+        ("pkg.a.Child.run", 14, 18), ("pkg.a.run_all", 22, 25), ("pkg.a.probe", 31, 31)]
+    assert sites(g.calls_in_files(["pkg/a.py"])) == [
+        ("pkg/a.py", 15, "pkg.a.Child.run", "super().run", "pkg.a.Base.run", "super"),
+        ("pkg/a.py", 23, "pkg.a.run_all", "Child", "pkg.a.Child", "constructor"),
+        ("pkg/a.py", 31, "pkg.a.probe", "run_all", "pkg.a.run_all", "local")]
+    assert [c.confidence for c in g.calls_in_files(["pkg/a.py"])] == [0.9, 0.9, 1.0]
+    assert [(c.path, c.line) for c in g.callers("pkg.a.run_all")] == [("pkg/a.py", 31), ("pkg/b.py", 4)]
+    assert [s.qname for s, _ in g.search("probe", 5)] == ["pkg.a.probe"]
+    assert g.stats().symbols == 10 and g.stats().calls == 8
+    assert g.inherits("pkg/a.py")[0].target == ""  # written without inherit targets: unresolved
+    after = {s.qname: s.id for s in g.symbols_in_file("pkg/a.py")}
+    if backend == "sqlite":
+        assert {q: after[q] for q in before if q != "pkg.a"} == {q: i for q, i in before.items() if q != "pkg.a"}
+        assert after["pkg.a"] != before["pkg.a"]
+    g.write_files([(A, 101)], call_targets=CALL_TARGETS, inherit_targets=INHERIT_TARGETS)
+    assert g.dump() == DUMP
 
 
 def test_a_skipped_row_replaces_an_indexed_file_and_back(g):

@@ -122,6 +122,13 @@ def _fts_query(text: str) -> str:
     return " OR ".join(dict.fromkeys(terms))
 
 
+# column order of the symbol and call rows write_files builds
+_SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
+                "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms")
+_CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
+              "target", "resolution", "confidence")
+
+
 def _head(callee: str) -> str:
     return re.split(r"[.(\[:]|->", callee, maxsplit=1)[0]
 
@@ -366,10 +373,38 @@ class SqliteGraphStore:
         )
 
     # -- writes ------------------------------------------------------------------------
-    def _delete_paths(self, conn: sqlite3.Connection, paths: Sequence[str]) -> None:
+    def _delete_paths(self, conn: sqlite3.Connection, paths: Sequence[str], keep: Sequence[str] = ()) -> None:
         g = self.graph_id
         for table in ("symbols", "calls", "imports", "inherits", "files"):
-            conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND path=?", [(g, p) for p in paths])
+            if table not in keep:
+                conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND path=?", [(g, p) for p in paths])
+
+    def _sync_rows(self, conn: sqlite3.Connection, table: str, cols: Sequence[str], paths: Sequence[str],
+                   rows: list[tuple]) -> None:
+        """Make ``paths``' rows of ``table`` exactly ``rows`` (tuples in ``cols`` order, graph
+        id and path first): rows already stored as they are stay (their ids, their FTS
+        entries), the others are deleted or inserted. A one-line edit of a large file then
+        writes a few rows instead of all of them."""
+        g = self.graph_id
+        spare: dict[tuple, list[int]] = {}
+        select = f"SELECT id, {', '.join(cols[1:])} FROM {table} WHERE graph_id=? AND path=?"
+        cur = conn.cursor()
+        cur.row_factory = None  # plain tuples: the row minus its id is the key
+        for p in paths:
+            for r in cur.execute(select, (g, p)):
+                spare.setdefault(r[1:], []).append(r[0])
+        if spare:
+            new = []
+            for row in rows:
+                ids = spare.get(row[1:])
+                if ids:
+                    ids.pop()
+                else:
+                    new.append(row)
+            conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND id=?",
+                             [(g, i) for ids in spare.values() for i in ids])
+            rows = new
+        conn.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
 
     def write_files(
         self,
@@ -390,7 +425,9 @@ class SqliteGraphStore:
             conn = self._conn()
             try:
                 conn.execute("SAVEPOINT write")
-                self._delete_paths(conn, [fx.path for fx, _ in extractions] + [s.path for s in skipped])
+                written = [fx.path for fx, _ in extractions]
+                self._delete_paths(conn, [s.path for s in skipped])
+                self._delete_paths(conn, written, keep=("symbols", "calls") if with_calls else ("symbols",))
                 file_rows = []
                 sym_rows = []
                 call_rows = []
@@ -420,13 +457,8 @@ class SqliteGraphStore:
                     file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
                                       "skipped", s.reason, now))
                 conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", file_rows)
-                conn.executemany(
-                    "INSERT INTO symbols(graph_id, path, qname, name, kind, signature, start_line, end_line, "
-                    "start_col, end_col, hash, summary, parent, is_test, exported, language, terms) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", sym_rows)
-                conn.executemany(
-                    "INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
-                    "target, resolution, confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", call_rows)
+                self._sync_rows(conn, "symbols", _SYMBOL_COLS, written, sym_rows)
+                self._sync_rows(conn, "calls", _CALL_COLS, written if with_calls else [], call_rows)
                 conn.executemany(
                     "INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
                     "VALUES (?,?,?,?,?,?,?,?,?)", imp_rows)
