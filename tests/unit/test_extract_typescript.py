@@ -139,3 +139,33 @@ def test_spec_file_blocks():
         (t, "expect", 8, ""),
         (t, "reg.total", 8, "Registry"),
     ]
+
+
+EXPORTED_CONSTS = b"""export const flatMap = mergeMap;
+export const asyncScheduler: AsyncScheduler = new AsyncScheduler(AsyncAction);
+export const EmptyError: EmptyErrorCtor = createErrorClass(
+  (_super) =>
+    function EmptyErrorImpl(this: any) {
+      _super(this);
+    }
+);
+export const toArray = <T>(xs: T[]) => xs.slice();
+export const config = { onError: null };
+export let counter = 0;
+const hidden = new Map();
+"""
+
+
+def test_exported_consts_are_symbols_by_name_and_type():
+    """An exported module-level ``const`` is a constant whatever its value (an alias, an
+    instance, a factory's result), named with its type and never its value; an exported arrow
+    function stays a function; ``let`` and unexported consts are no symbols."""
+    f = extract_source(str(ROOT), "src/exported.ts", EXPORTED_CONSTS, "typescript")
+    assert [(s.qname, s.kind, s.start_line, s.end_line, s.signature) for s in f.symbols] == [
+        ("src/exported", "module", 1, 12, ""),
+        ("src/exported.flatMap", "constant", 1, 1, "const flatMap"),
+        ("src/exported.asyncScheduler", "constant", 2, 2, "const asyncScheduler: AsyncScheduler"),
+        ("src/exported.EmptyError", "constant", 3, 8, "const EmptyError: EmptyErrorCtor"),
+        ("src/exported.toArray", "function", 9, 9, "const toArray = <T>(xs: T[])"),
+        ("src/exported.config", "constant", 10, 10, "const config"),
+    ]

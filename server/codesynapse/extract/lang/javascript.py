@@ -185,10 +185,25 @@ class JavaScriptHooks(LanguageHooks):
         return kind
 
     def constant_ok(self, name: str, node: Node) -> bool:
-        if node.type == "variable_declarator":  # ``const provider = { get() {…} }``
-            return self._object_of_methods(node)
+        if node.type == "variable_declarator":  # ``const provider = { get() {…} }``, ``export const x = …``
+            return self._object_of_methods(node) or self._exported_value(node)
         return bool(_CONST.match(name)) and not self._declares_function(node) and \
             not any(self._object_of_methods(d) for d in node.named_children if d.type == "variable_declarator")
+
+    @staticmethod
+    def _exported_value(declarator: Node) -> bool:
+        """An exported module-level ``const`` whose value is no function (functions are
+        captured as functions)."""
+        decl = declarator.parent
+        if decl is None or decl.type != "lexical_declaration" or not decl.children \
+                or decl.children[0].type != "const":
+            return False
+        if decl.parent is None or decl.parent.type != "export_statement":
+            return False
+        v = declarator.child_by_field_name("value")
+        while v is not None and v.type == "parenthesized_expression" and v.named_children:
+            v = v.named_children[0]
+        return v is not None and v.type not in _FUNC_VALUES and v.type != "arrow_function"
 
     @staticmethod
     def _object_of_methods(declarator: Node) -> bool:
@@ -267,7 +282,8 @@ class JavaScriptHooks(LanguageHooks):
                     typ = d.child_by_field_name("type")
                     return squash(f"{kw} {text(d.child_by_field_name('name'), src)}{text(typ, src) if typ is not None else ''}")
             return kw
-        if t == "variable_declarator" and self._object_of_methods(node):  # name and type, never the value
+        if t == "variable_declarator" and (self._object_of_methods(node) or self._exported_value(node)):
+            # a constant: name and type, never the value
             typ = node.child_by_field_name("type")
             return squash(f"const {text(node.child_by_field_name('name'), src)}{text(typ, src) if typ is not None else ''}")
         if t in ("variable_declarator", "public_field_definition", "field_definition"):

@@ -24,6 +24,10 @@
 ; module-level constants (UPPER_CASE, not functions)
 (program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant)
 (program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant))
+; any other exported const whose value is no function (export const asyncScheduler = new
+; AsyncScheduler(…), export const flatMap = mergeMap): kept by its name and type
+(program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name
+  value: [(identifier) (call_expression) (new_expression) (member_expression) (subscript_expression) (string) (template_string) (number) (array) (object) (true) (false) (null) (undefined) (binary_expression) (ternary_expression) (unary_expression) (regex)]) @definition.constant)))
 
 ; test blocks, named by their title as written, quotes included (so `describe('Repo')` never
 ; collides with the class Repo)
