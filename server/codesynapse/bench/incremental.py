@@ -171,7 +171,7 @@ def _storm(app, live, root: Path, paths: list[str], undo: dict[str, str] | None,
 def run_incremental_bench(args) -> dict[str, Any]:
     from codesynapse.bench.apps import open_app
     from codesynapse.bench.corpora import resolve
-    from codesynapse.watch.live import LiveUpdater
+    from codesynapse.watch.live import LONE_QUIET_S, LiveUpdater
 
     quick = getattr(args, "quick", False)
     corpus = resolve((args.corpus or ["python-stdlib"])[0])
@@ -196,7 +196,8 @@ def run_incremental_bench(args) -> dict[str, Any]:
         load_before = load_average()
         results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "quick": quick,
                                    "whatIfAnalyze": analyzed,
-                                   "debounceMs": app.settings.debounce_ms, "edits": {}}
+                                   "debounceMs": app.settings.debounce_ms, "loneQuietMs": LONE_QUIET_S * 1000,
+                                   "edits": {}}
         live = LiveUpdater(app)
         live.start(watch=False)
         for size, paths in (("small", small), ("large", large)):
@@ -238,7 +239,9 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              + (" — what-if: SQLite ANALYZE run on the index first" if r.get("whatIfAnalyze") else ""), "",
              f"* **Machine:** {machine_line(machine)}",
              f"* **Corpus:** {r['corpus']['version']} (scratch copy, policy exclude {r['corpus']['policyExclude']}); "
-             f"copy indexed in {r['indexSeconds']:.1f} s; live-updater debounce {r['debounceMs']} ms (the default)."
+             f"copy indexed in {r['indexSeconds']:.1f} s; live-updater debounce {r['debounceMs']} ms (the default)"
+             + (f", of which a lone disk change waits {r['loneQuietMs']:g} ms of quiet (a burst waits it out)"
+                if r.get("loneQuietMs") is not None else "") + "."
              + (" **--quick** run (fewer samples)." if r.get("quick") else ""),
              "* **Method:** `codesynapse bench incremental`, in-process (the daemon's LiveUpdater and dispatch "
              "table; no JSON-RPC transport). A one-line edit appends `def _cs_probe_N(): return N` to a file; the "
