@@ -1,5 +1,7 @@
 """One dispatch table for every custom request, shared by the LSP server and
-``codesynapse query``: both return exactly the same JSON."""
+``codesynapse query``: both return exactly the same JSON. ``call_method`` answers each graph
+request inside one read snapshot of the graph store, so an answer built from several
+queries describes one version of the tree even while an update commits."""
 
 from __future__ import annotations
 
@@ -67,7 +69,10 @@ def call_method(app, method: str, params: Any) -> dict[str, Any]:
     fn = METHODS.get(method)
     if fn is None:
         raise InvalidParams("method", f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
-    return fn(app, params)
+    if method.startswith("codesynapse/memory/"):  # the memory store, not the graph
+        return fn(app, params)
+    with app.store.snapshot():  # every read of one answer sees one committed version of the graph
+        return fn(app, params)
 
 
 def error_payload(e: CodeSynapseError) -> dict[str, Any]:

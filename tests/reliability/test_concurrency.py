@@ -117,13 +117,12 @@ def start_all(daemons: list[RawLsp], root: Path) -> None:
         d.wait_ready()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "two daemons on one checkout share its index (graph.db) and both write it: each holds calls back "
-    "between write_files and insert_calls, so interleaved writers store every call twice; needs one "
-    "writer per index (a cross-process lock or an owner election like the milvus-lite folder's)"))
 def test_daemons_on_one_workspace_share_one_index(tree, tmp_path):
     """Three daemons on one checkout (an editor, an agent, a CLI user) index it together and
-    then all apply the same saves (each one's watcher sees them)."""
+    then all apply the same saves (each one's watcher sees them). Each update is one
+    transaction under the index's writer lock (graph.db.lock), so the writers take turns
+    instead of interleaving (interleaved, they stored every call twice), and a writer that
+    finds the index changed by another reloads its symbol index before resolving."""
     data = tmp_path / "shared-index"
     daemons = [RawLsp(data, log=tmp_path / f"shared{i}.log") for i in range(3)]
     try:
@@ -145,8 +144,34 @@ def test_daemons_on_one_workspace_share_one_index(tree, tmp_path):
             d.close()
 
 
+def test_a_writer_reloads_what_another_writer_stored(tmp_path):
+    """Two indexers on one index, as two daemons in two processes: the second loaded its
+    symbol index before the first stored a new module; its own update (a file importing that
+    module) must resolve against what is stored, not against its stale in-memory index."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def helper():\n    return 1\n")
+    data = tmp_path / "shared"
+    first = App(root, load_settings({"data_dir": str(data), "watch": False}))
+    second = App(root, load_settings({"data_dir": str(data), "watch": False}))
+    try:
+        first.index()
+        second.indexer.load()
+        (root / "c.py").write_text("def newer():\n    return 2\n")
+        first.index()
+        (root / "d.py").write_text("from c import newer\n\n\ndef use():\n    return newer()\n")
+        second.index()
+        assert [(c.callee, c.target, c.resolution) for c in second.store.callees("d.use")] == [
+            ("newer", "c.newer", "import")]
+        assert second.indexer.index.resolve_qname("c.newer") == "c.newer"
+        assert not diff_dumps(fresh_dump(root, tmp_path / "fresh"), stored_dump(data, root))
+    finally:
+        first.close()
+        second.close()
+
+
 def test_many_clients_many_requests_while_files_change(tree, tmp_path):
-    """Several daemons (one per client, each with its own index: sharing one is the xfail
+    """Several daemons (one per client, each with its own index: sharing one is the test
     above) on one workspace; many requests in flight on each while the tree changes."""
     datas = [tmp_path / f"index{i}" for i in range(DAEMONS)]
     daemons = [RawLsp(datas[i], log=tmp_path / f"daemon{i}.log") for i in range(DAEMONS)]
@@ -248,7 +273,7 @@ def test_many_clients_many_requests_while_files_change(tree, tmp_path):
         _record(daemons=DAEMONS, versions=VERSIONS, in_flight=IN_FLIGHT, outcomes=dict(outcomes),
                 versions_seen=len(versions_seen), torn=len(torn), converged_equal=not diff)
         # torn cards (parts of two versions) are counted here and asserted in
-        # test_answers_are_one_version_of_the_tree (xfail: writes and reads are not atomic)
+        # test_answers_are_one_version_of_the_tree
         assert not diff, "after the storm the shared index differs from a fresh index:\n" + "\n".join(diff)
         assert outcomes["card: ok"] > 0 and len(versions_seen) > 1
     finally:
@@ -256,16 +281,11 @@ def test_many_clients_many_requests_while_files_change(tree, tmp_path):
             d.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an update writes a file's symbols, then its calls, then re-resolved edges elsewhere, in separate "
-    "transactions (Indexer.update holds calls back until resolution), and a context answer is read with "
-    "several queries outside one read transaction: a card read meanwhile shows the new function with no "
-    "callees, a state the file never had; needs one write transaction per update and one read snapshot "
-    "per request"))
 def test_answers_are_one_version_of_the_tree(tree, tmp_path):
     """One daemon, the probe file rewritten through many versions, cards asked for all the
     while: every card must describe one version that existed (never a new function without
-    its callees, nor the summary of one version with the callee of another)."""
+    its callees, nor the summary of one version with the callee of another). Each update is
+    one write transaction and each request reads one snapshot (methods.call_method)."""
     versions = scale(40, 300)
     with RawLsp(tmp_path / "one", log=tmp_path / "one.log") as d:
         d.initialize(tree)

@@ -2,6 +2,12 @@
 
 Full and incremental indexing share one path, ``Indexer.apply``: a full index is an
 incremental update from an empty graph. That is what makes "incremental equals full" hold.
+
+Every update is one store transaction (``GraphStore.transaction()``): its symbols, calls and
+re-resolved edges elsewhere become visible together, a crash leaves the version before it,
+and it holds the index's one-writer lock, so daemons sharing an index take turns. A writer
+that finds the index written by another process since it last looked (``GENERATION``)
+rebuilds its in-memory SymbolIndex from the store before it resolves anything.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import re
 import stat
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -33,6 +40,7 @@ POOL_THRESHOLD = 16  # fewer changed files than this are parsed in-process
 WRITE_BATCH = 256
 LIVE_BATCH = 64  # updates this small write calls with their symbols (one transaction)
 MAX_DEFERRED_CALLS = 1_500_000  # ≈ 150 MB of call sites held for resolution
+GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
 
 
 @dataclass
@@ -278,13 +286,17 @@ class Indexer:
         self._overlaid: set[str] = set()  # paths whose stored graph comes from an unsaved buffer
         self._suspect: set[str] = set()  # after a crash: files whose held-back calls may be lost
         self._loaded = False
+        self._generation: str | None = None  # the store's GENERATION when this index last matched it
 
     # -- loading -----------------------------------------------------------------------
     def load(self) -> None:
-        """Build the in-memory index from what the store already holds."""
-        with self.lock:
+        """Build the in-memory index from what the store already holds (one snapshot)."""
+        if self._loaded:  # every selector asks: no lock (an update may hold it) once loaded
+            return
+        with self.lock, self.store.snapshot():
             if self._loaded:
                 return
+            self._generation = self.store.get_meta(GENERATION)
             syms: dict[str, list[tuple[str, str, str]]] = {}
             for s in self.store.all_symbols():
                 syms.setdefault(s.path, []).append((s.qname, s.kind, s.parent))
@@ -315,6 +327,23 @@ class Indexer:
             if self._suspect:
                 self.store.set_meta({"resolution_pending": "1"})
 
+    def _follow_store(self) -> None:
+        """Called inside the update's transaction (the index's writer lock held): when another
+        process sharing the index wrote it since this one last read or wrote it, rebuild the
+        in-memory index from the store, so resolution sees what is stored."""
+        if not self._loaded or self.store.get_meta(GENERATION) == self._generation:
+            return
+        log.info("the index was written by another process: reloading the symbol index")
+        self.index = SymbolIndex()
+        self.resolver = Resolver(self.index)
+        self._inherits_by_file = {}
+        self._loaded = False
+
+    def _stamp(self) -> None:
+        """Record that this update changed the index (other writers reload)."""
+        self._generation = uuid.uuid4().hex
+        self.store.set_meta({GENERATION: self._generation})
+
     def _bases(self) -> dict[str, list[str]]:
         bases: dict[str, list[str]] = {}
         for path in sorted(self._inherits_by_file):
@@ -344,10 +373,12 @@ class Indexer:
     def index_tree(self, progress: Progress | None = None) -> IndexReport:
         """Bring the store in line with the tree on disk (full index, or catch-up)."""
         t0 = time.perf_counter()
-        self.load()
-        walked = walk(self.root, self.policy)
-        changed, deleted, skipped = self.plan(walked)
-        report = self.update(changed, deleted, skipped, progress=progress)
+        with self.lock, self.store.transaction():  # the plan and the update see one version
+            self._follow_store()
+            self.load()
+            walked = walk(self.root, self.policy)
+            changed, deleted, skipped = self.plan(walked)
+            report = self.update(changed, deleted, skipped, progress=progress)
         if report.parsed > 200 and hasattr(self.store, "optimize"):
             self.store.optimize()
         report.files = len(walked.candidates)
@@ -391,7 +422,8 @@ class Indexer:
         edge whose resolution may depend on what changed."""
         report = IndexReport()
         reset_caches()
-        with self.lock:
+        with self.lock, self.store.transaction():
+            self._follow_store()
             self.load()
             stored = self._stored(changed, deleted)
             changed, force = self._with_package_moves(list(changed), deleted, stored)
@@ -499,6 +531,8 @@ class Indexer:
             self._suspect -= {c.path for c in changed} | set(removed)
             if not self._suspect:
                 self.store.set_meta({"resolution_pending": "0"})
+            if removed or report.unchanged < len(changed):  # something was written
+                self._stamp()
         return report
 
     def _stored(self, changed: Sequence[Candidate], deleted: Sequence[str]) -> dict[str, FileRow]:
@@ -544,10 +578,11 @@ class Indexer:
 
     def resolve_all(self) -> None:
         """Re-resolve every edge (after a crash between write and resolution)."""
-        with self.lock:
+        with self.lock, self.store.transaction():
             self.load()
             self._resolve(set(self.index.files), set(), set())
             self.store.set_meta({"resolution_pending": "0"})
+            self._stamp()
 
     def _resolve(self, changed: set[str], removed: set[str], affected: set[str],
                  deferred: Sequence[tuple[str, list]] = (), fresh: set[str] = frozenset(),
