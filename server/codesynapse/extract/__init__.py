@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from codesynapse.extract.engine import extract_tree
+from codesynapse.extract.engine import extract_file
 from codesynapse.extract.languages import detect, load
 from codesynapse.extract.model import FileExtraction
 
@@ -51,8 +51,7 @@ def extract_source(root: str, relpath: str, data: bytes, language: str, redact_e
     if loaded.spec.kind == "doc":
         return hooks.extract(relpath=relpath, src=data, parser=_parser(language), module=module,  # type: ignore[attr-defined]
                              file_hash=h, language=language, redact_extra=redact_extra)
-    tree = _parser(language).parse(data)
-    return extract_tree(
-        tree=tree, src=data, query=loaded.query, hooks=hooks, relpath=relpath,  # type: ignore[arg-type]
+    return extract_file(
+        parser=_parser(language), src=data, query=loaded.query, hooks=hooks, relpath=relpath,  # type: ignore[arg-type]
         language=language, module=module, file_hash=h, redact_extra=redact_extra,
     )

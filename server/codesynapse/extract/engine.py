@@ -18,7 +18,7 @@ import logging
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from tree_sitter import Node, Query, QueryCursor
+from tree_sitter import Node, Parser, Point, Query, QueryCursor, Range
 
 from codesynapse.extract.hooks import LanguageHooks, text
 from codesynapse.extract.model import (
@@ -32,8 +32,16 @@ from codesynapse.extract.model import (
 
 log = logging.getLogger(__name__)
 
-MAX_DEFS = 50_000
-MAX_CALLS = 200_000
+MAX_DEFS = 50_000  # definitions kept a file; later ones are left out and the file says so
+MAX_CALLS = 200_000  # call sites kept a file
+# A file larger than CHUNK_BYTES (the default maxFileBytes) is parsed a piece of about
+# PIECE_BYTES at a time: a tree costs 50-150 times the bytes it covers (a million lines of
+# ``x = 1`` are a 6 MB file and an 850 MB tree), so only one piece's tree and its query matches
+# are held at once. Pieces are cut between top-level statements; a single statement larger
+# than MAX_PIECE_BYTES ends the file's extraction (the rest is left out and the file says so).
+CHUNK_BYTES = 1 << 20
+PIECE_BYTES = 256 << 10
+MAX_PIECE_BYTES = 4 << 20
 
 
 @dataclass
@@ -55,29 +63,61 @@ def _redactor(extra):
     return lambda s: redact(s, extra) if s else s
 
 
-def extract_tree(
-    *,
-    tree,
-    src: bytes,
-    query: Query,
-    hooks: LanguageHooks,
-    relpath: str,
-    language: str,
-    module: str,
-    file_hash: str,
-    redact_extra=(),
-) -> FileExtraction:
-    redact = _redactor(redact_extra)
-    root = tree.root_node
+@dataclass
+class _File:
+    """One file's extraction, accumulated a piece (segment) at a time."""
+
+    src: bytes
+    query: Query
+    hooks: LanguageHooks
+    relpath: str
+    module: str
+    redact: object
+    symbols: list[Symbol] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    inherits: list[Inherit] = field(default_factory=list)
+    imports: list = field(default_factory=list)
+    partial: bool = False
+    defs_kept: int = 0
+    defs_left: int = 0
+    calls_left: int = 0  # over MAX_CALLS
+    calls_cut: int = 0  # after the definitions limit's cut
+    bases_cut: int = 0
+    cut: int = -1  # byte from which definitions (and the calls and bases after them) are left out
+    cut_line: int = 0
+    rest_line: int = 0  # line from which the rest of the file is left out (one statement too large)
+
+    def notes(self, lines: int) -> str:
+        """Why the file is partial, naming what was left out ("" when nothing was)."""
+        out = []
+        if self.defs_left:
+            after = [f"{n:,} {what}" for n, what in ((self.calls_cut, "call sites"), (self.bases_cut, "base types"))
+                     if n]
+            out.append(f"definitions limit ({MAX_DEFS:,} a file): {self.defs_left:,} definitions from line "
+                       f"{self.cut_line:,} on left out" + (f", and the {' and '.join(after)} after them" if after else ""))
+        if self.calls_left:
+            out.append(f"call sites limit ({MAX_CALLS:,} a file): {self.calls_left:,} call sites left out")
+        if self.rest_line:
+            out.append(f"a top-level statement over {MAX_PIECE_BYTES:,} bytes at line {self.rest_line:,}: "
+                       f"lines {self.rest_line:,}-{lines:,} left out")
+        if out and self.partial:
+            out.insert(0, "syntax errors")
+        return "; ".join(out)
+
+
+def _segment(f: _File, root: Node, hi: int | None) -> None:
+    """Extract what starts before ``hi`` in ``root`` (hi None: all of it): a whole file's tree,
+    or a piece's tree whose statements from ``hi`` on are parsed again with the next piece.
+    Pieces are cut between top-level statements and every definition lies inside one, so
+    containment never crosses a piece."""
+    src, hooks, module, relpath, redact = f.src, f.hooks, f.module, f.relpath, f.redact
     sep = hooks.sep
-    # Languages whose module is declared in the file (Java/Kotlin package, C# namespace,
-    # PHP namespace) name it from the tree; the path-based name is the fallback.
-    module = hooks.tree_module(root, src, module) or module
-    cursor = QueryCursor(query)
+    cursor = QueryCursor(f.query)
     defs: list[_Def] = []
     calls: list[tuple[Node, Node, str]] = []
     bases: list[tuple[Node, str]] = []
     import_nodes: list[Node] = []
+    end = hi if hi is not None else len(src) + 1  # what starts at ``hi`` or later is the next piece's
     for _idx, caps in cursor.matches(root):
         for cname, nodes in caps.items():
             if cname.startswith("definition."):
@@ -86,21 +126,23 @@ def extract_tree(
                     continue
                 # several @name captures in one match are joined with "." (a C++
                 # ``TEST(Suite, Name)`` is named ``Suite.Name``)
-                name = ".".join(text(n, src).strip() for n in name_nodes)
-                if name and len(defs) < MAX_DEFS:
+                name = ".".join(text(n, src).strip() for n in name_nodes) if nodes[0].start_byte < end else ""
+                if name:
                     defs.append(_Def(nodes[0], name, cname.split(".", 1)[1]))
                 break
             if cname in ("reference.call", "reference.new"):
                 callee = caps.get("callee")
-                if callee and len(calls) < MAX_CALLS:
+                if callee and nodes[0].start_byte < end:
                     calls.append((nodes[0], callee[0], "new" if cname == "reference.new" else "call"))
                 break
             if cname == "import":
-                import_nodes.append(nodes[0])
+                if nodes[0].start_byte < end:
+                    import_nodes.append(nodes[0])
                 break
             if cname in ("inherit", "implements"):
                 for n in nodes:
-                    bases.append((n, "implements" if cname == "implements" else "inherits"))
+                    if n.start_byte < end:
+                        bases.append((n, "implements" if cname == "implements" else "inherits"))
                 break
 
     # Containment: sort outer-first, then a stack walk assigns parents.
@@ -115,16 +157,7 @@ def extract_tree(
         uniq.append(d)
     defs = uniq
     stack: list[_Def] = []
-    symbols: list[Symbol] = []
-    lines = src.count(b"\n") + (0 if src.endswith(b"\n") or not src else 1)
-    mod_name = module.rsplit(sep, 1)[-1].rsplit("/", 1)[-1] if module else relpath
-    symbols.append(
-        Symbol(
-            qname=module, name=mod_name, kind="module", signature="", start_line=1,
-            end_line=max(lines, 1), start_col=0, end_col=0, hash=file_hash,
-            summary=redact(hooks.summary_module(root, src) if hasattr(hooks, "summary_module") else ""),
-        )
-    )
+    symbols = f.symbols
     kept: list[_Def] = []
     for d in defs:
         while stack and d.node.start_byte >= stack[-1].node.end_byte:
@@ -145,6 +178,14 @@ def extract_tree(
         is_test = hooks.is_test(d.name, d.kind, relpath, d.node, src, parent.name if parent else "")
         if d.kind == "test" and not is_test:
             continue  # a ``@definition.test`` capture (a JS ``it(...)`` block) the hooks did not confirm
+        if f.defs_kept >= MAX_DEFS:
+            # over the limit: this and every later definition is left out, and so are the
+            # calls and bases after it (their owners would be unknown)
+            if f.cut < 0:
+                f.cut, f.cut_line = d.node.start_byte, d.node.start_point[0] + 1
+            f.defs_left += 1
+            continue
+        f.defs_kept += 1
         body = hooks.body(d.node)
         d.body_start, d.body_end = (body.start_byte, body.end_byte) if body is not None else (d.node.start_byte, d.node.end_byte)
         kept.append(d)
@@ -174,6 +215,7 @@ def extract_tree(
                 exported=hooks.exported(d.name, d.node, src),
             )
         )
+    del defs, uniq, stack
 
     # Units that own calls: functions/methods/tests by their body, types by their body too.
     owners = [d for d in kept if d.kind in UNIT_KINDS or d.kind in TYPE_KINDS]
@@ -196,8 +238,14 @@ def extract_tree(
             d = d.parent
         return d
 
-    call_sites: list[CallSite] = []
+    call_sites = f.calls
     for call_node, callee_node, ckind in calls:
+        if 0 <= f.cut <= call_node.start_byte:
+            f.calls_cut += 1
+            continue
+        if len(call_sites) >= MAX_CALLS:
+            f.calls_left += bool(hooks.callee_text(callee_node, src))
+            continue
         owner = owner_of(call_node.start_byte)
         caller = owner.qname if owner else module
         callee = hooks.callee_text(callee_node, src)
@@ -233,15 +281,26 @@ def extract_tree(
                 receiver_hint=hint[:256], kind=ckind,
             )
         )
+    del calls
 
-    inherits: list[Inherit] = []
-    type_defs = [d for d in kept if d.kind in TYPE_KINDS]
+    # The innermost definition holding a base: the last one starting at or before it, or one
+    # of that definition's ancestors (definitions nest), as in owner_of.
+    kept_starts = [d.node.start_byte for d in kept]
+
+    def innermost(n: Node, types_only: bool) -> _Def | None:
+        i = bisect_right(kept_starts, n.start_byte) - 1
+        d = kept[i] if i >= 0 else None
+        while d is not None:
+            if (not types_only or d.kind in TYPE_KINDS) and d.node.end_byte >= n.end_byte:
+                return d
+            d = d.parent
+        return None
+
     for base_node, bkind in bases:
-        child = None
-        for d in type_defs:
-            if d.node.start_byte <= base_node.start_byte and base_node.end_byte <= d.node.end_byte:
-                if child is None or d.node.start_byte >= child.node.start_byte:
-                    child = d
+        if 0 <= f.cut <= base_node.start_byte:
+            f.bases_cut += 1
+            continue
+        child = innermost(base_node, True)
         if child is not None:
             child_q = child.qname
         else:
@@ -250,27 +309,170 @@ def extract_tree(
             owner_type = hooks.base_owner(base_node, src)
             if not owner_type:
                 continue
-            scope = None
-            for d in kept:
-                if d.node.start_byte <= base_node.start_byte and base_node.end_byte <= d.node.end_byte:
-                    if scope is None or d.node.start_byte >= scope.node.start_byte:
-                        scope = d
+            scope = innermost(base_node, False)
             child_q = (scope.qname if scope is not None else module) + sep + owner_type
         base = hooks.callee_text(base_node, src)
         if base and base not in ("object",):
-            inherits.append(Inherit(child=child_q, base=base[:512], kind=bkind, line=base_node.start_point[0] + 1))
+            f.inherits.append(Inherit(child=child_q, base=base[:512], kind=bkind, line=base_node.start_point[0] + 1))
 
-    imports = hooks.imports(import_nodes, src, module, relpath)
+    f.imports.extend(hooks.imports(import_nodes, src, module, relpath))
+
+
+def _start(f: _File, root: Node, lines: int, file_hash: str) -> None:
+    """The module symbol (and the module name a file may declare), from the first piece."""
+    hooks, src = f.hooks, f.src
+    # Languages whose module is declared in the file (Java/Kotlin package, C# namespace,
+    # PHP namespace) name it from the tree; the path-based name is the fallback.
+    module = f.module = hooks.tree_module(root, src, f.module) or f.module
+    mod_name = module.rsplit(hooks.sep, 1)[-1].rsplit("/", 1)[-1] if module else f.relpath
+    f.symbols.append(
+        Symbol(
+            qname=module, name=mod_name, kind="module", signature="", start_line=1,
+            end_line=max(lines, 1), start_col=0, end_col=0, hash=file_hash,
+            summary=f.redact(hooks.summary_module(root, src) if hasattr(hooks, "summary_module") else ""),
+        )
+    )
+
+
+def _restart(root: Node, lo: int) -> int:
+    """Where the piece after this one starts: at the last paragraph of top-level statements
+    (no blank line between them), since the piece's end may have cut the last statement and
+    a comment belongs to the statement below it; in a piece that is one paragraph, at the
+    last statement that starts a line. -1 when the piece holds no statement to keep."""
+    c = root.walk()
+    if not c.goto_last_child():
+        return -1
+    cur = c.node
+    line_start = None
+    while c.goto_previous_sibling():
+        prev = c.node
+        if prev.end_point[0] < cur.start_point[0] - 1:
+            return cur.start_byte if cur.start_byte > lo else -1
+        if line_start is None and prev.end_point[0] < cur.start_point[0]:
+            line_start = cur
+        cur = prev
+    return line_start.start_byte if line_start is not None and line_start.start_byte > lo else -1
+
+
+def _point(src: bytes, at: int, lo: int, lo_point: tuple[int, int]) -> tuple[int, int]:
+    """(row, byte column) of ``at``, counted on from ``lo`` at ``lo_point``."""
+    nl = src.count(b"\n", lo, at)
+    if not nl:
+        return lo_point[0], lo_point[1] + at - lo
+    return lo_point[0] + nl, at - src.rfind(b"\n", lo, at) - 1
+
+
+def extract_file(
+    *,
+    parser: Parser,
+    src: bytes,
+    query: Query,
+    hooks: LanguageHooks,
+    relpath: str,
+    language: str,
+    module: str,
+    file_hash: str,
+    redact_extra=(),
+) -> FileExtraction:
+    """Parse ``src`` and extract it: whole when it is at most CHUNK_BYTES, else a piece at a
+    time (pieces of about PIECE_BYTES cut between top-level statements; one piece's tree is
+    held at once)."""
+    if len(src) <= CHUNK_BYTES:
+        return extract_tree(tree=parser.parse(src), src=src, query=query, hooks=hooks, relpath=relpath,
+                            language=language, module=module, file_hash=file_hash, redact_extra=redact_extra)
+    f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, redact=_redactor(redact_extra))
+    lines = _line_count(src)
+    n = len(src)
+    lo, lo_point, size = 0, (0, 0), PIECE_BYTES
+    try:
+        while lo < n:
+            hi = min(n, lo + size)
+            if hi < n:  # end the piece at a line end when there is one near
+                nl = src.find(b"\n", hi, min(n, hi + (64 << 10)))
+                hi = nl + 1 if nl >= 0 else hi
+            parser.included_ranges = [Range(Point(*lo_point), Point(*_point(src, hi, lo, lo_point)), lo, hi)]
+            tree = parser.parse(src)
+            root = tree.root_node
+            if not f.symbols:
+                _start(f, root, lines, file_hash)
+            nxt = n if hi == n else _restart(root, lo)
+            if nxt < 0:
+                if size >= MAX_PIECE_BYTES:
+                    f.rest_line = lo_point[0] + 1
+                    log.warning("%s: a top-level statement over %d MiB at line %d: the rest is left out",
+                                relpath, MAX_PIECE_BYTES >> 20, f.rest_line)
+                    break
+                size *= 2
+                continue
+            _segment(f, root, None if nxt == n else nxt)
+            f.partial = f.partial or _has_error(root, lo, nxt)
+            if nxt < n:
+                lo_point = _point(src, nxt, lo, lo_point)
+            lo, size = nxt, PIECE_BYTES
+            del tree, root
+    finally:
+        parser.included_ranges = []
+    return _finish(f, language, file_hash, lines)
+
+
+def _has_error(root: Node, lo: int, hi: int) -> bool:
+    """Whether a top-level statement starting in [lo, hi) has a syntax error."""
+    if not root.has_error:
+        return False
+    c = root.walk()
+    if not c.goto_first_child():
+        return True
+    while True:
+        n = c.node
+        if n.start_byte >= hi:
+            return False
+        if n.start_byte >= lo and (n.has_error or n.is_missing):
+            return True
+        if not c.goto_next_sibling():
+            return False
+
+
+def _line_count(src: bytes) -> int:
+    return src.count(b"\n") + (0 if src.endswith(b"\n") or not src else 1)
+
+
+def _finish(f: _File, language: str, file_hash: str, lines: int) -> FileExtraction:
+    notes = f.notes(lines)
+    if notes:
+        log.info("%s: partial extraction: %s", f.relpath, notes)
     return FileExtraction(
-        path=relpath,
+        path=f.relpath,
         language=language,
         hash=file_hash,
-        size=len(src),
+        size=len(f.src),
         lines=lines,
-        module=module,
-        symbols=symbols,
-        calls=call_sites,
-        imports=imports,
-        inherits=inherits,
-        partial=root.has_error,
+        module=f.module,
+        symbols=f.symbols,
+        calls=f.calls,
+        imports=f.imports,
+        inherits=f.inherits,
+        partial=f.partial or bool(notes),
+        error=notes,
     )
+
+
+def extract_tree(
+    *,
+    tree,
+    src: bytes,
+    query: Query,
+    hooks: LanguageHooks,
+    relpath: str,
+    language: str,
+    module: str,
+    file_hash: str,
+    redact_extra=(),
+) -> FileExtraction:
+    """Extract a whole file's tree in one segment."""
+    f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, redact=_redactor(redact_extra))
+    lines = _line_count(src)
+    root = tree.root_node
+    _start(f, root, lines, file_hash)
+    f.partial = root.has_error
+    _segment(f, root, None)
+    return _finish(f, language, file_hash, lines)

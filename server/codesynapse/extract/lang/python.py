@@ -101,7 +101,7 @@ class PythonHooks(LanguageHooks):
     comment_types = frozenset({"comment"})
 
     def __init__(self) -> None:
-        self._file_tables: tuple[bytes, dict] | None = None
+        self._file_tables: tuple[bytes, dict, Node] | None = None
 
     def module_name(self, relpath: str, root: str) -> str:
         p = PurePosixPath(relpath)
@@ -325,13 +325,14 @@ class PythonHooks(LanguageHooks):
 
     # -- classes returned by functions of the same file ----------------------------------------
     def _tables(self, node: Node, src: bytes) -> dict:
-        """Per file: module-level functions and classes by name, methods by class."""
-        cached = self._file_tables
-        if cached is not None and cached[0] is src:
-            return cached[1]
+        """Per file (per tree: a file over the engine's CHUNK_BYTES is parsed a piece at a
+        time): module-level functions and classes by name, methods by class."""
         root = node
         while root.parent is not None:
             root = root.parent
+        cached = self._file_tables
+        if cached is not None and cached[0] is src and cached[2] == root:
+            return cached[1]
         funcs: dict[str, Node | None] = {}
         classes: dict[str, Node | None] = {}
         for st in root.named_children:
@@ -342,7 +343,7 @@ class PythonHooks(LanguageHooks):
             name = text(d.child_by_field_name("name"), src)
             table[name] = None if name in table else d  # defined twice: unknown
         tables = {"funcs": funcs, "classes": classes, "methods": {}, "returns": {}}
-        self._file_tables = (src, tables)
+        self._file_tables = (src, tables, root)
         return tables
 
     def _methods(self, cls: Node, src: bytes, tables: dict) -> dict[str, Node | None]:

@@ -1,0 +1,110 @@
+"""Files larger than the engine's CHUNK_BYTES are parsed a piece at a time (pieces cut between
+top-level statements, one piece's tree held at once) and give what a whole parse gives; the
+per-file limits (definitions, call sites, one top-level statement too large to parse) leave
+the file ``partial`` with a reason that says what was left out, in the extraction and in the
+store. The limits are lowered here so that the files stay small."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from codesynapse.extract import engine, extract_source
+from codesynapse.graph.indexer import Indexer
+from codesynapse.graph.sqlite import SqliteGraphStore
+
+
+def _functions(n: int) -> bytes:
+    """``n`` blocks of four lines: a comment, a def, a call, a blank line (block i starts on line 4i+1)."""
+    return "".join(f"# f{i} says hi.\ndef f{i}(a):\n    return g{i}(a)\n\n" for i in range(n)).encode()
+
+
+def _pieces(monkeypatch, size: int, largest: int | None = None) -> None:
+    """Files over ``size`` bytes are parsed in pieces of about ``size`` bytes."""
+    monkeypatch.setattr(engine, "CHUNK_BYTES", size)
+    monkeypatch.setattr(engine, "PIECE_BYTES", size)
+    if largest is not None:
+        monkeypatch.setattr(engine, "MAX_PIECE_BYTES", largest)
+
+
+def _rows(fx):
+    return [(s.qname, s.kind, s.start_line, s.end_line, s.summary) for s in fx.symbols]
+
+
+def test_a_file_over_the_chunk_size_is_extracted_piece_by_piece(monkeypatch):
+    src = _functions(300) + b"class C(Base):\n    def m(self):\n        self.h()\n"  # 12,100 bytes
+    _pieces(monkeypatch, 2048)
+    fx = extract_source("/nonexistent", "m.py", src, "python")
+    assert fx.lines == 1203 and not fx.partial and fx.error == ""
+    assert _rows(fx)[0] == ("m", "module", 1, 1203, "")
+    assert _rows(fx)[1:] == [(f"m.f{i}", "function", 4 * i + 2, 4 * i + 3, f"f{i} says hi.") for i in range(300)] + [
+        ("m.C", "class", 1201, 1203, ""), ("m.C.m", "method", 1202, 1203, "")]
+    assert [(c.caller, c.callee, c.line) for c in fx.calls] == [
+        (f"m.f{i}", f"g{i}", 4 * i + 3) for i in range(300)] + [("m.C.m", "self.h", 1203)]
+    assert [(i.child, i.base, i.line) for i in fx.inherits] == [("m.C", "Base", 1201)]
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 1 << 20)
+    assert extract_source("/nonexistent", "m.py", src, "python") == fx  # the same as one whole parse
+
+
+def test_definitions_over_the_limit_are_left_out_and_named(monkeypatch):
+    monkeypatch.setattr(engine, "MAX_DEFS", 10)
+    fx = extract_source("/nonexistent", "m.py", _functions(15) + b"class D(Base):\n    pass\n", "python")
+    assert [s.qname for s in fx.symbols] == ["m"] + [f"m.f{i}" for i in range(10)]
+    assert [c.callee for c in fx.calls] == [f"g{i}" for i in range(10)]
+    assert fx.inherits == []
+    assert fx.partial
+    assert fx.error == ("definitions limit (10 a file): 6 definitions from line 42 on left out, "
+                        "and the 5 call sites and 1 base types after them")
+
+
+def test_call_sites_over_the_limit_are_counted(monkeypatch):
+    monkeypatch.setattr(engine, "MAX_CALLS", 3)
+    fx = extract_source("/nonexistent", "m.py", b"def f():\n    a()\n    b()\n    c()\n    d()\n    e()\n", "python")
+    assert [c.callee for c in fx.calls] == ["a", "b", "c"]
+    assert [s.qname for s in fx.symbols] == ["m", "m.f"]
+    assert fx.partial and fx.error == "call sites limit (3 a file): 2 call sites left out"
+
+
+def test_a_statement_too_large_to_parse_ends_the_file_with_a_reason(monkeypatch):
+    _pieces(monkeypatch, 1024, 2048)
+    body = "".join(f"    def m{i}(self):\n        pass\n" for i in range(200))  # 6,000+ bytes, one statement
+    src = f"def a():\n    pass\n\n\nclass Big:\n{body}\n\ndef z():\n    pass\n".encode()
+    fx = extract_source("/nonexistent", "m.py", src, "python")
+    assert [s.qname for s in fx.symbols] == ["m", "m.a"]
+    assert fx.partial and fx.error == "a top-level statement over 2,048 bytes at line 5: lines 5-409 left out"
+    assert fx.lines == 409
+
+
+def test_the_store_records_what_was_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "MAX_DEFS", 10)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "many.py").write_bytes(_functions(12))
+    (root / "few.py").write_bytes(_functions(2))
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    store.close()
+    with sqlite3.connect(tmp_path / "g.db") as db:
+        files = sorted(db.execute("SELECT path, status, reason FROM files"))
+        symbols = db.execute("SELECT count(*) FROM symbols WHERE path = 'many.py'").fetchone()[0]
+    assert files == [
+        ("few.py", "indexed", ""),
+        ("many.py", "partial", "definitions limit (10 a file): 2 definitions from line 42 on left out, "
+                               "and the 2 call sites after them"),
+    ]
+    assert symbols == 11  # the module and ten functions
+
+
+@pytest.mark.parametrize("language,src", [
+    ("javascript", "".join(f"// f{i}\nfunction f{i}(a) {{\n  return g{i}(a);\n}}\n\n" for i in range(200))),
+    ("go", "package p\n\n" + "".join(f"// F{i} says hi.\nfunc F{i}(a int) int {{\n\treturn g{i}(a)\n}}\n\n"
+                                      for i in range(200))),
+])
+def test_pieces_in_other_languages(monkeypatch, language, src):
+    """The same cut rule (between top-level statements, at a blank line) in C-like grammars."""
+    whole = extract_source("/nonexistent", f"m.{language}", src.encode(), language)
+    _pieces(monkeypatch, 1500)
+    pieces = extract_source("/nonexistent", f"m.{language}", src.encode(), language)
+    assert len(whole.symbols) == 201 and len(whole.calls) == 200 and not whole.partial
+    assert pieces == whole
