@@ -313,6 +313,31 @@ def test_milvus_down_at_start_then_up(tmp_path):
             server.stop()
 
 
+def test_vector_store_retries_end_with_the_service(tmp_path):
+    """Milvus unreachable from the start, no server at all: remember queues, recall answers
+    lexically, the background retries count up, and closing the service ends them."""
+    from codesynapse.memory.factory import open_memory
+    from codesynapse.memory.models import decode_recall, decode_remember
+    from codesynapse.scope import make_scope
+
+    proxy = FaultProxy("127.0.0.1", 9)
+    proxy.set("down")
+    svc = open_memory(tmp_path / "memory", make_scope("acme", "/repo/late"),
+                      {"vectors": "server", "milvus_uri": f"http://{proxy.address}"})
+    try:
+        r = svc.remember(decode_remember({"entities": [{"name": "queued while down", "durable": True}]}))
+        assert (r.embedded, r.embedding_pending) == (0, 1)
+        out = svc.recall(decode_recall({"query": "queued while down"}))
+        assert [e.name for e in out.entries] == ["queued while down"]
+        assert out.legs.dense.ran is False and "vector store unavailable" in out.legs.dense.reason
+        eventually(lambda: svc.vector_retries >= 2, timeout=60)
+        assert svc.vectors_retrying
+    finally:
+        svc.close()
+        proxy.close()
+    assert not svc.vectors_retrying and svc.vectors is None
+
+
 def test_record_times():
     out = os.environ.get("CODESYNAPSE_RELIABILITY_TALLY")
     if out and TIMES:
