@@ -83,8 +83,8 @@ def test_cli_answers_are_the_same_on_sqlite_and_neo4j(neo4j_server, tmp_path):
         # spot checks with written-out values, so "equal" is not "equally wrong"
         card = lite["3:codesynapse/symbolCard"]["card"]
         assert [c["qualifiedName"] for c in card["callers"]] == ["shop.cart.Cart.checkout", "test_cart.test_total"]
-        edges = lite["0:codesynapse/callGraph"]["callers"]["edges"]
-        assert sorted((e["from"], e["resolution"]) for e in edges) == [
+        nodes = lite["0:codesynapse/callGraph"]["callers"]["nodes"]
+        assert sorted((n["qualifiedName"], e["resolution"]) for n in nodes for e in n["sites"]) == [
             ("shop.payment.pay_for", "inferred"), ("test_cart.test_total", "inferred")]
         assert lite["7:codesynapse/symbolCard"]["found"] is False
 

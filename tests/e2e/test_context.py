@@ -72,10 +72,24 @@ async def test_call_graph_depth_and_limits(client):
                                                     "depth": 99, "limit": 1})
     assert g["depth"] == 3 and g["depthRequested"] == 99 and g["limit"] == 1
     assert [n["qualifiedName"] for n in g["callers"]["nodes"]] == ["shop.cart.Cart.total"]
+    # a call site names no root end and no file when it is the caller's own (shop/cart.py)
+    assert g["callers"]["nodes"][0]["sites"] == [{"line": 28, "resolution": "import"}]
+    assert g["callers"]["omittedNodes"] >= 1
+    plain = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+    assert "depthRequested" not in plain  # only when the depth was clamped
+    two = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers",
+                                                      "depth": 2})
+    # a deeper call site names its near end (`to`); depth is written from 2 on
+    assert [(n["qualifiedName"], n.get("depth", 1), n["sites"]) for n in two["callers"]["nodes"]] == [
+        ("shop.cart.Cart.total", 1, [{"line": 28, "resolution": "import"}]),
+        ("shop.cart.Cart.checkout", 2, [{"to": "shop.cart.Cart.total", "line": 32, "resolution": "self"}]),
+        ("test_cart.test_total", 2, [{"to": "shop.cart.Cart.total", "line": 8, "resolution": "inferred"}])]
     both = await ask(client, "codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout"})
     assert both["direction"] == "both"
     assert [n["qualifiedName"] for n in both["callees"]["nodes"]] == ["shop.cart.Cart.total"]
     assert both["callees"]["unresolvedCandidates"] == 1  # gateway.charge on an untyped parameter
+    # a callee's call site is written in the root's file: neither its caller nor its path repeats
+    assert both["callees"]["nodes"][0]["sites"] == [{"line": 32, "resolution": "self"}]
     assert [n["qualifiedName"] for n in both["callers"]["nodes"]] == ["shop.payment.pay_for"]
 
 
@@ -104,10 +118,17 @@ async def test_pr_context_change_impact(client):
 
 async def test_search_modes_and_pagination(client):
     full = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
-    assert full["limit"] == 2 and len(full["results"]) == 2 and full["hasMore"] is True
-    assert full["paginationHint"] == "more results: ask again with offset 2"
-    nxt = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2, "offset": 2})
-    assert {r["qualifiedName"] for r in nxt["results"]}.isdisjoint({r["qualifiedName"] for r in full["results"]})
+    # the page stops after the exact match (the module shop.cart): the BM25 near matches
+    # are counted with the offset that shows them, not used to fill the page
+    assert full["limit"] == 2 and full["total"] == 9 and full["hasMore"] is True
+    assert [(r["qualifiedName"], r["match"]) for r in full["results"]] == [("shop.cart", "exact")]
+    assert full["omitted"] == [{"what": "approximate matches after the exact ones", "count": 8,
+                                "hint": "ask again with offset 1"}]
+    assert "paginationHint" not in full and "query" not in full
+    nxt = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2, "offset": 1})
+    assert [(r["qualifiedName"], r["match"]) for r in nxt["results"]] == [("shop.cart.Cart", "bm25"),
+                                                                          ("shop.cart.Cart.checkout", "bm25")]
+    assert nxt["paginationHint"] == "more results: ask again with offset 3"
     again = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
     assert again["results"] == full["results"]  # stable ordering
     exact = await ask(client, "codesynapse/search", {"query": "with_tax", "mode": "compact"})

@@ -76,7 +76,7 @@ async def test_language_fixture(client, lang):
         qname, kind, path, {"startLine": start, "endLine": end})
     g = await request(client, "codesynapse/callGraph", {"selector": qname, "direction": "callers"})
     check_budget(g)
-    assert sorted((e["from"], e["resolution"]) for e in g["callers"]["edges"]) == callers
+    assert sorted((n["qualifiedName"], e["resolution"]) for n in g["callers"]["nodes"] for e in n["sites"]) == callers
     if lang in MODULE_IMPORTS and MODULE_IMPORTS[lang][1] is not None:
         module, imports = MODULE_IMPORTS[lang]
         m = await request(client, "codesynapse/symbolCard", {"selector": module})

@@ -53,7 +53,7 @@ async def test_unsaved_buffer_is_an_overlay_dropped_on_close(client, repo):
     assert c["card"]["summary"] == "Bonus for loyal customers."
     assert c["provenance"]["freshness"]["openBuffers"] == ["shop/pricing.py"]
     g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
-    assert sorted(e["from"] for e in g["callers"]["edges"]) == ["shop.cart.Cart.total", "shop.pricing.loyalty_bonus"]
+    assert sorted(n["qualifiedName"] for n in g["callers"]["nodes"]) == ["shop.cart.Cart.total", "shop.pricing.loyalty_bonus"]
 
     # closing without saving drops the overlay: the graph goes back to the file on disk
     client.text_document_did_close(types.DidCloseTextDocumentParams(
@@ -93,10 +93,11 @@ async def test_disk_create_delete_rename_outside_the_editor(client, repo):
     async def created():
         g = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
                                                             "direction": "callers"})
-        return g if g["callers"]["edges"] else None
+        return g if g["callers"]["nodes"] else None
 
     g = await eventually(created)
-    assert [(e["from"], e["resolution"]) for e in g["callers"]["edges"]] == [("shop.refunds.refund", "inferred")]
+    assert [(n["qualifiedName"], e["resolution"]) for n in g["callers"]["nodes"] for e in n["sites"]] == [
+        ("shop.refunds.refund", "inferred")]
 
     # rename on disk: the old module's nodes and edges leave, the new ones enter
     new.rename(repo / "shop" / "returns.py")
@@ -104,7 +105,7 @@ async def test_disk_create_delete_rename_outside_the_editor(client, repo):
     async def moved():
         g = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
                                                             "direction": "callers"})
-        froms = [e["from"] for e in g["callers"]["edges"]]
+        froms = [n["qualifiedName"] for n in g["callers"]["nodes"]]
         return froms if froms == ["shop.returns.refund"] else None
 
     await eventually(moved)

@@ -58,20 +58,21 @@ async def test_symbol_card_exact(client):
 async def test_call_graph_resolution(client):
     g = await request(client, "codesynapse/callGraph", {"selector": "shop.cart.BaseCart.add", "direction": "callers"})
     check_budget(g)
-    edges = sorted((e["from"], e["line"], e["resolution"]) for e in g["callers"]["edges"])
+    # each caller node carries its call sites (line, resolution; the file is the caller's)
+    edges = sorted((n["qualifiedName"], e["line"], e["resolution"]) for n in g["callers"]["nodes"] for e in n["sites"])
     # `cart = Cart(); cart.add(...)` binds through the constructor and the base class
     assert edges == [("shop.payment.pay_for", 21, "inferred"), ("test_cart.test_total", 7, "inferred")]
     g2 = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
                                                          "direction": "callers"})
     # `gateway.charge(amount)` on an untyped parameter stays an unresolved candidate, never "no callers"
-    assert g2["callers"]["edges"] == []
+    assert g2["callers"]["nodes"] == [] and g2["callers"]["resolved"] == 0
     assert g2["callers"]["unresolvedCandidates"] == 1
 
 
 async def test_imports_resolve_through_reexport(client):
     g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.apply_discount",
                                                         "direction": "callers"})
-    edges = sorted((e["from"], e["resolution"]) for e in g["callers"]["edges"])
+    edges = sorted((n["qualifiedName"], e["resolution"]) for n in g["callers"]["nodes"] for e in n["sites"])
     # `from shop import discount` follows `from .pricing import apply_discount as discount`
     assert edges == [("shop.cart.Cart.total", "module"), ("test_cart.test_discount", "import")]
 

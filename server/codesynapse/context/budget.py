@@ -81,6 +81,10 @@ class Packer:
         if self._used > self.max_tokens:
             raise BudgetError(self._used, self.max_tokens)
 
+    def room(self) -> int:
+        """Tokens left under the budget, as the packer accounts them."""
+        return self.max_tokens - self._used
+
     def fits(self, item: Any) -> bool:
         return self._used + math.ceil((len(dumps(item)) + 1) / 4) <= self.max_tokens
 

@@ -34,6 +34,7 @@ TOP_N = 5
 MAX_DEPTH = 3
 MAX_LIMIT = 200
 CANDIDATES = 10
+RELATED_ROOM = 96  # symbolContext keeps the card's lists only with this much room left for related cards
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
 # a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
@@ -41,7 +42,11 @@ _CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
 BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
 WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
 UNREAD = "files not searched for the phrase (time budget)"
+# an edge's confidence is given only when it is not its resolution's usual one (docs/PROTOCOL.md)
+DEFAULT_CONFIDENCE = {"local": 1.0, "import": 0.95, "module": 0.95, "self": 0.95, "super": 0.9, "inferred": 0.85,
+                      "external": 0.0, "unresolved": 0.0}
 UNREAD_HINT = "pass paths, or name the symbol"
+NEAR = "approximate matches after the exact ones"
 LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
 _STOP = frozenset("""a an the and or of to in on for with by is are be it this that from as at into how why what
 where which when who do does did can should would could fix add make use using get set find show change update
@@ -115,11 +120,15 @@ class ContextService:
         return d
 
     def _call_ref(self, c: CallRow, side: str) -> dict[str, Any]:
-        d = {"qualifiedName": c.caller if side == "caller" else c.target or c.callee, "path": c.path,
-             "line": c.line, "resolution": c.resolution, "confidence": c.confidence}
-        if side == "callee" and not c.target:
-            d["unresolved"] = True
-        return d
+        """A call site in a card: a caller with the file and line of its call; a callee with
+        the line only (its call is written in the card's own file). ``resolution``
+        ``unresolved``/``external`` marks a callee the graph did not bind."""
+        d: dict[str, Any] = {"qualifiedName": c.caller if side == "caller" else c.target or c.callee}
+        if side == "caller":
+            d["path"] = c.path
+        d["line"] = c.line
+        d["resolution"] = c.resolution
+        return with_confidence(d, c.resolution, c.confidence)
 
     def resolve_selector(self, sel, include_suggestions: bool = True) -> tuple[SymbolRow | None, dict[str, Any]]:
         """(symbol, extra): extra holds ``candidates`` (ambiguous) or ``suggestions`` (no match)."""
@@ -188,16 +197,23 @@ class ContextService:
         n_callers = store.count_callers(s.qname)
         n_callees = store.count_callees(s.qname)
         unresolved_callers = store.count_unresolved_named(s.name) if s.kind != "module" else 0
-        card: dict[str, Any] = {
-            "qualifiedName": s.qname, "name": s.name, "kind": s.kind, "signature": s.signature,
-            "path": s.path, "range": {"startLine": s.start_line, "endLine": s.end_line},
-            "summary": s.summary,
-        }
+        card: dict[str, Any] = {"qualifiedName": s.qname}
+        if not names_itself(s.qname, s.name):
+            card["name"] = s.name
+        card["kind"] = s.kind
+        if s.signature:
+            card["signature"] = s.signature
+        card["path"] = s.path
+        card["range"] = {"startLine": s.start_line, "endLine": s.end_line}
+        if s.summary:
+            card["summary"] = s.summary
         ann = self._annotations(s)
         if ann:
             card["annotations"] = ann
-        card["counts"] = {"callers": n_callers, "callees": n_callees, "implementations": len(rel["impls"]),
-                          "tests": len(rel["tests"]), "unresolvedCallers": unresolved_callers}
+        # a count that is 0 is left out (docs/PROTOCOL.md): callers and callees always stay
+        counts = {"callers": n_callers, "callees": n_callees, "implementations": len(rel["impls"]),
+                  "tests": len(rel["tests"]), "unresolvedCallers": unresolved_callers}
+        card["counts"] = {k: v for k, v in counts.items() if v or k in ("callers", "callees")}
         # counts are call sites; the top lists name each caller / callee once
         if rel["callers"] and top:
             card["callers"] = _first_per(rel["callers"], lambda c: c.caller, top, lambda c: self._call_ref(c, "caller"))
@@ -269,15 +285,20 @@ class ContextService:
         return self._done(self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids))
 
     def _pack_card(self, answer: dict[str, Any], s: SymbolRow, rel: dict[str, Any], max_tokens: int,
-                   include_ids: bool) -> Packer:
-        """The card with its top relations; when that is over budget, the card with counts
-        only (the lists are listed as omitted); a budget error only when even that won't fit."""
+                   include_ids: bool, spare: int = 0) -> Packer:
+        """The card with its top relations; when that is over budget (or leaves less than
+        ``spare`` tokens for what follows and the notes of what is left out), the card with
+        counts only (the lists are listed as omitted); a budget error only when even that
+        won't fit."""
         try:
-            return Packer(answer={**answer, "card": self.card(s, rel, include_ids=include_ids)}, max_tokens=max_tokens)
+            p = Packer(answer={**answer, "card": self.card(s, rel, include_ids=include_ids)}, max_tokens=max_tokens)
+            if p.room() < spare:
+                raise BudgetError(max_tokens - p.room() + spare, max_tokens)
+            return p
         except BudgetError:
             card = self.card(s, rel, top=0, include_ids=include_ids)
             p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens)
-            n = sum(min(TOP_N, card["counts"][k]) for k in ("callers", "callees", "implementations", "tests"))
+            n = sum(min(TOP_N, card["counts"].get(k, 0)) for k in ("callers", "callees", "implementations", "tests"))
             p.omit("card relations", n, "raise maxTokens or ask codesynapse/callGraph")
             return p
 
@@ -289,7 +310,7 @@ class ContextService:
             return self._not_found(extra, max_tokens, ["exact"])
         rel = self.relations(s)
         p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])},
-                            s, rel, max_tokens, prm.include_ids)
+                            s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM)
         answer = p.answer
         related: list[tuple[str, str]] = []
         for c in rel["callees"]:
@@ -316,7 +337,9 @@ class ContextService:
             if not rows:
                 continue
             r = rows[0]
-            item = {"role": role, **self.card(r, top=3, include_ids=prm.include_ids)}
+            # a related card carries its counts, not its own caller/callee lists: those
+            # repeat the subject and each other; the counts say how many a card request gets
+            item = {"role": role, **self.card(r, top=0, include_ids=prm.include_ids)}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
         return self._done(p)
 
@@ -329,11 +352,11 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"])
         store = self.store
-        answer: dict[str, Any] = {
-            "found": True, "root": self.ref(s, prm.include_ids), "direction": prm.direction,
-            "depth": depth, "depthRequested": prm.depth, "limit": limit, "maxTokens": max_tokens,
-            "provenance": self._provenance(["exact", "graph"]),
-        }
+        answer: dict[str, Any] = {"found": True, "root": self.ref(s, prm.include_ids), "direction": prm.direction,
+                                  "depth": depth}
+        if depth != prm.depth:
+            answer["depthRequested"] = prm.depth
+        answer.update({"limit": limit, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])})
         dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
         p = Packer(answer=answer, max_tokens=max_tokens)
         for d in dirs:
@@ -364,32 +387,49 @@ class ContextService:
                         if other not in nodes:
                             nodes[other] = level
                             nxt.append(other)
-                        edges.append({"from": r.caller, "to": r.target, "path": r.path, "line": r.line,
-                                      "resolution": r.resolution, "confidence": r.confidence})
+                        edges.append(r)
                 frontier = nxt
-            section: dict[str, Any] = {"nodes": [], "edges": [], "unresolvedCandidates": unresolved,
-                                       "resolved": len(nodes), "omittedNodes": more}
+            section: dict[str, Any] = {"nodes": [], "resolved": len(nodes), "unresolvedCandidates": unresolved}
+            if more:
+                section["omittedNodes"] = more
             answer[d] = section
+            # each call site sits on its far end (the caller among callers, the callee among
+            # callees); its near end is named only when it is not the root, and its file
+            # only when it is not the caller's as the answer shows it
+            far = (lambda r: r.caller) if d == "callers" else (lambda r: r.target)
+            near_key, near = ("to", lambda r: r.target) if d == "callers" else ("from", lambda r: r.caller)
+            sites: dict[str, list[CallRow]] = {}
+            for r in edges:
+                sites.setdefault(far(r), []).append(r)
+            files = {s.qname: s.path}
             for q, lvl in nodes.items():
                 rows = store.symbols_by_qname(q)
-                item: dict[str, Any] = {"qualifiedName": q, "depth": lvl}
+                item: dict[str, Any] = {"qualifiedName": q}
+                if lvl != 1:
+                    item["depth"] = lvl
                 if rows:
                     item.update({"kind": rows[0].kind, "path": rows[0].path,
                                  "range": [rows[0].start_line, rows[0].end_line]})
+                caller_files = {**files, q: rows[0].path} if rows else files
+                item["sites"] = []
+                for r in sites.get(q, []):
+                    site: dict[str, Any] = {}
+                    if near(r) != s.qname:
+                        site[near_key] = near(r)
+                    if caller_files.get(r.caller) != r.path:
+                        site["path"] = r.path
+                    site["line"] = r.line
+                    site["resolution"] = r.resolution
+                    item["sites"].append(with_confidence(site, r.resolution, r.confidence))
                 if p.take(item):
                     section["nodes"].append(item)
+                    if rows:
+                        files[q] = rows[0].path
                 else:
                     p.omit(f"{d} nodes", 1, "raise maxTokens or lower depth")
-            for e in edges:
-                if p.take(e):
-                    section["edges"].append(e)
-                else:
-                    p.omit(f"{d} edges", 1, "raise maxTokens or lower depth")
+                    p.omit(f"{d} call sites", len(item["sites"]), "raise maxTokens or lower depth")
             if more:
                 p.omit(f"{d} nodes over limit", more, f"raise limit (max {MAX_LIMIT})")
-            if unresolved:
-                section["note"] = (f"{len(nodes)} resolved, {unresolved} unresolved candidate call sites "
-                                   f"{'named like it' if d == 'callers' else 'from it'}")
         return self._done(p)
 
     def _literal_rows(self, needles: list[literals.Needle], dl: Deadline, keep_saturated: bool = True
@@ -467,8 +507,7 @@ class ContextService:
             [(r, "bm25", sc) for r, sc in ranked]
         total = len(exact) + len(literal) + max(0, total_bm25 - sum(1 for r in exact if True))
         total = max(total, len(combined))
-        answer: dict[str, Any] = {"query": q, "mode": prm.mode, "offset": prm.offset, "limit": prm.limit,
-                                  "total": total, "maxTokens": max_tokens,
+        answer: dict[str, Any] = {"offset": prm.offset, "limit": prm.limit, "total": total, "maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if literal else [])
                                                                  + ([] if verbatim else ["bm25"]))}
         if prm.mode == "summary":
@@ -481,9 +520,18 @@ class ContextService:
             p.omit(UNREAD, unread, UNREAD_HINT)
             return self._done(p)
         page = combined[prm.offset:prm.offset + prm.limit]
+        # a page that holds sure hits (exact names, phrases found verbatim) stops after them:
+        # the approximate BM25 matches that would fill it are counted, with the offset that
+        # shows them — they are near misses once the named symbol was found
+        sure = len(exact) + len(literal)
+        cut = 0 < sure - prm.offset < len(page)
+        if cut:
+            page = page[:sure - prm.offset]
         answer["hasMore"] = prm.offset + len(page) < total
         p = Packer(answer=answer, max_tokens=max_tokens)
         p.omit(UNREAD, unread, UNREAD_HINT)
+        if cut:
+            p.omit(NEAR, total - sure, f"ask again with offset {sure}")
         answer["results"] = []
         shown = 0
         for r, leg, score in page:
@@ -491,20 +539,19 @@ class ContextService:
                                     "range": [r.start_line, r.end_line], "match": leg}
             if leg == "literal":
                 item["line"] = lines[r.id]  # where the phrase is written
-            if prm.mode == "full" or not (r.qname.endswith("." + r.name) or r.qname.endswith("::" + r.name)
-                                          or r.qname.endswith("/" + r.name) or r.qname == r.name):
+            if prm.mode == "full" or not names_itself(r.qname, r.name):
                 item["name"] = r.name
-            if prm.mode == "full":
+            if prm.mode == "full" and r.signature:
                 item["signature"] = r.signature
                 if r.summary:
                     item["summary"] = r.summary
             if score is not None:
-                item["score"] = round(score, 3)
+                item["score"] = round(score, 2)
             if prm.include_ids:
                 item["id"] = f"{store.graph_id}:{r.id}"
             if p.add("results", item, "results", "raise maxTokens or use a smaller limit"):
                 shown += 1
-        if answer["hasMore"] or shown < len(page):
+        if (answer["hasMore"] and not (cut and shown == len(page))) or shown < len(page):
             nxt = prm.offset + shown
             answer["paginationHint"] = f"more results: ask again with offset {nxt}"
         return self._done(p)
@@ -642,7 +689,7 @@ class ContextService:
         # matches of all the task's words are always shown.
         floor = scores[ranked[0]] * WEAK_FRACTION if ranked else 0.0
         strong = [i for i in ranked if scores[i] >= floor or i in top_bm25]
-        answer: dict[str, Any] = {"task": prm.task[:200], "maxTokens": max_tokens,
+        answer: dict[str, Any] = {"maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
                                                                  + ["bm25"] + (["path"] if rels else []))}
         p = Packer(answer=answer, max_tokens=max_tokens)
@@ -669,7 +716,7 @@ class ContextService:
             p.omit("candidate symbols", len(strong) - 40, "narrow the task or pass paths")
         if len(ranked) > len(strong):
             p.omit("weaker candidates", len(ranked) - len(strong),
-                   "name an identifier from the task, or ask codesynapse/search for the words")
+                   "name an identifier, or search the words")
         if not ranked:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self._done(p)
@@ -720,8 +767,13 @@ class ContextService:
             item = {"qualifiedName": s.qname, "kind": s.kind, "path": s.path, "range": [s.start_line, s.end_line],
                     "signature": s.signature, "callers": [{"qualifiedName": c.caller, "path": c.path, "line": c.line,
                                                           "resolution": c.resolution} for c in callers[:10]],
-                    "callerCount": n_callers, "tests": sorted(set(tests))[:10],
-                    "unresolvedCandidates": store.count_unresolved_named(s.name)}
+                    "callerCount": n_callers}
+            # no tests and no unresolved candidates are left out (absent = none, 0)
+            if tests:
+                item["tests"] = sorted(set(tests))[:10]
+            unresolved = store.count_unresolved_named(s.name)
+            if unresolved:
+                item["unresolvedCandidates"] = unresolved
             p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")
         answer["publicCallers"] = {"checked": checked, "omitted": omitted_callers}
         return self._done(p)
@@ -748,6 +800,20 @@ class ContextService:
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+def names_itself(qname: str, name: str) -> bool:
+    """True when the qualified name ends with the name (``a.b.name``, ``a::name``,
+    ``pkg/name``): the name is left out of compact items, it would only repeat."""
+    return qname == name or any(qname.endswith(sep + name) for sep in (".", "::", "/"))
+
+
+def with_confidence(d: dict[str, Any], resolution: str, confidence: float) -> dict[str, Any]:
+    """Add ``confidence`` to an edge or call site only when it is not its resolution's usual
+    one (DEFAULT_CONFIDENCE, listed in docs/PROTOCOL.md)."""
+    if DEFAULT_CONFIDENCE.get(resolution) != confidence:
+        d["confidence"] = confidence
+    return d
 
 
 def production_first(calls: list[CallRow]) -> list[CallRow]:
