@@ -306,6 +306,26 @@ function readLine(value: unknown): number | null {
   return asNumber(value);
 }
 
+/**
+ * An edge's or call site's confidence when the server leaves it out: the usual one of its
+ * resolution (docs/PROTOCOL.md "Answers are compact").
+ */
+export const DEFAULT_CONFIDENCE: Readonly<Record<string, number>> = {
+  local: 1.0,
+  import: 0.95,
+  module: 0.95,
+  self: 0.95,
+  super: 0.9,
+  inferred: 0.85,
+  external: 0.0,
+  unresolved: 0.0,
+};
+
+export function confidenceOf(resolution: string | null, confidence: number | null): number | null {
+  if (confidence !== null) return confidence;
+  return resolution !== null && Object.hasOwn(DEFAULT_CONFIDENCE, resolution) ? (DEFAULT_CONFIDENCE[resolution] ?? null) : null;
+}
+
 export function readRef(value: unknown): SymbolRef | null {
   if (typeof value === 'string') return value ? { label: value, selector: value, path: null, line: null, detail: null } : null;
   if (!isRecord(value)) return null;
@@ -315,7 +335,7 @@ export function readRef(value: unknown): SymbolRef | null {
   if (label === null) return null;
   const line = readLine(value.line) ?? readRange(value.range).start;
   const resolution = asString(value.resolution);
-  const confidence = asNumber(value.confidence);
+  const confidence = confidenceOf(resolution, asNumber(value.confidence));
   const bits = [
     value.unresolved === true ? 'unresolved' : null,
     resolution,
@@ -356,21 +376,79 @@ export function readCard(value: unknown): Card | null {
   if (annotations.length === 0 && isRecord(value.annotations)) {
     annotations = Object.entries(value.annotations).map(([k, v]) => `${k}: ${asString(v) ?? JSON.stringify(v)}`);
   }
+  const path = asString(value.path);
   return {
     qualifiedName: asString(value.qualifiedName),
     name: asString(value.name),
     kind: asString(value.kind),
     signature: asString(value.signature),
-    path: asString(value.path),
+    path,
     startLine: range.start ?? asNumber(value.startLine) ?? asNumber(value.line),
     endLine: range.end ?? asNumber(value.endLine),
     summary: asString(value.summary),
     annotations,
     counts,
     callers: readRefs(value.callers),
-    callees: readRefs(value.callees),
+    // a callee's call is written in the card's own file: the server gives its line only
+    callees: readRefs(value.callees).map((r) => (r.path === null && r.line !== null && path !== null ? { ...r, path } : r)),
     tests: readRefs(value.tests),
   };
+}
+
+/** One call of a call graph, written out in full. */
+export interface CallEdge {
+  from: string;
+  to: string;
+  path: string | null;
+  line: number | null;
+  resolution: string | null;
+  confidence: number | null;
+}
+
+/**
+ * The calls of one direction of a callGraph answer, written out from the nodes' call `sites`
+ * (docs/PROTOCOL.md): a site sits on its far end (the caller among callers, the callee among
+ * callees), names its near end (`to` / `from`) only when that is not the root, and its `path`
+ * only when the call is not written in its caller's file. An older answer's `edges` list is
+ * read as it is.
+ */
+export function callGraphEdges(answer: unknown, direction: 'callers' | 'callees'): CallEdge[] {
+  if (!isRecord(answer)) return [];
+  const section = answer[direction];
+  if (!isRecord(section)) return [];
+  const edge = (from: string, to: string, v: Record<string, unknown>, path: string | null): CallEdge => {
+    const resolution = asString(v.resolution);
+    return { from, to, path, line: asNumber(v.line), resolution, confidence: confidenceOf(resolution, asNumber(v.confidence)) };
+  };
+  if (Array.isArray(section.edges)) {
+    return section.edges
+      .filter(isRecord)
+      .map((e) => edge(asString(e.from) ?? '?', asString(e.to) ?? '?', e, asString(e.path)));
+  }
+  if (!Array.isArray(section.nodes)) return [];
+  const root = isRecord(answer.root) ? answer.root : {};
+  const rootName = asString(root.qualifiedName) ?? '?';
+  const files = new Map<string, string>();
+  const rootPath = asString(root.path);
+  if (rootPath !== null) files.set(rootName, rootPath);
+  const nodes = section.nodes.filter(isRecord);
+  for (const n of nodes) {
+    const q = asString(n.qualifiedName);
+    const p = asString(n.path);
+    if (q !== null && p !== null && !files.has(q)) files.set(q, p);
+  }
+  const out: CallEdge[] = [];
+  for (const n of nodes) {
+    const q = asString(n.qualifiedName);
+    if (q === null || !Array.isArray(n.sites)) continue;
+    for (const site of n.sites.filter(isRecord)) {
+      const near = asString(direction === 'callers' ? site.to : site.from) ?? rootName;
+      const from = direction === 'callers' ? q : near;
+      const to = direction === 'callers' ? near : q;
+      out.push(edge(from, to, site, asString(site.path) ?? files.get(from) ?? null));
+    }
+  }
+  return out;
 }
 
 /** A fact of session memory, as recall and list answer it. */

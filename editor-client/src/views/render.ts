@@ -7,6 +7,7 @@
 import {
   ENVELOPE_KEYS,
   asString,
+  callGraphEdges,
   isRecord,
   looksLikeCard,
   looksLikeFact,
@@ -230,7 +231,7 @@ function renderEdges(items: unknown[]): string {
   const rows = items.filter(isRecord).map((e) => {
     const from = asString(e.from) ?? '?';
     const to = asString(e.to) ?? '?';
-    const ref = readRef({ qualifiedName: to, path: e.path, line: e.line, resolution: e.resolution, confidence: e.confidence, unresolved: e.unresolved });
+    const ref = readRef({ qualifiedName: to, path: e.path, line: e.line, resolution: e.resolution, confidence: e.confidence });
     const where =
       ref?.path != null
         ? ` <button class="link location" data-action="open" data-path="${escapeHtml(ref.path)}" data-line="${ref.line ?? ''}">${escapeHtml(locationLabel(ref.path, ref.line, null))}</button>`
@@ -364,9 +365,34 @@ export interface ResultView {
   rawEstimate?: RawCost | null;
 }
 
+/**
+ * A callGraph answer as the panel shows it: each direction's nodes as cards, then its calls
+ * written out in full (from → to, file:line, resolution) from the nodes' call sites.
+ */
+function expandCallGraph(result: Record<string, unknown>): Record<string, unknown> {
+  if (!isRecord(result.root)) return result;
+  const out: Record<string, unknown> = { ...result };
+  for (const direction of ['callers', 'callees'] as const) {
+    const section = result[direction];
+    if (!isRecord(section) || !Array.isArray(section.nodes)) continue;
+    const shown = (section.nodes as unknown[]).map((n) => {
+      if (!isRecord(n)) return n;
+      const card = { ...n };
+      delete card.sites;
+      return card;
+    });
+    const rest = { ...section };
+    delete rest.nodes;
+    delete rest.edges;
+    out[direction] = { nodes: shown, edges: callGraphEdges(result, direction), ...rest };
+  }
+  return out;
+}
+
 /** Keys that only qualify the subject: shown when they say something unusual. */
-function renderBody(result: Record<string, unknown>): string {
-  if (looksLikeCard(result)) return renderValue(result);
+function renderBody(answer: Record<string, unknown>): string {
+  if (looksLikeCard(answer)) return renderValue(answer);
+  const result = expandCallGraph(answer);
   const parts: string[] = [];
   const skip = new Set(ENVELOPE_KEYS);
   if (result.found === false) {

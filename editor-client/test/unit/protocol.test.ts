@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clampTokens, readCard, readEnvelope, readFact, readIndexStatus, readRef } from '../../src/protocol';
+import { callGraphEdges, clampTokens, confidenceOf, readCard, readEnvelope, readFact, readIndexStatus, readRef } from '../../src/protocol';
 
 describe('readIndexStatus', () => {
   it('reads every documented field', () => {
@@ -147,6 +147,66 @@ describe('server shape variants', () => {
     ]);
     expect(card?.tests).toEqual([
       { label: 'test_cart.test_discount', selector: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 11, detail: null },
+    ]);
+  });
+
+  it('fills what a compact answer leaves out: a callee\'s file is the card\'s, confidence the resolution\'s usual one', () => {
+    const card = readCard({
+      qualifiedName: 'shop.cart.Cart.total',
+      kind: 'method',
+      path: 'shop/cart.py',
+      range: { startLine: 24, endLine: 28 },
+      counts: { callers: 1, callees: 2 },
+      callers: [{ qualifiedName: 'shop.cart.Cart.checkout', path: 'shop/cart.py', line: 32, resolution: 'self' }],
+      callees: [
+        { qualifiedName: 'shop.pricing.with_tax', line: 28, resolution: 'import' },
+        { qualifiedName: 'gateway.charge', line: 27, resolution: 'unresolved' },
+      ],
+    });
+    expect(card?.callers).toEqual([
+      { label: 'shop.cart.Cart.checkout', selector: 'shop.cart.Cart.checkout', path: 'shop/cart.py', line: 32, detail: 'self, confidence 0.95' },
+    ]);
+    expect(card?.callees).toEqual([
+      { label: 'shop.pricing.with_tax', selector: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, detail: 'import, confidence 0.95' },
+      { label: 'gateway.charge', selector: 'gateway.charge', path: 'shop/cart.py', line: 27, detail: 'unresolved, confidence 0' },
+    ]);
+    expect(confidenceOf('inferred', null)).toBe(0.85);
+    expect(confidenceOf('local', 0.95)).toBe(0.95);
+    expect(confidenceOf('constructor', null)).toBeNull();
+  });
+
+  it('writes out the calls of a call graph from its nodes\' call sites', () => {
+    const answer = {
+      root: { qualifiedName: 'shop.pricing.with_tax', kind: 'function', path: 'shop/pricing.py', range: [11, 13] },
+      callers: {
+        nodes: [
+          { qualifiedName: 'shop.cart.Cart.total', kind: 'method', path: 'shop/cart.py', range: [24, 28], sites: [{ line: 28, resolution: 'import' }] },
+          {
+            qualifiedName: 'test_cart.test_total',
+            depth: 2,
+            kind: 'test',
+            path: 'tests/test_cart.py',
+            range: [5, 8],
+            sites: [{ to: 'shop.cart.Cart.total', line: 8, resolution: 'inferred' }],
+          },
+        ],
+        resolved: 2,
+        unresolvedCandidates: 0,
+      },
+      callees: {
+        nodes: [{ qualifiedName: 'round', kind: 'function', path: 'shop/util.py', range: [1, 2], sites: [{ path: 'shop/gen.py', line: 3, resolution: 'import', confidence: 0.5 }] }],
+      },
+    };
+    expect(callGraphEdges(answer, 'callers')).toEqual([
+      { from: 'shop.cart.Cart.total', to: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, resolution: 'import', confidence: 0.95 },
+      { from: 'test_cart.test_total', to: 'shop.cart.Cart.total', path: 'tests/test_cart.py', line: 8, resolution: 'inferred', confidence: 0.85 },
+    ]);
+    expect(callGraphEdges(answer, 'callees')).toEqual([
+      { from: 'shop.pricing.with_tax', to: 'round', path: 'shop/gen.py', line: 3, resolution: 'import', confidence: 0.5 },
+    ]);
+    // an older server's edges list is read as it is
+    expect(callGraphEdges({ callers: { edges: [{ from: 'a', to: 'b', path: 'a.py', line: 1, resolution: 'local', confidence: 1 }] } }, 'callers')).toEqual([
+      { from: 'a', to: 'b', path: 'a.py', line: 1, resolution: 'local', confidence: 1 },
     ]);
   });
 

@@ -80,7 +80,7 @@ describe('cards', () => {
 });
 
 describe('renderResult', () => {
-  it('renders a call graph answer (server shape: range arrays, nodes and edges) with its envelope', () => {
+  it('renders a call graph answer (server shape: range arrays, nodes with their call sites) with its envelope', () => {
     const html = renderResult({
       title: 'Callees',
       subtitle: 'shop.cart.Cart.total',
@@ -96,9 +96,19 @@ describe('renderResult', () => {
         omitted: [{ what: 'callees', count: 4, hint: 'raise limit' }],
         truncated: true,
         callees: {
-          nodes: [{ qualifiedName: 'shop.pricing.with_tax', depth: 1, kind: 'function', path: 'shop/pricing.py', range: [11, 13] }],
-          edges: [{ from: 'shop.cart.Cart.total', to: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, resolution: 'import', confidence: 0.95 }],
-          note: '1 resolved',
+          nodes: [
+            { qualifiedName: 'shop.pricing.with_tax', kind: 'function', path: 'shop/pricing.py', range: [11, 13], sites: [{ line: 28, resolution: 'import' }] },
+            {
+              qualifiedName: 'shop.pricing.round_cents',
+              depth: 2,
+              kind: 'function',
+              path: 'shop/pricing.py',
+              range: [3, 4],
+              sites: [{ from: 'shop.pricing.with_tax', line: 12, resolution: 'local', confidence: 0.95 }],
+            },
+          ],
+          resolved: 2,
+          unresolvedCandidates: 1,
         },
         tokens: 180,
         resultBytes: 720,
@@ -112,13 +122,20 @@ describe('renderResult', () => {
       '<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="shop.cart.Cart.total"><header><span class="kind">method</span> ',
     );
     expect(html).toContain('data-path="shop/cart.py" data-line="24">shop/cart.py:24–28</button>');
-    expect(html).toContain('<h3>Nodes <span class="muted">(1)</span></h3><article class="card" data-qualified-name="shop.pricing.with_tax">');
+    expect(html).toContain('<h3>Nodes <span class="muted">(2)</span></h3><article class="card" data-qualified-name="shop.pricing.with_tax">');
+    // the calls written out from the sites: the root end, the caller's file and the usual confidence filled in
     expect(html).toContain(
       '<li class="edge"><button class="link symbol" data-action="card" data-selector="shop.cart.Cart.total">shop.cart.Cart.total</button> → ' +
         '<button class="link symbol" data-action="card" data-selector="shop.pricing.with_tax">shop.pricing.with_tax</button> ' +
         '<button class="link location" data-action="open" data-path="shop/cart.py" data-line="28">shop/cart.py:28</button> <span class="detail">import, confidence 0.95</span></li>',
     );
-    expect(html).toContain('<dt>Note</dt><dd>1 resolved</dd>');
+    expect(html).toContain(
+      '<li class="edge"><button class="link symbol" data-action="card" data-selector="shop.pricing.with_tax">shop.pricing.with_tax</button> → ' +
+        '<button class="link symbol" data-action="card" data-selector="shop.pricing.round_cents">shop.pricing.round_cents</button> ' +
+        '<button class="link location" data-action="open" data-path="shop/pricing.py" data-line="12">shop/pricing.py:12</button> <span class="detail">local, confidence 0.95</span></li>',
+    );
+    expect(html).not.toContain('data-key="sites"');
+    expect(html).toContain('<dt>Unresolved candidates</dt><dd>1</dd>');
     expect(html).toContain('<h3>Omitted <span class="badge">truncated</span></h3>');
     expect(html).toContain('<li class="omission"><span class="count">4</span> <span class="what">callees</span> <span class="hint">raise limit</span></li>');
     expect(html).toContain('<button class="more" data-action="more">Load more (budget 2,000 tokens)</button>');
