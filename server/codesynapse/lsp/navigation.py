@@ -170,7 +170,7 @@ def register(server) -> None:
                 rows += [r for r, _ in ls.app.store.search(q, 100) if r.id not in seen]
             return [sym_info(ls, pos, r) for r in rows[:100] if r.kind != "module"]
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(ls, params: types.DocumentSymbolParams):
@@ -193,7 +193,7 @@ def register(server) -> None:
                 nodes.setdefault(r.qname, ds)
             return roots
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls, params: types.DefinitionParams):
@@ -205,7 +205,7 @@ def register(server) -> None:
                 return None
             return [types.Location(uri=_uri(ls, s.path), range=Positions(ls).name_range(s))]
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
     async def references(ls, params: types.ReferenceParams):
@@ -224,7 +224,7 @@ def register(server) -> None:
                     c.path, c.line, c.col, len(c.callee.encode("utf-16-le")) // 2)))
             return out
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
@@ -240,7 +240,7 @@ def register(server) -> None:
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                             value=card_markdown(card)))
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     def item(ls, pos: Positions, s: SymbolRow) -> types.CallHierarchyItem:
         return types.CallHierarchyItem(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Function),
@@ -255,7 +255,7 @@ def register(server) -> None:
             s = target_at(ls, params.text_document.uri, params.position)
             return [item(ls, Positions(ls), s)] if s is not None else None
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     def _qname(it: types.CallHierarchyItem) -> str:
         data = it.data
@@ -291,7 +291,7 @@ def register(server) -> None:
             return [types.CallHierarchyIncomingCall(from_=item(ls, pos, s), from_ranges=ranges(pos, rows))
                     for s, rows in grouped(ls, calls, lambda c: c.caller)]
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)
 
     @server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
     async def outgoing(ls, params: types.CallHierarchyOutgoingCallsParams):
@@ -303,4 +303,4 @@ def register(server) -> None:
             return [types.CallHierarchyOutgoingCall(to=item(ls, pos, s), from_ranges=ranges(pos, rows))
                     for s, rows in grouped(ls, calls, lambda c: c.target)]
 
-        return await ls.run_sync(run)
+        return await ls.run_read(run)

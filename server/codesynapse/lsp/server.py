@@ -106,6 +106,14 @@ class CodeSynapseServer(LanguageServer):
                 log.exception("%s failed", method)
             raise to_jsonrpc(e) from e
 
+    async def run_read(self, fn, *args) -> Any:
+        """``run_sync`` for a request that reads the graph: all of its reads see one committed
+        version of it (the snapshot ``methods.call_method`` gives every custom request)."""
+        def read():
+            with self.app.store.snapshot():
+                return fn(*args)
+        return await self.run_sync(read)
+
     async def run_sync(self, fn, *args) -> Any:
         loop = asyncio.get_running_loop()
         try:
