@@ -170,7 +170,9 @@ class ContextService:
             cands = [self.ref(r) for r in rows[:CANDIDATES]]
             return None, {"ambiguous": True, "candidates": cands,
                           "hint": "several symbols match; ask again with a qualified name"}
-        sugg = [self.ref(r) for r, _ in store.search(text, 5)] if include_suggestions else []
+        # a suggestion is a name to ask for next, not a location: its card has the rest
+        sugg = [{"qualifiedName": r.qname, "kind": r.kind} for r, _ in store.search(text, 5)] \
+            if include_suggestions else []
         return None, {"suggestions": sugg, "hint": "no symbol matches; try codesynapse/search or a suggestion"}
 
     def relations(self, s: SymbolRow) -> dict[str, Any]:
