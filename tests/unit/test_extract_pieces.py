@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from codesynapse.extract import engine, extract_source
+from codesynapse.extract import docs, engine, extract_source
 from codesynapse.graph.indexer import Indexer
 from codesynapse.graph.sqlite import SqliteGraphStore
 
@@ -108,3 +108,59 @@ def test_pieces_in_other_languages(monkeypatch, language, src):
     pieces = extract_source("/nonexistent", f"m.{language}", src.encode(), language)
     assert len(whole.symbols) == 201 and len(whole.calls) == 200 and not whole.partial
     assert pieces == whole
+
+
+def test_a_cut_inside_a_string_at_column_0_is_parsed_again(monkeypatch):
+    """Lines at column 0 inside a docstring look like top-level statements; a piece cut there
+    breaks the class around it, and error recovery reshapes what came before (the class
+    header alone, its methods as module functions): that part is parsed again, and the result
+    is the whole parse's (with 1 KiB pieces the first engine with pieces kept 39 of 63 symbols)."""
+    methods = "".join(f'    def m{i}(self):\n        """Doc {i}.\n\nMore text at column 0.\n"""\n        return g{i}()\n\n'
+                      for i in range(60))
+    src = f'"""The widgets."""\n# The widget class.\nclass Widget(Base):\n    """A widget."""\n{methods}\n\ndef after():\n    pass\n'
+    _pieces(monkeypatch, 1024)
+    fx = extract_source("/nonexistent", "w.py", src.encode(), "python")
+    assert _rows(fx)[:3] == [("w", "module", 1, 428, "The widgets."), ("w.Widget", "class", 3, 423, "A widget."),
+                             ("w.Widget.m0", "method", 5, 10, "Doc 0.")]
+    assert [s.qname for s in fx.symbols[2:]] == [f"w.Widget.m{i}" for i in range(60)] + ["w.after"]
+    assert [(c.caller, c.callee, c.line) for c in fx.calls] == [(f"w.Widget.m{i}", f"g{i}", 10 + 7 * i) for i in range(60)]
+    assert [(i.child, i.base) for i in fx.inherits] == [("w.Widget", "Base")]
+    assert not fx.partial and fx.error == ""
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 1 << 20)
+    assert extract_source("/nonexistent", "w.py", src.encode(), "python") == fx
+
+
+def test_a_file_with_its_own_syntax_errors_keeps_them_and_the_rest(monkeypatch):
+    src = _functions(50) + b"def broken(:\n    pass\n\n" + _functions(50).replace(b"def f", b"def h")
+    _pieces(monkeypatch, 1024)
+    fx = extract_source("/nonexistent", "b.py", src, "python")
+    names = [s.name for s in fx.symbols[1:]]
+    assert names[:50] == [f"f{i}" for i in range(50)] and names[-50:] == [f"h{i}" for i in range(50)]
+    assert fx.partial and fx.error == ""  # the store says "syntax errors; partial extraction"
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 1 << 20)
+    assert extract_source("/nonexistent", "b.py", src, "python") == fx
+
+
+def test_markdown_over_the_chunk_size_is_parsed_piece_by_piece(monkeypatch):
+    """Markdown pieces are cut before a heading (never one inside a code block)."""
+    doc = "".join(f"# Part {i}\n\nIntro of part {i}. More.\n\n## Detail {i}\n\n```\n# not a heading {i}\n```\n\n"
+                  for i in range(100)).encode()  # 7,760 bytes
+    _pieces(monkeypatch, 1024)
+    fx = extract_source("/nonexistent", "d.md", doc, "markdown")
+    assert [(s.qname, s.start_line, s.end_line, s.summary, s.parent) for s in fx.symbols[:3]] == [
+        ("d.md#Part 0", 1, 9, "Intro of part 0.", "d.md"), ("d.md#Part 0 > Detail 0", 5, 9, "", "d.md#Part 0"),
+        ("d.md#Part 1", 11, 19, "Intro of part 1.", "d.md")]
+    assert [(s.qname, s.start_line, s.end_line) for s in fx.symbols[-2:]] == [
+        ("d.md#Part 99", 991, 999), ("d.md#Part 99 > Detail 99", 995, 999)]
+    assert len(fx.symbols) == 200 and not fx.partial and fx.error == ""
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 1 << 20)
+    assert extract_source("/nonexistent", "d.md", doc, "markdown") == fx
+
+
+def test_markdown_stops_once_the_kept_sections_have_their_end(monkeypatch):
+    monkeypatch.setattr(docs, "MAX_KEYS", 3)
+    _pieces(monkeypatch, 64)
+    doc = "".join(f"# H{i}\n\ntext {i}\n\n" for i in range(1000)).encode()
+    fx = extract_source("/nonexistent", "d.md", doc, "markdown")
+    assert [(s.qname, s.start_line, s.end_line) for s in fx.symbols] == [
+        ("d.md#H0", 1, 3), ("d.md#H1", 5, 7), ("d.md#H2", 9, 11)]

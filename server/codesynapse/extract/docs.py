@@ -18,8 +18,9 @@ import hashlib
 import json
 import re
 
-from tree_sitter import Node
+from tree_sitter import Node, Point, Range
 
+from codesynapse.extract import engine
 from codesynapse.extract.hooks import first_sentence, squash, text
 from codesynapse.extract.model import FileExtraction, Symbol
 
@@ -67,28 +68,10 @@ class MarkdownHooks(_DocHooks):
     def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
                 redact_extra=()) -> FileExtraction:
         redact = _redactor(redact_extra)
-        tree = parser.parse(src)
         lines = src.split(b"\n")
         n_lines = _line_count(src)
-        heads: list[tuple[int, str, Node]] = []  # (level, title, heading node)
-        stack = [tree.root_node]
-        while stack:
-            n = stack.pop()
-            if n.type == "atx_heading":
-                level = next((int(c.type[5]) for c in n.children if re.match(r"atx_h\d_marker", c.type)), 1)
-                content = n.child_by_field_name("heading_content")
-                title = text(content, src).strip().rstrip("#").strip() if content is not None else ""
-                heads.append((level, title, n))
-                continue
-            if n.type == "setext_heading":
-                level = 1 if any(c.type == "setext_h1_underline" for c in n.children) else 2
-                content = n.child_by_field_name("heading_content")
-                heads.append((level, _WS.sub(" ", text(content, src)).strip(), n))
-                continue
-            if n.type in ("fenced_code_block", "indented_code_block", "html_block"):
-                continue
-            stack.extend(reversed(n.children))
-        heads.sort(key=lambda h: h[2].start_byte)
+        heads, partial, rest_line = self._heads(src, parser)
+        heads.sort(key=lambda h: h[4])
 
         def blank(i: int) -> bool:  # 1-based line
             return 0 < i <= len(lines) and not lines[i - 1].strip()
@@ -96,14 +79,14 @@ class MarkdownHooks(_DocHooks):
         symbols: list[Symbol] = []
         path: list[tuple[int, str, str]] = []  # (level, title, qname)
         seen: dict[str, int] = {}
-        for i, (level, title, node) in enumerate(heads[:MAX_KEYS]):
+        for i, (level, title, row, col, _start_byte, summary) in enumerate(heads[:MAX_KEYS]):
             if not title:
                 continue
-            start = node.start_point[0] + 1
+            start = row + 1
             end = n_lines
-            for lv2, _t, nd in heads[i + 1:]:
+            for lv2, _t, row2, *_rest in heads[i + 1:]:
                 if lv2 <= level:
-                    end = nd.start_point[0]
+                    end = row2
                     break
             while end > start and blank(end):
                 end -= 1
@@ -120,12 +103,101 @@ class MarkdownHooks(_DocHooks):
             path.append((level, title, qname))
             symbols.append(Symbol(
                 qname=qname, name=title[:256], kind="section", signature=squash(f"{'#' * level} {title}"),
-                start_line=start, end_line=end, start_col=node.start_point[1], end_col=0,
+                start_line=start, end_line=end, start_col=col, end_col=0,
                 hash=hashlib.sha1(b"\n".join(lines[start - 1:end])).hexdigest(),
-                summary=redact(self._first_paragraph(node, src)), parent=parent,
+                summary=redact(summary), parent=parent,
             ))
         return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=n_lines,
-                              module=module, symbols=symbols, partial=tree.root_node.has_error)
+                              module=module, symbols=symbols, partial=partial or bool(rest_line),
+                              error=(f"over {engine.MAX_PIECE_BYTES:,} bytes without a heading from line "
+                                     f"{rest_line:,}: lines {rest_line:,}-{n_lines:,} left out") if rest_line else "")
+
+    def _heads(self, src: bytes, parser) -> tuple[list[tuple], bool, int]:
+        """The headings (level, title, row, column, start byte, first sentence below), whether
+        the parse had errors, and the line from which the rest was left out (0: none). A file
+        over CHUNK_BYTES is parsed a piece at a time, cut before a heading (a tree costs up to 70
+        times the bytes it covers), and only until the first MAX_KEYS sections have their end."""
+        if len(src) <= engine.CHUNK_BYTES:
+            tree = parser.parse(src)
+            return self._collect(tree.root_node, src), tree.root_node.has_error, 0
+        heads: list[tuple] = []
+        partial = False
+        n = len(src)
+        lo, lo_row, size = 0, 0, engine.PIECE_BYTES
+        try:
+            while lo < n:
+                hi = min(n, lo + size)
+                if hi < n:
+                    nl = src.find(b"\n", hi, min(n, hi + (64 << 10)))
+                    hi = nl + 1 if nl >= 0 else hi
+                hi_row = lo_row + src.count(b"\n", lo, hi)
+                hi_col = hi - (src.rfind(b"\n", 0, hi) + 1)
+                parser.included_ranges = [Range(Point(lo_row, 0), Point(hi_row, hi_col), lo, hi)]
+                tree = parser.parse(src)
+                found = self._collect(tree.root_node, src)
+                if hi < n:
+                    # the next piece starts at the last heading (what precedes it is complete),
+                    # or in a piece without one (or one as large as pieces get), at the last
+                    # paragraph; a piece whose only heading starts it grows first, so that the
+                    # heading's first paragraph is whole
+                    cut = max((h[4] for h in found if h[4] > lo and h[3] == 0), default=-1)
+                    if cut < 0 and (not found or size >= engine.MAX_PIECE_BYTES):
+                        cut = self._last_paragraph(tree.root_node, lo)
+                    if cut < 0:
+                        if size >= engine.MAX_PIECE_BYTES:
+                            return heads, partial, lo_row + 1
+                        size *= 2
+                        continue
+                    found = [h for h in found if h[4] < cut]
+                else:
+                    cut = n
+                partial = partial or tree.root_node.has_error
+                heads.extend(found)
+                if len(heads) > MAX_KEYS and heads[-1][0] <= min(h[0] for h in heads[:MAX_KEYS]):
+                    return heads, partial, 0  # every kept section has its end
+                lo_row += src.count(b"\n", lo, cut)
+                lo, size = cut, engine.PIECE_BYTES
+                del tree
+        finally:
+            parser.included_ranges = []
+        return heads, partial, 0
+
+    @staticmethod
+    def _last_paragraph(root: Node, lo: int) -> int:
+        """The start of the last paragraph after ``lo`` that is a block of the document (or of
+        its sections) and starts a line, or -1."""
+        best, n = -1, root
+        while n is not None:
+            last_section = None
+            for c in n.children:
+                if c.type == "paragraph" and c.start_point[1] == 0 and c.start_byte > lo:
+                    best = max(best, c.start_byte)
+                elif c.type == "section":
+                    last_section = c
+            n = last_section
+        return best
+
+    def _collect(self, root: Node, src: bytes) -> list[tuple]:
+        heads: list[tuple] = []
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            if n.type == "atx_heading":
+                level = next((int(c.type[5]) for c in n.children if re.match(r"atx_h\d_marker", c.type)), 1)
+                content = n.child_by_field_name("heading_content")
+                title = text(content, src).strip().rstrip("#").strip() if content is not None else ""
+                heads.append((level, title, n.start_point[0], n.start_point[1], n.start_byte, self._first_paragraph(n, src)))
+                continue
+            if n.type == "setext_heading":
+                level = 1 if any(c.type == "setext_h1_underline" for c in n.children) else 2
+                content = n.child_by_field_name("heading_content")
+                heads.append((level, _WS.sub(" ", text(content, src)).strip(), n.start_point[0], n.start_point[1],
+                              n.start_byte, self._first_paragraph(n, src)))
+                continue
+            if n.type in ("fenced_code_block", "indented_code_block", "html_block"):
+                continue
+            stack.extend(reversed(n.children))
+        return heads
 
     @staticmethod
     def _first_paragraph(heading: Node, src: bytes) -> str:
