@@ -238,7 +238,7 @@ class JavaScriptHooks(LanguageHooks):
                 return not name.startswith(("#", "_"))
             p = p.parent
         # CommonJS: module.exports = { name } / module.exports = name / exports.name = …
-        if b"exports" not in src:
+        if not per_file(src, "js.has_exports", lambda: b"exports" in src):  # once a file, not once a definition
             return False
         return name in per_file(src, "js.cjs", lambda: _commonjs_exports(src))
 
