@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,15 +27,10 @@ from typing import Any
 from codesynapse.bench import stats
 from codesynapse.bench.corpora import cache_dir, writable_copy
 from codesynapse.bench.machine import load_average, machine_info, machine_line
-from codesynapse.bench.report import met, ms, num, save_raw, write_perf_section
+from codesynapse.bench.report import met, ms, num, save_raw, say, write_perf_section
 
 POLL_S = 0.002
 STORM = 1000
-
-
-def _say(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
 
 
 def _found(app, name: str) -> bool:
@@ -178,7 +172,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
     samples = 20 if quick else 60
     base = cache_dir() / "incremental"
     root, data = base / "tree", base / "data"
-    _say(f"incremental: copying {corpus.version}")
+    say(f"incremental: copying {corpus.version}")
     writable_copy(corpus, root)
     shutil.rmtree(data, ignore_errors=True)
     app = open_app(root, data, corpus.exclude, corpus.include)
@@ -190,7 +184,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
         from codesynapse.bench.apps import what_if_analyze
 
         analyzed = what_if_analyze(app)
-        _say(f"  indexed the copy in {index_s:.1f} s")
+        say(f"  indexed the copy in {index_s:.1f} s")
         small, large = _pick_files(app, rng, 10)
         counter = [0]
         load_before = load_average()
@@ -203,7 +197,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
         for size, paths in (("small", small), ("large", large)):
             results["edits"][f"didSave/{size}"] = _edit_series(app, live, root, paths, samples, f"s{size[0]}", True,
                                                                counter)
-            _say(f"  didSave {size}: {results['edits'][f'didSave/{size}']['latencyMs']}")
+            say(f"  didSave {size}: {results['edits'][f'didSave/{size}']['latencyMs']}")
         live.stop()
         time.sleep(0.6)
         live = LiveUpdater(app)
@@ -212,15 +206,15 @@ def run_incremental_bench(args) -> dict[str, Any]:
         for size, paths in (("small", small), ("large", large)):
             results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
                                                             counter)
-            _say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
+            say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
         pys = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == "python")
         storm_paths = sorted(rng.sample(pys, min(STORM, len(pys))))
         storm = _storm(app, live, root, storm_paths, None, rng)
         undo = storm.pop("undo")
-        _say(f"  storm of {len(storm_paths)} files absorbed in {storm['absorbSeconds']}")
+        say(f"  storm of {len(storm_paths)} files absorbed in {storm['absorbSeconds']}")
         revert = _storm(app, live, root, storm_paths, undo, rng)
         revert.pop("undo")
-        _say(f"  revert storm absorbed in {revert['absorbSeconds']}")
+        say(f"  revert storm absorbed in {revert['absorbSeconds']}")
         live.stop()
         results["storm"] = storm
         results["stormRevert"] = revert
