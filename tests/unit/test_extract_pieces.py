@@ -164,3 +164,18 @@ def test_markdown_stops_once_the_kept_sections_have_their_end(monkeypatch):
     fx = extract_source("/nonexistent", "d.md", doc, "markdown")
     assert [(s.qname, s.start_line, s.end_line) for s in fx.symbols] == [
         ("d.md#H0", 1, 3), ("d.md#H1", 5, 7), ("d.md#H2", 9, 11)]
+
+
+def test_yaml_over_32767_lines_is_read_up_to_a_top_level_entry():
+    """tree-sitter-yaml gives up after 32,767 lines (the whole file parsed as one ERROR gave no
+    key at all): the keys now come from the lines before, and a file whose keys do not all fit
+    there says which lines were not read."""
+    flat = "".join(f"k{i}: {i}\n" for i in range(70_000)).encode()
+    fx = extract_source("/nonexistent", "a.yaml", flat, "yaml")
+    assert [s.qname for s in fx.symbols] == [f"a.yaml#k{i}" for i in range(2000)]
+    assert not fx.partial and fx.error == ""
+    deep = "".join(f"k{i}:\n" + "".join(f"  - x{j}\n" for j in range(39)) for i in range(1000)).encode()
+    fx = extract_source("/nonexistent", "b.yaml", deep, "yaml")
+    assert [s.qname for s in fx.symbols] == [f"b.yaml#k{i}" for i in range(799)]
+    assert (fx.symbols[-1].start_line, fx.symbols[-1].end_line, fx.lines) == (31921, 31960, 40000)
+    assert fx.partial and fx.error == "tree-sitter-yaml reads at most 32,767 lines: lines 31,961-40,000 not read"

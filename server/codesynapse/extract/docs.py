@@ -329,7 +329,43 @@ class _ConfigHooks(_DocHooks):
         raise NotImplementedError
 
 
+# tree-sitter-yaml's scanner gives up after 32,767 lines: a longer file parsed as a whole is
+# one ERROR (no keys at all). Keys come from the start of a file (MAX_KEYS), so a longer file
+# is read up to a top-level entry before this line; if its keys are not all there, the file
+# says which lines were not read.
+YAML_MAX_LINES = 32_000
+_YAML_NOT_TOP = frozenset((b" ", b"\t", b"\r", b"\n", b"#", b""))
+
+
 class YamlHooks(_ConfigHooks):
+    def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
+                redact_extra=()) -> FileExtraction:
+        end = -1
+        for _ in range(YAML_MAX_LINES):
+            end = src.find(b"\n", end + 1)
+            if end < 0:
+                return super().extract(relpath=relpath, src=src, parser=parser, module=module,
+                                       file_hash=file_hash, language=language, redact_extra=redact_extra)
+        if src.find(b"\n", end + 1) < 0 and not src[end + 1:].strip():  # exactly YAML_MAX_LINES lines
+            return super().extract(relpath=relpath, src=src, parser=parser, module=module,
+                                   file_hash=file_hash, language=language, redact_extra=redact_extra)
+        cut = end + 1  # before the last line of the first YAML_MAX_LINES that starts a top-level entry
+        while cut > 0:
+            j = src.rfind(b"\n", 0, cut - 1)
+            if src[j + 1:j + 2] not in _YAML_NOT_TOP:
+                cut = j + 1
+                break
+            cut = j + 1 if j >= 0 else 0
+        head = src[:cut]
+        tree = parser.parse(head)
+        keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, head))
+        self.walk(tree.root_node, src, keys)
+        lines, first = _line_count(src), src.count(b"\n", 0, cut) + 1
+        note = "" if keys.full() else f"tree-sitter-yaml reads at most 32,767 lines: lines {first:,}-{lines:,} not read"
+        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=lines,
+                              module=module, symbols=keys.symbols, partial=tree.root_node.has_error or bool(note),
+                              error=note)
+
     def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
         docs = [c for c in root.named_children if c.type == "document"]
         multi = len(docs) > 1
