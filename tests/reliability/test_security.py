@@ -142,6 +142,8 @@ def _all_answers(d: RawLsp, workspace: Path) -> list[tuple[str, Any]]:
         ask("codesynapse/callGraph", {"selector": q, "depth": 3})
         for mode in ("full", "head_tail", "signature"):
             ask("codesynapse/snippet", {"selector": q, "mode": mode, "maxLines": 5000})
+        for lines in (2, 3, 5, 8):  # cuts land inside multi-line secrets (PEM bodies, YAML block values)
+            ask("codesynapse/snippet", {"selector": q, "mode": "head_tail", "maxLines": lines})
     for word in ("password", "secret", "token", "key", "api", "auth", "client", "database", "stripe", "aws",
                  "connection", "private", "webhook", "config"):
         for mode in ("full", "compact", "summary"):

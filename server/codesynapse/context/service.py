@@ -26,6 +26,7 @@ from codesynapse.context.models import (
     check_selector,
 )
 from codesynapse.errors import BudgetError, InvalidParams
+from codesynapse.extract.redact import redact
 from codesynapse.graph.model import CallRow, SymbolRow
 
 DEFAULT_CONTEXT = 20_000
@@ -569,24 +570,23 @@ class ContextService:
                 lines = f.read().splitlines()
         except OSError as e:
             raise InvalidParams("selector", f"the file of {s.qname} cannot be read ({e.__class__.__name__})") from e
-        body = lines[s.start_line - 1:s.end_line]
         mode = prm.mode
         omitted_lines = 0
+        extra = self.app.policy.redact_patterns if self.app.policy is not None else ()
         if mode == "signature":
-            text = s.signature
+            text = redact(s.signature, extra)
         else:
+            # redact the whole range before cutting it: a cut inside a multi-line secret (a PEM
+            # body, a YAML block value) would leave lines that no longer look like one
+            body = redact("\n".join(lines[s.start_line - 1:s.end_line]), extra).splitlines()
             cap = prm.max_lines
-            if mode == "head_tail" or len(body) > cap:
-                if len(body) > cap:
-                    head = max(1, int(cap * 0.6))
-                    tail = max(1, cap - head)
-                    omitted_lines = len(body) - head - tail
-                    body = body[:head] + [f"[... {omitted_lines} lines omitted ...]"] + body[-tail:]
-                    mode = "head_tail"
+            if len(body) > cap:
+                head = max(1, int(cap * 0.6))
+                tail = max(1, cap - head)
+                omitted_lines = len(body) - head - tail
+                body = body[:head] + [f"[... {omitted_lines} lines omitted ...]"] + body[-tail:]
+                mode = "head_tail"
             text = "\n".join(body)
-        from codesynapse.extract.redact import redact
-
-        text = redact(text, getattr(self.app.policy, "redact_patterns", ()))
         answer = {"found": True, "qualifiedName": s.qname, "path": s.path,
                   "range": {"startLine": s.start_line, "endLine": s.end_line}, "mode": mode,
                   "omittedLines": omitted_lines, "maxTokens": max_tokens,
