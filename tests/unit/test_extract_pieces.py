@@ -179,3 +179,13 @@ def test_yaml_over_32767_lines_is_read_up_to_a_top_level_entry():
     assert [s.qname for s in fx.symbols] == [f"b.yaml#k{i}" for i in range(799)]
     assert (fx.symbols[-1].start_line, fx.symbols[-1].end_line, fx.lines) == (31921, 31960, 40000)
     assert fx.partial and fx.error == "tree-sitter-yaml reads at most 32,767 lines: lines 31,961-40,000 not read"
+
+
+def test_a_statement_too_large_after_others_keeps_them(monkeypatch):
+    """A list literal cut by the piece's end parses as an ERROR node that tree-sitter marks as
+    an extra (like a comment): it is still the statement that is too large, not a comment."""
+    _pieces(monkeypatch, 1024, 2048)
+    src = b"def before():\n    pass\n\n\nDATA = [\n" + b"    1,\n" * 1000 + b"]\n\n\ndef after():\n    pass\n"
+    fx = extract_source("/nonexistent", "m.py", src, "python")
+    assert [s.qname for s in fx.symbols] == ["m", "m.before"]
+    assert fx.partial and fx.error == "a top-level statement over 2,048 bytes at line 5: lines 5-1,010 left out"

@@ -363,6 +363,11 @@ def _piece_end(src: bytes, lo: int, size: int) -> int:
     return nl + 1 if nl >= 0 else hi
 
 
+def _comment(node: Node) -> bool:
+    """A comment (an extra node: error recovery's ERROR nodes can be extras too, and are not)."""
+    return node.is_extra and not node.has_error
+
+
 def _first_error(root: Node, lo: int) -> int:
     """Where the first top-level statement from ``lo`` on that a cut may have broken starts
     (with the comments directly above it), or -1: one with a syntax error, or the one before
@@ -376,7 +381,7 @@ def _first_error(root: Node, lo: int) -> int:
     prev_start, prev_end = -1, -1
     while True:
         k = c.node
-        if k.is_extra:
+        if _comment(k):
             if run < 0 or k.start_point[0] > run_end + 1:
                 run = k.start_byte
             run_end = k.end_point[0]
@@ -404,7 +409,7 @@ def _restart(root: Node, lo: int) -> int:
     c = root.walk()
     if not c.goto_last_child():
         return -1
-    while c.node.is_extra:  # comments at the end may belong to a body that goes on in the next piece
+    while _comment(c.node):  # comments at the end may belong to a body that goes on in the next piece
         if not c.goto_previous_sibling():
             return -1
     cur = c.node
@@ -413,7 +418,7 @@ def _restart(root: Node, lo: int) -> int:
         prev = c.node
         if prev.end_point[0] < cur.start_point[0] - 1:
             return cur.start_byte if cur.start_byte > lo else -1
-        if line_start is None and prev.end_point[0] < cur.start_point[0] and not prev.is_extra:
+        if line_start is None and prev.end_point[0] < cur.start_point[0] and not _comment(prev):
             line_start = cur
         cur = prev
     return line_start.start_byte if line_start is not None and line_start.start_byte > lo else -1
@@ -488,8 +493,8 @@ def extract_file(
                     if head:
                         _start(f, root, lines, file_hash)
                     f.rest_line = lo_point[0] + 1
-                    log.warning("%s: a top-level statement over %d MiB at line %d: the rest is left out",
-                                relpath, MAX_PIECE_BYTES >> 20, f.rest_line)
+                    log.warning("%s: a top-level statement over %s bytes at line %d: the rest is left out",
+                                relpath, f"{MAX_PIECE_BYTES:,}", f.rest_line)
                     break
                 size *= 2
                 continue
@@ -513,7 +518,7 @@ def _only_extras(root: Node, hi: int) -> bool:
     if not c.goto_first_child():
         return True
     while c.node.start_byte < hi:
-        if not c.node.is_extra:
+        if not _comment(c.node):
             return False
         if not c.goto_next_sibling():
             break
