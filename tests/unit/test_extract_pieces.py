@@ -189,3 +189,20 @@ def test_a_statement_too_large_after_others_keeps_them(monkeypatch):
     fx = extract_source("/nonexistent", "m.py", src, "python")
     assert [s.qname for s in fx.symbols] == ["m", "m.before"]
     assert fx.partial and fx.error == "a top-level statement over 2,048 bytes at line 5: lines 5-1,010 left out"
+
+
+@pytest.mark.parametrize("language,name,src", [
+    ("json", "big.json", b'{\n' + b''.join(b'  "k%d": [1, 2, 3],\n' % i for i in range(200)) + b'  "last": 0\n}\n'),
+    ("toml", "big.toml", b''.join(b'[t%d]\nk = "v"\n\n' % i for i in range(400))),
+])
+def test_json_and_toml_over_the_largest_piece_are_left_out_with_a_reason(monkeypatch, language, name, src):
+    """A JSON document is one statement and a key's range needs the whole tree (tens of times
+    the file's bytes): a file over the largest piece is not parsed, and says so."""
+    assert 4096 < len(src) < 8192
+    monkeypatch.setattr(engine, "MAX_PIECE_BYTES", 8192)
+    kept = extract_source("/nonexistent", name, src, language)
+    assert len(kept.symbols) > 200 and not kept.partial and kept.error == ""
+    monkeypatch.setattr(engine, "MAX_PIECE_BYTES", 4096)
+    fx = extract_source("/nonexistent", name, src, language)
+    assert fx.symbols == [] and fx.partial and fx.lines == src.count(b"\n")
+    assert fx.error == f"a {language.upper()} file over 4,096 bytes is not parsed: its keys are left out"

@@ -318,6 +318,14 @@ def _json_string(raw: str) -> str:
 class _ConfigHooks(_DocHooks):
     def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
                 redact_extra=()) -> FileExtraction:
+        if len(src) > engine.MAX_PIECE_BYTES and language in ("json", "toml"):
+            # a JSON document is one statement, and a key's range needs the whole tree (50-150
+            # times the bytes): like a code statement over MAX_PIECE_BYTES, it is left out, and
+            # the file says so (only a policy that raises maxFileBytes admits such a file)
+            return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src),
+                                  lines=_line_count(src), module=module, symbols=[], partial=True,
+                                  error=f"a {language.upper()} file over {engine.MAX_PIECE_BYTES:,} bytes is not "
+                                        f"parsed: its keys are left out")
         tree = parser.parse(src)
         keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, src))
         self.walk(tree.root_node, src, keys)
