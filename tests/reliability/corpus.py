@@ -5,7 +5,13 @@ row and edge the integrity check looks at."""
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
+
+from codesynapse.app import App
+from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.settings import load_settings
+from codesynapse.workspace import open_workspace
 
 
 def python_tree(root: Path, packages: int = 8, modules: int = 25, funcs: int = 8, seed: int = 0) -> list[Path]:
@@ -116,3 +122,24 @@ def wide_tree(root: Path, files: int, per_dir: int = 100, indexed_every: int = 1
     for d in {root / f"d{i // per_dir:05d}" for i in range(0, files, per_dir)}:
         (d / "__init__.py").touch()
     return py
+
+
+def fresh_dump(root: Path, where: Path) -> dict:
+    """The graph of a full index of ``root`` from nothing (in ``where``), as ``store.dump()``."""
+    shutil.rmtree(where, ignore_errors=True)
+    app = App(root, load_settings({"data_dir": str(where), "watch": False}))
+    try:
+        app.index()
+        return app.store.dump()
+    finally:
+        app.close()
+
+
+def stored_dump(data: Path, root: Path) -> dict:
+    """The graph stored for ``root`` in the data folder ``data``, as ``store.dump()``."""
+    ws = open_workspace(root, data)
+    store = SqliteGraphStore(ws.db_path, ws.graph_id)
+    try:
+        return store.dump()
+    finally:
+        store.close()

@@ -17,7 +17,6 @@ import math
 import os
 import random
 import re
-import shutil
 import threading
 import time
 from collections import Counter
@@ -28,12 +27,10 @@ import pytest
 
 from codesynapse.app import App
 from codesynapse.graph.integrity import check_graph, diff_dumps
-from codesynapse.graph.sqlite import SqliteGraphStore
 from codesynapse.settings import load_settings
 from codesynapse.watch.live import QUEUE_MAX
-from codesynapse.workspace import open_workspace
 from tests.reliability.conftest import SOAK, scale
-from tests.reliability.corpus import mutate, python_tree
+from tests.reliability.corpus import fresh_dump, mutate, python_tree, stored_dump
 from tests.reliability.rawlsp import REQUEST_TIMEOUT, RawLsp, RpcError
 
 DAEMONS = scale(3, 6)
@@ -53,25 +50,6 @@ def write_version(root: Path, k: int) -> None:
     tmp = root / f".probe.{k}.tmp"
     tmp.write_text(probe_source(k))
     os.replace(tmp, root / "probe.py")
-
-
-def fresh_dump(root: Path, where: Path) -> dict:
-    shutil.rmtree(where, ignore_errors=True)
-    app = App(root, load_settings({"data_dir": str(where), "watch": False}))
-    try:
-        app.index()
-        return app.store.dump()
-    finally:
-        app.close()
-
-
-def stored_dump(data: Path, root: Path) -> dict:
-    ws = open_workspace(root, data)
-    store = SqliteGraphStore(ws.db_path, ws.graph_id)
-    try:
-        return store.dump()
-    finally:
-        store.close()
 
 
 def check_budget(answer: dict) -> None:

@@ -28,12 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from codesynapse.app import App
 from codesynapse.graph.integrity import check_graph, check_memory, diff_dumps
-from codesynapse.graph.sqlite import SqliteGraphStore
-from codesynapse.settings import load_settings
 from tests.reliability.conftest import scale
-from tests.reliability.corpus import mutate, python_tree
+from tests.reliability.corpus import fresh_dump, mutate, python_tree, stored_dump
 from tests.reliability.rawlsp import RawLsp, RpcError, ServerGone, group_members
 
 KILLS = scale(4, 25)
@@ -54,28 +51,6 @@ def tree(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("crash") / "repo"
     python_tree(root, packages=scale(8, 12), modules=scale(40, 60), funcs=8, seed=SEED)
     return root
-
-
-def fresh_dump(root: Path, where: Path) -> dict:
-    if where.exists():
-        shutil.rmtree(where)
-    app = App(root, load_settings({"data_dir": str(where), "watch": False}))
-    try:
-        app.index()
-        return app.store.dump()
-    finally:
-        app.close()
-
-
-def stored_dump(data_dir: Path, root: Path) -> dict:
-    from codesynapse.workspace import open_workspace
-
-    ws = open_workspace(root, data_dir)
-    store = SqliteGraphStore(ws.db_path, ws.graph_id)
-    try:
-        return store.dump()
-    finally:
-        store.close()
 
 
 def wait_no_orphans(pgid: int, timeout: float = 15.0) -> list[int]:
