@@ -482,6 +482,14 @@ def _prose_password_ok(value: str) -> bool:
     )
 
 
+def _value_of(m: re.Match[str]) -> tuple[str, bool, int]:
+    """(the value without its quotes, whether it was quoted, where it starts) of a match's
+    ``val`` group."""
+    raw = m.group("val")
+    quoted = raw[:1] in "\"'`"
+    return (raw[1:-1] if quoted else raw), quoted, m.start("val") + (1 if quoted else 0)
+
+
 def _prose_password(text: str, key_end: int) -> Finding | None:
     """After the bare word "password" in prose: ``password for <a few words>: X`` (or
     ``= X``, ``is X``), or ``password X`` with X random-looking."""
@@ -491,10 +499,7 @@ def _prose_password(text: str, key_end: int) -> Finding | None:
         if m is None:
             return None
         sep = m.group("sep").strip()
-        raw = m.group("val")
-        quoted = raw[:1] in "\"'`"
-        value = raw[1:-1] if quoted else raw
-        v_start = m.start("val") + (1 if quoted else 0)
+        value, quoted, v_start = _value_of(m)
         if not value or sep not in {":", "=", "is", "was"} or _is_placeholder(value, quoted):
             return None
         if _TEMPLATE_RE.search(value):
@@ -512,10 +517,9 @@ def _prose_password(text: str, key_end: int) -> Finding | None:
     vm = _PROSE_VALUE_RE.match(text, key_end)
     if vm is None:
         return None
-    raw = vm.group("val")
-    quoted = raw[:1] in "\"'`"
-    value = raw[1:-1] if quoted else raw.rstrip(".,;:!?")
-    v_start = vm.start("val") + (1 if quoted else 0)
+    value, quoted, v_start = _value_of(vm)
+    if not quoted:
+        value = value.rstrip(".,;:!?")
     if not value or _is_placeholder(value, quoted) or _TEMPLATE_RE.search(value):
         return None
     if not quoted and text[vm.end("val"): vm.end("val") + 1] in ("(", "."):
@@ -579,10 +583,7 @@ def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Find
     if m is None:
         return None
     sep = m.group("sep").strip()
-    raw = m.group("val")
-    quoted = raw[:1] in "\"'`"
-    value = raw[1:-1] if quoted else raw
-    v_start = m.start("val") + (1 if quoted else 0)
+    value, quoted, v_start = _value_of(m)
     v_end = v_start + len(value)
     if not value or _is_placeholder(value, quoted) or _TEMPLATE_RE.search(value):
         return None

@@ -288,15 +288,20 @@ class MemoryService:
                 name="codesynapse-memory-vectors-retry")
             self._reopener.start()
         if self.embedder is not None and self.vectors is not None:
-            try:
-                n = self.store.enqueue_missing(scope, self.embedder.model_key)
-                if n:
-                    log.info("memory: %d entities queued for embedding with model %s", n,
-                             self.embedder.model_key)
-                if self.hybrid is not None:
-                    self._seed_hybrid()
-            except StoreError:
-                log.warning("memory: could not queue the embedding backfill", exc_info=True)
+            self._queue_missing()
+
+    def _queue_missing(self) -> None:
+        """Queue every entity of the scope without an embedding of the current model (and seed
+        the native hybrid collection): at open, and when the vector store comes back."""
+        try:
+            n = self.store.enqueue_missing(self.scope, self.embedder.model_key)
+            if n:
+                log.info("memory: %d entities queued for embedding with model %s", n,
+                         self.embedder.model_key)
+            if self.hybrid is not None:
+                self._seed_hybrid()
+        except StoreError:
+            log.warning("memory: could not queue the embedding backfill", exc_info=True)
 
     def _seed_hybrid(self) -> None:
         """Entities missing from the native hybrid collection get a lexical-only row now
@@ -352,15 +357,7 @@ class MemoryService:
                  "backfilling", self.vector_retries)
         if self.embedder is None:
             return
-        try:
-            n = self.store.enqueue_missing(self.scope, self.embedder.model_key)
-            if n:
-                log.info("memory: %d entities queued for embedding with model %s", n,
-                         self.embedder.model_key)
-            if self.hybrid is not None:
-                self._seed_hybrid()
-        except StoreError:
-            log.warning("memory: could not queue the embedding backfill", exc_info=True)
+        self._queue_missing()
         self._schedule_backfill()
 
     @property
