@@ -456,6 +456,7 @@ export interface Fact {
   subject: string;
   predicate: string;
   object: string;
+  /** The server leaves a confidence of 1.0 out (docs/PROTOCOL.md "Memory answers"). */
   confidence: number | null;
 }
 
@@ -470,7 +471,7 @@ export function readFact(value: unknown): Fact | null {
     subject: name(value.subject),
     predicate: asString(value.predicate) ?? '?',
     object: name(value.object),
-    confidence: asNumber(value.confidence),
+    confidence: value.confidence === undefined ? 1 : asNumber(value.confidence),
   };
 }
 

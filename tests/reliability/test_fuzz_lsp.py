@@ -537,7 +537,10 @@ async def test_memory_answers_count_bytes_like_every_answer(client):
         check_reply("codesynapse/memory/remember", {}, *r)
         r = await send(client, "codesynapse/memory/recall", {"query": name, "includeIds": True})
         check_reply("codesynapse/memory/recall", {}, *r)
-        assert [f["confidence"] for f in r[0]["facts"] if f["subject"] == name] == [conf]
+        # a confidence of 1.0 is the default and left out of the answer
+        own = [f for f in r[0]["facts"] if f["subject"] == name]
+        assert [f.get("confidence", 1.0) for f in own] == [conf]
+        assert ("confidence" in own[0]) is (conf != 1.0)
 
 
 def write_frame(client: LanguageClient, body: bytes, header: bytes | None = None) -> None:

@@ -48,7 +48,7 @@ def test_native_hybrid_is_off_by_default(tmp_path):
         assert svc.hybrid is None
         svc.remember(decode_remember({"entities": [{"name": "net.Backoff"}]}))
         res = svc.recall(decode_recall({"query": "backoff"}))
-        assert res.legs.fusion == "rrf-k60"
+        assert res.legs.fusion is None  # the in-process RRF k=60, left out of the answer
         assert all(not n.startswith("cs_memh_") for n in svc.vectors.collections())
     finally:
         svc.close()

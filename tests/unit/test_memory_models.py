@@ -127,25 +127,48 @@ def test_recall_result_json_shape_is_camel_case():
                        found_by=["exact", "lexical"], created_at="t0", updated_at="t1",
                        aliases=["RetryPolicy"])],
         facts=[FactOut(subject="net.Backoff", predicate="configured_in", object="cfg",
-                       confidence=1.0, durable=True, hop=1, created_at="t0", updated_at="t0")],
-        truncated=False, omitted=Omitted(),
+                       durable=True, hop=1, created_at="t0", updated_at="t0")],
+        truncated=False,
         legs=Legs(exact=LegReport(ran=True, hits=1), lexical=LegReport(ran=True, hits=1),
-                  dense=LegReport(ran=False, reason="no embedder")),
+                  dense=LegReport(ran=False, hits=0, reason="no embedder")),
         notice="n", tokens=5, result_bytes=20)
     assert msgspec.to_builtins(res) == {
         "entries": [{"name": "net.Backoff", "type": "class", "durable": True,
                      "foundBy": ["exact", "lexical"], "createdAt": "t0", "updatedAt": "t1",
                      "aliases": ["RetryPolicy"]}],
+        # the service leaves updatedAt out when it equals createdAt (None) and confidence
+        # when it is 1.0 (None); hop 1 is the default and left out
         "facts": [{"subject": "net.Backoff", "predicate": "configured_in", "object": "cfg",
-                   "confidence": 1.0, "durable": True, "hop": 1, "createdAt": "t0",
-                   "updatedAt": "t0"}],
+                   "durable": True, "createdAt": "t0", "updatedAt": "t0"}],
         "truncated": False,
-        "omitted": {"entries": 0, "facts": 0, "howToGetMore": ""},
-        "legs": {"exact": {"ran": True, "hits": 1, "reason": ""},
-                 "lexical": {"ran": True, "hits": 1, "reason": ""},
-                 "dense": {"ran": False, "hits": 0, "reason": "no embedder"},
-                 "fusion": "rrf-k60"},
-        "notice": "n", "hint": "", "tokens": 5, "resultBytes": 20,
+        "legs": {"exact": {"ran": True, "hits": 1},
+                 "lexical": {"ran": True, "hits": 1},
+                 "dense": {"ran": False, "hits": 0, "reason": "no embedder"}},
+        "notice": "n", "tokens": 5, "resultBytes": 20,
+    }
+
+
+def test_recall_result_defaults_are_left_out():
+    res = RecallResult(
+        entries=[Entry(name="switchMap", found_by=["exact"], created_at="t0")],
+        facts=[FactOut(subject="switchMap", predicate="cancels", object="inner", created_at="t0",
+                       confidence=0.5, hop=2)],
+        truncated=True, omitted=Omitted(entries=0, facts=3, how_to_get_more="lower hops"),
+        legs=Legs(exact=LegReport(ran=True, hits=1), lexical=LegReport(ran=True, hits=0),
+                  dense=LegReport(ran=True, hits=2, reason="milvus dense (native hybrid)"),
+                  fusion="milvus-rrf-k60"),
+        notice="n", hint="no memory matched", tokens=5, result_bytes=20)
+    assert msgspec.to_builtins(res) == {
+        "entries": [{"name": "switchMap", "foundBy": ["exact"], "createdAt": "t0"}],
+        "facts": [{"subject": "switchMap", "predicate": "cancels", "object": "inner",
+                   "createdAt": "t0", "confidence": 0.5, "hop": 2}],
+        "truncated": True,
+        "legs": {"exact": {"ran": True, "hits": 1}, "lexical": {"ran": True, "hits": 0},
+                 "dense": {"ran": True, "hits": 2, "reason": "milvus dense (native hybrid)"},
+                 "fusion": "milvus-rrf-k60"},
+        "notice": "n",
+        "omitted": {"entries": 0, "facts": 3, "howToGetMore": "lower hops"},
+        "hint": "no memory matched", "tokens": 5, "resultBytes": 20,
     }
 
 

@@ -238,13 +238,13 @@ def test_hops_are_clamped_to_2(client):
     assert triples(recall(a, "alpha", hops=1)) == [("alpha", "calls", "bravo")]
     two = recall(a, "alpha", hops=2)
     assert triples(two) == [("alpha", "calls", "bravo"), ("bravo", "calls", "charlie")]
-    assert [f["hop"] for f in two["facts"]] == [1, 2]
+    assert [f.get("hop") for f in two["facts"]] == [None, 2]  # hop 1 is the default, left out
     assert triples(recall(a, "alpha", hops=9)) == triples(two)
     # a fact budget of 1 leaves the second hop's fact out, and says so
     one = recall(a, "alpha", hops=2, maxFacts=1)
     assert triples(one) == [("alpha", "calls", "bravo")]
     assert (one["truncated"], one["omitted"]["facts"]) == (True, 1)
-    assert (two["truncated"], two["omitted"]["facts"]) == (False, 0)
+    assert two["truncated"] is False and "omitted" not in two
 
 
 def test_at_most_80_facts(client):
@@ -283,7 +283,29 @@ def test_roots_are_returned_without_facts(client):
     res = recall(a, "lonely entity")
     assert names(res) == ["lonely entity"] and res["facts"] == []
     assert res["truncated"] is False
-    assert res["hint"] == ""
+    assert "hint" not in res and "omitted" not in res
+
+
+def test_recall_items_leave_out_their_defaults(client):
+    a = client(make_scope("acme", "/repo/one"), {"embedder": "off"})
+    remember(a, facts=[{"subject": "switchMap", "predicate": "cancels", "object": "inner subscription"},
+                       {"subject": "switchMap", "predicate": "preferred_over", "object": "mergeMap",
+                        "confidence": 0.7}])
+    res = recall(a, "switchMap")
+    created = res["entries"][0]["createdAt"]
+    # session entities, no type, never updated: name, legs and creation time only ("Map" is
+    # a word of both names for the lexical leg)
+    assert res["entries"] == [{"name": "switchMap", "foundBy": ["exact", "lexical"], "createdAt": created},
+                              {"name": "mergeMap", "foundBy": ["lexical"], "createdAt": created}]
+    assert [{k: v for k, v in f.items() if k != "createdAt"} for f in res["facts"]] == [
+        {"subject": "switchMap", "predicate": "cancels", "object": "inner subscription"},
+        {"subject": "switchMap", "predicate": "preferred_over", "object": "mergeMap", "confidence": 0.7}]
+    assert res["legs"] == {"exact": {"ran": True, "hits": 1}, "lexical": {"ran": True, "hits": 2},
+                           "dense": {"ran": False, "hits": 0,
+                                     "reason": "the embedder is off (setting embedder = off)"}}
+    assert "omitted" not in res and "hint" not in res and res["truncated"] is False
+    assert res["notice"] == "Supplied by agents and clients, not verified against the code: check the source."
+    assert_budget(res)
 
 
 def test_no_match_gives_a_bounded_hint(client):
@@ -316,7 +338,7 @@ class _Stub:
 
 def _lexical_answer(res, name):
     assert names(res) == [name]
-    assert res["legs"]["lexical"] == {"ran": True, "hits": 1, "reason": ""}
+    assert res["legs"]["lexical"] == {"ran": True, "hits": 1}
     assert res["legs"]["dense"]["ran"] is False
     return res["legs"]["dense"]["reason"]
 

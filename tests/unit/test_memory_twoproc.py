@@ -105,7 +105,7 @@ def test_second_process_joins_and_takes_over_when_the_owner_closes(tmp_path, chi
         closed = True
         res = child.ask("recall", {"query": "ticket 412"})
         assert names(res) == ["ticket 412"]
-        assert res["legs"]["dense"] == {"ran": True, "hits": 1, "reason": ""}
+        assert res["legs"]["dense"] == {"ran": True, "hits": 1}
         assert child.ask("role") == {"role": "owner"}
     finally:
         if not closed:

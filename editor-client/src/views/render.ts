@@ -201,7 +201,8 @@ function renderFacts(items: unknown[]): string {
     .map(
       (f) =>
         `<li class="fact"><span class="subject">${escapeHtml(f.subject)}</span> <span class="predicate">${escapeHtml(f.predicate)}</span> <span class="object">${escapeHtml(f.object)}</span>` +
-        (f.confidence !== null ? ` <span class="detail">(${f.confidence})</span>` : '') +
+        // a full confidence (1.0, the default the server leaves out) is not worth a word
+        (f.confidence !== null && f.confidence !== 1 ? ` <span class="detail">(${f.confidence})</span>` : '') +
         `</li>`,
     );
   return `<ul class="facts">${lines.join('')}</ul>`;

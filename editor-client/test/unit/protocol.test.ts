@@ -231,6 +231,14 @@ describe('readRef and readFact', () => {
     });
     expect(readFact({ subject: 'x' })).toBeNull();
   });
+  it('reads a fact without confidence as the default 1.0', () => {
+    expect(readFact({ subject: 'switchMap', predicate: 'cancels', object: 'inner subscription', createdAt: '2026-11-30T06:50:39.679Z' })).toEqual({
+      subject: 'switchMap',
+      predicate: 'cancels',
+      object: 'inner subscription',
+      confidence: 1,
+    });
+  });
 });
 
 describe('clampTokens', () => {

@@ -190,6 +190,9 @@ describe('renderResult', () => {
     expect(renderValue([{ subject: 'Cart', predicate: 'note', object: 'rounds half-even' }])).toBe(
       '<ul class="facts"><li class="fact"><span class="subject">Cart</span> <span class="predicate">note</span> <span class="object">rounds half-even</span></li></ul>',
     );
+    expect(renderValue([{ subject: 'Cart', predicate: 'note', object: 'rounds half-even', confidence: 0.7 }])).toBe(
+      '<ul class="facts"><li class="fact"><span class="subject">Cart</span> <span class="predicate">note</span> <span class="object">rounds half-even</span> <span class="detail">(0.7)</span></li></ul>',
+    );
     for (const odd of [null, undefined, 7, 'text', [], [[1, [2, [3, [4]]]]], { a: { b: { c: { d: { e: 1 } } } } }, [null, {}, 'x']]) {
       expect(() => renderResult({ title: 'x', result: odd, budget: null, more: null })).not.toThrow();
     }

@@ -44,10 +44,7 @@ ENTITY_ID_RE = re.compile(r"^mem_[0-9a-f]{24}$")
 FACT_ID_RE = re.compile(r"^fact_[0-9a-f]{24}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
-MEMORY_NOTICE = (
-    "Memory holds facts supplied by agents and clients; it is not verified against the "
-    "code. Check important facts in the source before acting on them."
-)
+MEMORY_NOTICE = "Supplied by agents and clients, not verified against the code: check the source."
 
 _STRUCT = {"kw_only": True, "rename": "camel", "frozen": True, "forbid_unknown_fields": True}
 # items whose opaque ``id`` is omitted unless asked for
@@ -127,29 +124,36 @@ class ListParams(msgspec.Struct, **_STRUCT):
 # ---- results ------------------------------------------------------------------------------
 
 
-class LegReport(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
-    """Whether a retrieval leg ran, how many candidates it gave, and why it did not run
-    (or which engine ran it)."""
+class LegReport(msgspec.Struct, kw_only=True, rename="camel", frozen=True, omit_defaults=True):
+    """Whether a retrieval leg ran and how many candidates it gave; ``reason`` (only when
+    there is one) says why it did not run, or which engine ran it."""
 
     ran: bool
-    hits: int = 0
+    hits: int
     reason: str = ""
 
 
-class Legs(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
+class Legs(msgspec.Struct, kw_only=True, rename="camel", frozen=True, omit_defaults=True):
+    """The legs of a recall; ``fusion`` is given only when it is not the in-process RRF
+    k=60 (None), e.g. ``milvus-rrf-k60`` for the native hybrid search."""
+
     exact: LegReport
     lexical: LegReport
     dense: LegReport
-    fusion: str = "rrf-k60"
+    fusion: str | None = None
+
+
+# Recall and list items leave out what is at its default (docs/PROTOCOL.md "Memory answers"):
+# an empty type, durable false, updatedAt equal to createdAt (None here), confidence 1.0, hop 1.
 
 
 class Entry(msgspec.Struct, **_OUT):
     name: str
-    type: str
-    durable: bool
     found_by: list[str]
     created_at: str
-    updated_at: str
+    updated_at: str | None = None
+    type: str = ""
+    durable: bool = False
     aliases: list[str] = []
     id: str | None = None
 
@@ -158,11 +162,11 @@ class FactOut(msgspec.Struct, **_OUT):
     subject: str
     predicate: str
     object: str
-    confidence: float
-    durable: bool
-    hop: int
     created_at: str
-    updated_at: str
+    updated_at: str | None = None
+    confidence: float | None = None  # None: 1.0 (msgspec compares a float default by identity)
+    durable: bool = False
+    hop: int = 1
     source_client: str = ""
     id: str | None = None
 
@@ -173,13 +177,16 @@ class Omitted(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     how_to_get_more: str = ""
 
 
-class RecallResult(msgspec.Struct, **_RES):
+class RecallResult(msgspec.Struct, **_RES, omit_defaults=True):
+    """``omitted`` only when something was left out (then ``truncated`` is true), ``hint``
+    only when nothing matched."""
+
     entries: list[Entry]
     facts: list[FactOut]
     truncated: bool
-    omitted: Omitted
     legs: Legs
     notice: str
+    omitted: Omitted | None = None
     hint: str = ""
     tokens: int = 0
     result_bytes: int = 0
@@ -213,11 +220,11 @@ class ForgetResult(msgspec.Struct, **_RES):
 
 class ListedEntity(msgspec.Struct, **_OUT):
     name: str
-    type: str
-    durable: bool
     facts: int
     created_at: str
-    updated_at: str
+    updated_at: str | None = None
+    type: str = ""
+    durable: bool = False
     aliases: list[str] = []
     id: str | None = None
 

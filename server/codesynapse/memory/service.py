@@ -676,18 +676,20 @@ class MemoryService:
         ids = p.include_ids
         entries = [
             Entry(name=r.name, type=r.type, durable=r.durable, found_by=found_by[r.id],
-                  created_at=r.created_at, updated_at=r.updated_at, aliases=list(r.aliases),
-                  id=r.id if ids else None)
+                  created_at=r.created_at, updated_at=_changed(r.created_at, r.updated_at),
+                  aliases=list(r.aliases), id=r.id if ids else None)
             for r in roots
         ]
         fact_out = [
             FactOut(subject=f.subject_name, predicate=f.predicate, object=f.object_name,
-                    confidence=f.confidence, durable=f.durable, hop=hop,
-                    created_at=f.created_at, updated_at=f.updated_at,
+                    confidence=None if f.confidence == 1.0 else f.confidence,
+                    durable=f.durable, hop=hop,
+                    created_at=f.created_at, updated_at=_changed(f.created_at, f.updated_at),
                     source_client=f.source_client, id=f.id if ids else None)
             for f, hop in facts
         ]
-        legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep, fusion=fusion)
+        legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep,
+                    fusion=None if fusion == f"rrf-k{RRF_K}" else fusion)
         truncated = omitted_entries > 0 or omitted_facts > 0
         result = self._pack(entries, fact_out, legs, truncated, omitted_entries, omitted_facts)
         check()
@@ -738,21 +740,21 @@ class MemoryService:
                       ) -> tuple[list[Any], LegReport]:
         fut, ends, budget, reason = pending
         if fut is None:
-            return [], LegReport(ran=False, reason=reason)
+            return [], LegReport(ran=False, hits=0, reason=reason)
         try:
             hits = self._worker.result(fut, max(0.0, ends - time.monotonic()))
         except EmbeddingTimeout:
-            return [], LegReport(ran=False, reason=(
+            return [], LegReport(ran=False, hits=0, reason=(
                 f"vector leg timed out (no answer within {budget:g} s); lexical only"))
         except EmbeddingRejected as e:
-            return [], LegReport(ran=False, reason=f"query embedding rejected: {e}")
+            return [], LegReport(ran=False, hits=0, reason=f"query embedding rejected: {e}")
         except VectorsUnavailable as e:
-            return [], LegReport(ran=False, reason=f"vector store unavailable: {e}")
+            return [], LegReport(ran=False, hits=0, reason=f"vector store unavailable: {e}")
         except StoreError as e:
-            return [], LegReport(ran=False, reason=f"vector search failed: {e}")
+            return [], LegReport(ran=False, hits=0, reason=f"vector search failed: {e}")
         except Exception as e:  # a broken model must not break recall
             log.warning("memory: embedding failed", exc_info=True)
-            return [], LegReport(ran=False, reason=f"embedder failed: {type(e).__name__}: {e}")
+            return [], LegReport(ran=False, hits=0, reason=f"embedder failed: {type(e).__name__}: {e}")
         hits = [h for h in hits if h.score >= self.settings.dense_min_score]
         self._resume_backfill()
         return hits, LegReport(ran=True, hits=len(hits))
@@ -812,7 +814,7 @@ class MemoryService:
         return _LegResults(
             ranked=[("hybrid", ids)], versions={("hybrid", h.entity_id): h.version for h in hits},
             lex_rep=LegReport(ran=True, hits=len(hits), reason="milvus BM25 (native hybrid)"),
-            dense_rep=(LegReport(ran=False, reason=dense_reason) if dense_reason else
+            dense_rep=(LegReport(ran=False, hits=0, reason=dense_reason) if dense_reason else
                        LegReport(ran=True, hits=len(hits), reason="milvus dense (native hybrid)")),
             fused=ids, fusion="milvus-rrf-k60")
 
@@ -820,7 +822,7 @@ class MemoryService:
               omitted_entries: int, omitted_facts: int) -> RecallResult:
         def build() -> RecallResult:
             om = Omitted(entries=omitted_entries, facts=omitted_facts,
-                         how_to_get_more=HOW_TO_GET_MORE if truncated else "")
+                         how_to_get_more=HOW_TO_GET_MORE) if truncated else None
             return stamp(RecallResult(entries=entries, facts=facts, truncated=truncated,
                                       omitted=om, legs=legs, notice=MEMORY_NOTICE,
                                       hint="" if entries else NO_MATCH_HINT))
@@ -905,7 +907,7 @@ class MemoryService:
         page = page[:p.limit]
         items = [
             ListedEntity(name=r.name, type=r.type, durable=r.durable, facts=n,
-                         created_at=r.created_at, updated_at=r.updated_at,
+                         created_at=r.created_at, updated_at=_changed(r.created_at, r.updated_at),
                          aliases=list(r.aliases), id=r.id if p.include_ids else None)
             for r, n in page
         ]
@@ -955,6 +957,11 @@ class MemoryService:
                 fn()
             except Exception:
                 log.warning("memory: close step failed", exc_info=True)
+
+
+def _changed(created_at: str, updated_at: str) -> str | None:
+    """``updatedAt`` of an answer item: only when it differs from ``createdAt``."""
+    return updated_at if updated_at != created_at else None
 
 
 def _encode_cursor(name: str, eid: str) -> str:
