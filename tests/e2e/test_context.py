@@ -43,7 +43,8 @@ async def ask(client, method, params):
 
 async def test_symbol_context_packs_related_cards_in_budget(client):
     a = await ask(client, "codesynapse/symbolContext", {"selector": "shop.cart.Cart.total"})
-    assert a["maxTokens"] == 20000
+    # the default budget (20,000) and nothing left out: neither maxTokens nor omitted is said
+    assert "maxTokens" not in a and "omitted" not in a and a["truncated"] is False
     roles = [(r["role"], r["qualifiedName"]) for r in a["related"]]
     assert roles == [("container", "shop.cart.Cart"), ("callee", "shop.pricing.apply_discount"),
                      ("callee", "shop.pricing.with_tax"), ("caller", "shop.cart.Cart.checkout"),
@@ -77,6 +78,11 @@ async def test_call_graph_depth_and_limits(client):
     assert g["callers"]["omittedNodes"] >= 1
     plain = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
     assert "depthRequested" not in plain  # only when the depth was clamped
+    # the section says the direction; depth 1 and limit 25 are the defaults
+    assert not {"direction", "depth", "limit", "limitRequested"} & set(plain)
+    huge = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers",
+                                                       "limit": 1000})
+    assert (huge["limit"], huge["limitRequested"]) == (200, 1000)
     two = await ask(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers",
                                                       "depth": 2})
     # a deeper call site names its near end (`to`); depth is written from 2 on
@@ -85,7 +91,7 @@ async def test_call_graph_depth_and_limits(client):
         ("shop.cart.Cart.checkout", 2, [{"to": "shop.cart.Cart.total", "line": 32, "resolution": "self"}]),
         ("test_cart.test_total", 2, [{"to": "shop.cart.Cart.total", "line": 8, "resolution": "inferred"}])]
     both = await ask(client, "codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout"})
-    assert both["direction"] == "both"
+    assert "direction" not in both and "callers" in both and "callees" in both
     assert [n["qualifiedName"] for n in both["callees"]["nodes"]] == ["shop.cart.Cart.total"]
     assert both["callees"]["unresolvedCandidates"] == 1  # gateway.charge on an untyped parameter
     # a callee's call site is written in the root's file: neither its caller nor its path repeats

@@ -41,3 +41,19 @@ def test_subject_over_budget_is_a_budget_error():
     with pytest.raises(BudgetError) as e:
         Packer(answer={"subject": "y" * 2000}, max_tokens=256)
     assert "maxTokens is 256" in str(e.value)
+
+
+def test_default_budget_and_empty_omissions_are_not_repeated():
+    # the request left maxTokens to its default and nothing was cut: neither is said
+    p = Packer(answer={"subject": "s", "maxTokens": 20000}, max_tokens=20000, echo_budget=False)
+    p.add("items", {"n": 1}, "items", "raise maxTokens")
+    assert p.done() == {"subject": "s", "truncated": False, "items": [{"n": 1}], "tokens": 20, "resultBytes": 80}
+    # the request set it: it is echoed, normalized
+    p = Packer(answer={"subject": "s", "maxTokens": 256}, max_tokens=256)
+    assert p.done() == {"subject": "s", "maxTokens": 256, "truncated": False, "tokens": 20, "resultBytes": 78}
+    # a cut answer says the budget that cut it, even the default one
+    p = Packer(answer={"subject": "s", "maxTokens": 256}, max_tokens=256, echo_budget=False)
+    p.omit("items", 3, "raise maxTokens")
+    assert p.done() == {"subject": "s", "maxTokens": 256, "truncated": True,
+                        "omitted": [{"what": "items", "count": 3, "hint": "raise maxTokens"}],
+                        "tokens": 36, "resultBytes": 142}

@@ -70,10 +70,12 @@ class Packer:
     answer: dict[str, Any]
     max_tokens: int
     omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint]
+    # False when the request left maxTokens to its default: the answer then gives the
+    # budget (``maxTokens``) only when something was left out, where it tells how to get more
+    echo_budget: bool = True
     _used: int = 0
 
     def __post_init__(self) -> None:
-        self.answer.setdefault("omitted", [])
         self.answer.setdefault("truncated", False)
         # room for the envelope numbers (tokens, resultBytes) and omission notes
         self._reserve = 48
@@ -125,11 +127,24 @@ class Packer:
         if hint:
             entry[1] = hint
 
+    def _notes(self, truncated: bool = False) -> None:
+        """Write ``omitted`` (only when something was left out), ``truncated`` and, when the
+        budget was not asked for, ``maxTokens`` only for an answer that was cut."""
+        a = self.answer
+        if self.omitted:
+            a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+        else:
+            a.pop("omitted", None)
+        a["truncated"] = truncated or bool(self.omitted) or bool(a.get("truncated"))
+        if a["truncated"] or self.echo_budget:
+            a.setdefault("maxTokens", self.max_tokens)
+        else:
+            a.pop("maxTokens", None)
+
     def done(self) -> dict[str, Any]:
         """Write the omission list and the counts; trim further if the notes overflow."""
         a = self.answer
-        a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
-        a["truncated"] = bool(a["omitted"]) or bool(a.get("truncated"))
+        self._notes()
         finalize(a)
         # The estimate is conservative, but never trust it: drop trailing optional items.
         while a["tokens"] > self.max_tokens:
@@ -142,12 +157,11 @@ class Packer:
                     self.omit(key, 1, "raise maxTokens to see more")
                     dropped = True
                     break
-            a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
-            a["truncated"] = True
+            self._notes(truncated=True)
             if not dropped and any(h for _, h in self.omitted.values()):
                 for entry in self.omitted.values():  # last resort: keep the counts, drop the hints
                     entry[1] = ""
-                a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+                self._notes(truncated=True)
                 dropped = True
             finalize(a)
             if not dropped:

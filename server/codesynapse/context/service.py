@@ -34,6 +34,8 @@ DEFAULT_MINIMAL = 1_500
 TOP_N = 5
 MAX_DEPTH = 3
 MAX_LIMIT = 200
+DEFAULT_DEPTH = 1  # callGraph's defaults (context/models.py CallGraphParams)
+DEFAULT_LIMIT = 25
 CANDIDATES = 10
 RELATED_ROOM = 96  # symbolContext keeps the card's lists only with this much room left for related cards
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
@@ -55,12 +57,13 @@ remove new all any not no we i you they our my their its code file function meth
 
 
 def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
-    """Index freshness as every context answer carries it: the state, when the index last
-    changed (to the second) and the policy in force (the fingerprint's first 16 hex digits,
-    as the editor shows it), plus only those facts that differ from their default: the
+    """Index freshness as every context answer carries it: the state and when the index last
+    changed (to the second), plus only those facts that differ from their default: the
     indexed commit, uncommitted changes, open buffers, pending changes. ``indexStatus``
-    carries every field in full. (The full stamp cost ~80 tokens an answer, a fifth of a
-    small answer, mostly digits that told nothing.)"""
+    carries every field in full, the policy fingerprint too: that is one per index (DESIGN
+    "recorded in every index and every benchmark result"), not news in every answer, and a
+    policy change is seen in ``indexStatus`` and as a re-index (state). (The full stamp cost
+    ~80 tokens an answer, a fifth of a small answer, mostly digits that told nothing.)"""
     out: dict[str, Any] = {"state": f.get("state", "")}
     if f.get("indexedCommit"):
         out["indexedCommit"] = f["indexedCommit"]
@@ -79,8 +82,6 @@ def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             pass
     out["lastUpdate"] = last
-    if f.get("policyFingerprint"):
-        out["policyFingerprint"] = f["policyFingerprint"][:16]
     return out
 
 
@@ -239,11 +240,11 @@ class ContextService:
             card["id"] = f"{store.graph_id}:{s.id}"
         return card
 
-    def _not_found(self, extra: dict[str, Any], max_tokens: int, legs: list[str]) -> dict[str, Any]:
+    def _not_found(self, extra: dict[str, Any], max_tokens: int, legs: list[str], echo: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"found": False, "maxTokens": max_tokens, "provenance": self._provenance(legs)}
         answer.update(extra)
         p = Packer(answer={k: v for k, v in answer.items() if k not in ("candidates", "suggestions")},
-                   max_tokens=max_tokens)
+                   max_tokens=max_tokens, echo_budget=echo)
         for key in ("candidates", "suggestions"):
             for item in extra.get(key, []):
                 p.add(key, item, key, "ask with a qualified name")
@@ -283,24 +284,26 @@ class ContextService:
         s, extra = self.resolve_selector(prm.selector)
         legs = ["exact"]
         if s is None:
-            return self._not_found(extra, max_tokens, legs)
+            return self._not_found(extra, max_tokens, legs, prm.max_tokens is not None)
         answer = {"found": True, "maxTokens": max_tokens, "provenance": self._provenance(legs), **extra}
-        return self._done(self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids))
+        return self._done(self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids,
+                                          echo=prm.max_tokens is not None))
 
     def _pack_card(self, answer: dict[str, Any], s: SymbolRow, rel: dict[str, Any], max_tokens: int,
-                   include_ids: bool, spare: int = 0) -> Packer:
+                   include_ids: bool, spare: int = 0, echo: bool = True) -> Packer:
         """The card with its top relations; when that is over budget (or leaves less than
         ``spare`` tokens for what follows and the notes of what is left out), the card with
         counts only (the lists are listed as omitted); a budget error only when even that
         won't fit."""
         try:
-            p = Packer(answer={**answer, "card": self.card(s, rel, include_ids=include_ids)}, max_tokens=max_tokens)
+            p = Packer(answer={**answer, "card": self.card(s, rel, include_ids=include_ids)}, max_tokens=max_tokens,
+                       echo_budget=echo)
             if p.room() < spare:
                 raise BudgetError(max_tokens - p.room() + spare, max_tokens)
             return p
         except BudgetError:
             card = self.card(s, rel, top=0, include_ids=include_ids)
-            p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens)
+            p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens, echo_budget=echo)
             n = sum(min(TOP_N, card["counts"].get(k, 0)) for k in ("callers", "callees", "implementations", "tests"))
             p.omit("card relations", n, "raise maxTokens or ask codesynapse/callGraph")
             return p
@@ -310,10 +313,11 @@ class ContextService:
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
         s, extra = self.resolve_selector(prm.selector)
         if s is None:
-            return self._not_found(extra, max_tokens, ["exact"])
+            return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         rel = self.relations(s)
         p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])},
-                            s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM)
+                            s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM,
+                            echo=prm.max_tokens is not None)
         answer = p.answer
         related: list[tuple[str, str]] = []
         for c in rel["callees"]:
@@ -353,15 +357,22 @@ class ContextService:
         limit = max(1, min(MAX_LIMIT, prm.limit))
         s, extra = self.resolve_selector(prm.selector)
         if s is None:
-            return self._not_found(extra, max_tokens, ["exact"])
+            return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         store = self.store
-        answer: dict[str, Any] = {"found": True, "root": self.ref(s, prm.include_ids), "direction": prm.direction,
-                                  "depth": depth}
+        # the sections present say the direction; depth and limit are given when they are not
+        # the defaults (1, 25), with what was asked when it was clamped
+        answer: dict[str, Any] = {"found": True, "root": self.ref(s, prm.include_ids)}
+        if depth != DEFAULT_DEPTH or depth != prm.depth:
+            answer["depth"] = depth
         if depth != prm.depth:
             answer["depthRequested"] = prm.depth
-        answer.update({"limit": limit, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])})
+        if limit != DEFAULT_LIMIT or limit != prm.limit:
+            answer["limit"] = limit
+        if limit != prm.limit:
+            answer["limitRequested"] = prm.limit
+        answer.update({"maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])})
         dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         for d in dirs:
             nodes: dict[str, int] = {}
             edges: list[dict[str, Any]] = []
@@ -392,7 +403,9 @@ class ContextService:
                             nxt.append(other)
                         edges.append(r)
                 frontier = nxt
-            section: dict[str, Any] = {"nodes": [], "resolved": len(nodes), "unresolvedCandidates": unresolved}
+            section: dict[str, Any] = {"nodes": [], "resolved": len(nodes)}
+            if unresolved:  # absent: 0
+                section["unresolvedCandidates"] = unresolved
             if more:
                 section["omittedNodes"] = more
             answer[d] = section
@@ -519,7 +532,7 @@ class ContextService:
             answer["byKind"] = dict(sorted(by_kind.items()))
             answer["byFileTop20"] = dict(by_file.most_common(20))
             answer["hasMore"] = False
-            p = Packer(answer=answer, max_tokens=max_tokens)
+            p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
             p.omit(UNREAD, unread, UNREAD_HINT)
             return self._done(p)
         page = combined[prm.offset:prm.offset + prm.limit]
@@ -531,7 +544,7 @@ class ContextService:
         if cut:
             page = page[:sure - prm.offset]
         answer["hasMore"] = prm.offset + len(page) < total
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, unread, UNREAD_HINT)
         if cut:
             p.omit(NEAR, total - sure, f"ask again with offset {sure}")
@@ -563,7 +576,7 @@ class ContextService:
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
         s, extra = self.resolve_selector(prm.selector)
         if s is None:
-            return self._not_found(extra, max_tokens, ["exact"])
+            return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         path = os.path.join(self.app.workspace.root, s.path)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
@@ -591,7 +604,7 @@ class ContextService:
                   "range": {"startLine": s.start_line, "endLine": s.end_line}, "mode": mode,
                   "omittedLines": omitted_lines, "maxTokens": max_tokens,
                   "provenance": self._provenance(["exact", "disk"])}
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         if not p.set("text", text, "snippet text", "use mode head_tail or signature, or raise maxTokens"):
             # shrink to what fits, by lines
             lines2 = text.splitlines()
@@ -694,7 +707,7 @@ class ContextService:
         answer: dict[str, Any] = {"maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
                                                                  + ["bm25"] + (["path"] if rels else []))}
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, unread, UNREAD_HINT)
         answer["cards"] = []
         for i in strong[:40]:
@@ -752,7 +765,7 @@ class ContextService:
         # keep innermost symbols only when a container also matched? keep both; containers first
         answer: dict[str, Any] = {"files": files_out[:100], "maxTokens": max_tokens,
                                   "provenance": self._provenance(["diff", "graph"])}
-        p = Packer(answer=answer, max_tokens=max_tokens)
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         if len(files_out) > 100:
             p.omit("files", len(files_out) - 100, "the file list is capped at 100")
         answer["changed"] = []
