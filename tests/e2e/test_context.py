@@ -108,6 +108,17 @@ async def test_minimal_context_default_budget(client):
     assert {"shop.payment.Gateway", "shop.payment.pay_for"} <= {c["qualifiedName"] for c in p["cards"]}
 
 
+async def test_minimal_context_keeps_at_most_8_cards(client):
+    # every symbol of the three files is a candidate (the task's words are all stop words):
+    # 13 candidates (12 functions, classes and methods, the constant TAX_RATE), 8 cards (DESIGN:
+    # at most 8 entries after hydration), 5 counted
+    a = await ask(client, "codesynapse/minimalContext", {
+        "task": "what does this code do", "paths": ["shop/cart.py", "shop/payment.py", "shop/pricing.py"]})
+    assert len(a["cards"]) == 8
+    assert a["omitted"] == [{"what": "candidate symbols", "count": 5, "hint": "narrow the task or pass paths"}]
+    assert a["truncated"] is True and a["maxTokens"] == 1500
+
+
 async def test_pr_context_change_impact(client):
     diff = ("diff --git a/shop/pricing.py b/shop/pricing.py\n--- a/shop/pricing.py\n+++ b/shop/pricing.py\n"
             "@@ -6,3 +6,3 @@ TAX_RATE = 0.2\n def apply_discount(amount, percent):\n"
@@ -126,7 +137,8 @@ async def test_search_modes_and_pagination(client):
     full = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
     # the page stops after the exact match (the module shop.cart): the BM25 near matches
     # are counted with the offset that shows them, not used to fill the page
-    assert full["limit"] == 2 and full["total"] == 9 and full["hasMore"] is True
+    assert full["total"] == 9 and full["hasMore"] is True
+    assert "limit" not in full and "offset" not in full  # the request's own, not repeated
     assert [(r["qualifiedName"], r["match"]) for r in full["results"]] == [("shop.cart", "exact")]
     assert full["omitted"] == [{"what": "approximate matches after the exact ones", "count": 8,
                                 "hint": "ask again with offset 1"}]

@@ -73,7 +73,7 @@ async def test_language_fixture(client, lang):
     check_budget(card)
     c = card["card"]
     assert (c["qualifiedName"], c["kind"], c["path"], c["range"]) == (
-        qname, kind, path, {"startLine": start, "endLine": end})
+        qname, kind, path, [start, end])
     g = await request(client, "codesynapse/callGraph", {"selector": qname, "direction": "callers"})
     check_budget(g)
     assert sorted((n["qualifiedName"], e["resolution"]) for n in g["callers"]["nodes"] for e in n["sites"]) == callers

@@ -47,7 +47,7 @@ async def test_symbol_card_exact(client):
     assert c["qualifiedName"] == "shop.cart.Cart.total"
     assert c["kind"] == "method"
     assert c["signature"] == "def total(self, percent=0)"
-    assert c["range"] == {"startLine": 24, "endLine": 28}
+    assert c["range"] == [24, 28]
     assert c["summary"] == "Total price after discount and tax."
     assert [x["qualifiedName"] for x in c["callers"]] == ["shop.cart.Cart.checkout", "test_cart.test_total"]
     assert [(x["qualifiedName"], x["resolution"]) for x in c["callees"]] == [

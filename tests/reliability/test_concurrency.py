@@ -69,7 +69,7 @@ def card_version(answer: dict) -> tuple[str, int | None]:
     if not m:
         return "torn", None
     k = int(m.group(1))
-    ok = (c["range"] == {"startLine": PROBE_START, "endLine": PROBE_START + k + 2}
+    ok = (c["range"] == [PROBE_START, PROBE_START + k + 2]
           and c["counts"]["callees"] == 1
           and [x["qualifiedName"] for x in c.get("callees", [])] == [f"probe.helper_{k}"])
     return ("ok", k) if ok else ("torn", None)

@@ -42,6 +42,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*
 # a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
 _CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
+MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
 BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
 WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
 UNREAD = "files not searched for the phrase (time budget)"
@@ -208,7 +209,7 @@ class ContextService:
         if s.signature:
             card["signature"] = s.signature
         card["path"] = s.path
-        card["range"] = {"startLine": s.start_line, "endLine": s.end_line}
+        card["range"] = [s.start_line, s.end_line]  # [start, end] like every other answer
         if s.summary:
             card["summary"] = s.summary
         ann = self._annotations(s)
@@ -523,7 +524,8 @@ class ContextService:
             [(r, "bm25", sc) for r, sc in ranked]
         total = len(exact) + len(literal) + max(0, total_bm25 - sum(1 for r in exact if True))
         total = max(total, len(combined))
-        answer: dict[str, Any] = {"offset": prm.offset, "limit": prm.limit, "total": total, "maxTokens": max_tokens,
+        # offset and limit are the request's own (paginationHint and omitted give the next offset)
+        answer: dict[str, Any] = {"total": total, "maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if literal else [])
                                                                  + ([] if verbatim else ["bm25"]))}
         if prm.mode == "summary":
@@ -710,7 +712,7 @@ class ContextService:
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, unread, UNREAD_HINT)
         answer["cards"] = []
-        for i in strong[:40]:
+        for i in strong[:MINIMAL_CARDS]:
             dl.check()
             r = rows[i]
             card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind}
@@ -727,8 +729,8 @@ class ContextService:
             if prm.include_ids:
                 card["id"] = f"{store.graph_id}:{r.id}"
             p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol")
-        if len(strong) > 40:
-            p.omit("candidate symbols", len(strong) - 40, "narrow the task or pass paths")
+        if len(strong) > MINIMAL_CARDS:
+            p.omit("candidate symbols", len(strong) - MINIMAL_CARDS, "narrow the task or pass paths")
         if len(ranked) > len(strong):
             p.omit("weaker candidates", len(ranked) - len(strong),
                    "name an identifier, or search the words")

@@ -147,7 +147,8 @@ def card_markdown(card: dict) -> str:
                  + (f" · unresolved candidates {c['unresolvedCallers']}" if c.get("unresolvedCallers") else ""))
     if card.get("callers"):
         parts.append("callers: " + ", ".join(f"`{x['qualifiedName']}`" for x in card["callers"]))
-    parts.append(f"_{card['path']}:{card['range']['startLine']}-{card['range']['endLine']}_")
+    start, end = card["range"]
+    parts.append(f"_{card['path']}:{start}-{end}_")
     return "\n\n".join(p for p in parts if p)
 
 
