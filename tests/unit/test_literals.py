@@ -69,3 +69,21 @@ def test_out_of_time_the_hits_so_far_are_kept_and_the_unread_files_counted(tmp_p
     assert (scan.hits, scan.unread) == ([], 40)  # the budget is checked before every 32nd file
     scan = literals.find(str(tmp_path), files, [Needle("needle here", word=False)])
     assert (len(scan.hits), scan.unread) == (40, 0)
+
+
+def test_a_word_in_a_comment_is_prose_a_phrase_counts_anywhere(tmp_path):
+    files = tree(tmp_path, {
+        "sched.go": "package sched\n\n// asks the runtime for a timer\n/* the runtime again\n * and runtime here\n */\n"
+                    "func run() { runtime.Gosched() } // runtime in a trailing comment still counts\n"
+                    "// the error \"no timer left\" is returned below\nvar errNone = errors.New(\"no timer left\")\n",
+        "conf.py": "# the runtime is permissive\nRUNTIME = 'runtime'\n    # runtime indented comment\n",
+    })
+    hits = literals.find(str(tmp_path), files, [Needle("runtime", word=True),
+                                                Needle("no timer left", word=False)]).hits
+    assert hits == [
+        Hit("runtime", "conf.py", 2),  # in the string, not in the two comment lines
+        Hit("runtime", "sched.go", 7),  # in the code and in the trailing comment of line 7
+        Hit("runtime", "sched.go", 7),
+        Hit("no timer left", "sched.go", 8),
+        Hit("no timer left", "sched.go", 9),
+    ]

@@ -8,6 +8,12 @@ when no secret the redactor finds near it overlaps it, so a query can never conf
 (``AKIA…``) that the index would have redacted. Answers carry locations (path, line, the
 enclosing symbol), never the text around a hit.
 
+A word (an identifier, a plain word of the task) counts where the code writes it, not in
+a comment: a line that starts a comment (``//``, ``/*``, `` *`` in the C family, ``#`` in
+Python, Ruby, PHP) is prose, and "the runtime" in a comment singles nothing out. A quoted
+phrase counts anywhere (an error message is quoted in comments and docs too, but is written
+once in code; the page shows it first).
+
 Bounded: a needle is followed into at most ``MAX_FILES`` files (then it is "saturated": a
 common word), at most ``MAX_HITS`` hits are kept (production code before tests, then by
 path and line); the leg reads for at most ``BUDGET_S`` seconds and then answers with what
@@ -34,6 +40,14 @@ MAX_NEEDLES = 8
 BUDGET_S = 2.0  # the leg's share of a request's 10 s deadline, as the dense leg's 2 s
 _WINDOW = 60  # lines either side of a hit given to the redactor
 _NOT_CODE = frozenset({"markdown", "yaml", "json", "toml"})
+# how a comment line starts, per language (a line, stripped): words are not counted there
+_COMMENT_STARTS: dict[str, tuple[bytes, ...]] = {
+    **{lang: (b"//", b"/*", b"*") for lang in ("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
+                                               "csharp", "kotlin")},
+    "php": (b"//", b"/*", b"*", b"#"),
+    "python": (b"#",),
+    "ruby": (b"#",),
+}
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
 
@@ -79,7 +93,7 @@ def find(root: str, files: Iterable[tuple[str, str]], needles: Sequence[Needle],
     saturated: set[str] = set()
     code = sorted(((p, lang) for p, lang in files if lang not in _NOT_CODE),
                   key=lambda f: (bool(_TEST_PATH.search(f[0])), f[0]))
-    for i, (path, _language) in enumerate(code):
+    for i, (path, language) in enumerate(code):
         if not live or len(hits) >= MAX_HITS:
             break
         if i % 32 == 0 and time.monotonic() > end:
@@ -102,7 +116,7 @@ def find(root: str, files: Iterable[tuple[str, str]], needles: Sequence[Needle],
                     found.append((n, pat))
         if not found:
             continue
-        got = _confirm(path, data, found, redact_extra)
+        got = _confirm(path, data, found, redact_extra, _COMMENT_STARTS.get(language, ()))
         hits.extend(got)
         for n in {h.needle for h in got}:
             per_needle[n] = per_needle.get(n, 0) + 1
@@ -112,12 +126,22 @@ def find(root: str, files: Iterable[tuple[str, str]], needles: Sequence[Needle],
     return Scan(hits[:MAX_HITS], saturated)
 
 
-def _confirm(path: str, data: bytes, found, redact_extra) -> list[Hit]:
+def _in_comment(data: bytes, pos: int, comment_starts: tuple[bytes, ...]) -> bool:
+    """True when the line holding ``pos`` starts a comment (stripped of indentation)."""
+    if not comment_starts:
+        return False
+    bol = data.rfind(b"\n", 0, pos) + 1
+    return data[bol:pos + 1].lstrip().startswith(comment_starts)
+
+
+def _confirm(path: str, data: bytes, found, redact_extra, comment_starts: tuple[bytes, ...] = ()) -> list[Hit]:
     out: list[Hit] = []
     text = None
     starts: list[int] = []
     for n, pat in found:
         for m in pat.finditer(data):
+            if n.word and _in_comment(data, m.start(), comment_starts):
+                continue  # prose, not where the code writes it
             if text is None:
                 text = data.decode("utf-8", "replace")
                 starts = [0] + [j + 1 for j, ch in enumerate(text) if ch == "\n"]
