@@ -34,8 +34,6 @@ DEFAULT_MINIMAL = 1_500
 TOP_N = 5
 MAX_DEPTH = 3
 MAX_LIMIT = 200
-DEFAULT_DEPTH = 1  # callGraph's defaults (context/models.py CallGraphParams)
-DEFAULT_LIMIT = 25
 CANDIDATES = 10
 RELATED_ROOM = 96  # symbolContext keeps the card's lists only with this much room left for related cards
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
@@ -58,9 +56,11 @@ remove new all any not no we i you they our my their its code file function meth
 
 
 def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
-    """Index freshness as every context answer carries it: the state and when the index last
-    changed (to the second), plus only those facts that differ from their default: the
-    indexed commit, uncommitted changes, open buffers, pending changes. ``indexStatus``
+    """Index freshness as every context answer carries it: the state, plus only those facts
+    that differ from their default: the indexed commit, uncommitted changes, open buffers,
+    pending changes, and when the index last changed (to the second) while the answer may lag
+    the workspace (state not ``ready``, or changes pending) — when the index is ready with
+    nothing pending, the answer reflects every change the daemon was told of. ``indexStatus``
     carries every field in full, the policy fingerprint too: that is one per index (DESIGN
     "recorded in every index and every benchmark result"), not news in every answer, and a
     policy change is seen in ``indexStatus`` and as a re-index (state). (The full stamp cost
@@ -74,6 +74,8 @@ def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
         out["openBuffers"] = f["openBuffers"]
     if f.get("pending"):
         out["pending"] = f["pending"]
+    if f.get("state", "") == "ready" and not f.get("pending"):
+        return out
     last = f.get("lastUpdate") or ""
     if last:
         try:
@@ -332,12 +334,15 @@ class ContextService:
             related.append(("test", t.qname))
         if s.kind in ("method",) and s.parent:
             related.insert(0, ("container", s.parent))
+        # callers and tests the card lists (name, file, line of the call) are not said again
+        card = answer.get("card", {})
+        listed = {x["qualifiedName"] for key in ("callers", "tests") for x in card.get(key, [])}
         seen = {s.qname}
         answer["related"] = []
         order = {"container": 0, "callee": 1, "implementation": 2, "caller": 3, "test": 4}
         related.sort(key=lambda x: order[x[0]])
         for role, q in related:
-            if q in seen:
+            if q in seen or (role in ("caller", "test") and q in listed):
                 continue
             seen.add(q)
             dl.check()
@@ -346,8 +351,15 @@ class ContextService:
                 continue
             r = rows[0]
             # a related card carries its counts, not its own caller/callee lists: those
-            # repeat the subject and each other; the counts say how many a card request gets
-            item = {"role": role, **self.card(r, top=0, include_ids=prm.include_ids)}
+            # repeat the subject and each other; the counts say how many a card request gets.
+            # What the subject uses (container, callees, implementations) comes as a card with
+            # signature and summary; who uses it (callers, tests) beyond those the card lists is
+            # named with its kind, path and range: their own signature and summary describe
+            # them, not the subject (their card has them)
+            if role in ("caller", "test"):
+                item = {"role": role, **self.ref(r, prm.include_ids)}
+            else:
+                item = {"role": role, **self.card(r, top=0, include_ids=prm.include_ids)}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
         return self._done(p)
 
@@ -360,17 +372,13 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         store = self.store
-        # the sections present say the direction; depth and limit are given when they are not
-        # the defaults (1, 25), with what was asked when it was clamped
+        # the request is not repeated: the sections present say the direction; depth and limit
+        # are given only when they were clamped, with what was asked
         answer: dict[str, Any] = {"found": True, "root": self.ref(s, prm.include_ids)}
-        if depth != DEFAULT_DEPTH or depth != prm.depth:
-            answer["depth"] = depth
         if depth != prm.depth:
-            answer["depthRequested"] = prm.depth
-        if limit != DEFAULT_LIMIT or limit != prm.limit:
-            answer["limit"] = limit
+            answer.update({"depth": depth, "depthRequested": prm.depth})
         if limit != prm.limit:
-            answer["limitRequested"] = prm.limit
+            answer.update({"limit": limit, "limitRequested": prm.limit})
         answer.update({"maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])})
         dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
@@ -404,7 +412,7 @@ class ContextService:
                             nxt.append(other)
                         edges.append(r)
                 frontier = nxt
-            section: dict[str, Any] = {"nodes": [], "resolved": len(nodes)}
+            section: dict[str, Any] = {"nodes": []}
             if unresolved:  # absent: 0
                 section["unresolvedCandidates"] = unresolved
             if more:
@@ -642,6 +650,8 @@ class ContextService:
             rows[r.id] = r
 
         unnamed: list[str] = []  # words that name no symbol: looked up where written
+        by_ident: dict[str, dict[int, float]] = {}  # what each identifier gave each symbol
+        code_named = False  # a code-like identifier of the task names a symbol
         for ident in idents[:64]:
             dl.check()
             if ident.lower() in _STOP:
@@ -655,6 +665,9 @@ class ContextService:
                         continue
                     modules.add(r.qname)
                 bump(r, 3.0 if r.kind == "module" else 10.0, "exact")
+                if r.kind != "module":
+                    got = by_ident.setdefault(ident, {})
+                    got[r.id] = got.get(r.id, 0.0) + 10.0
             named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
             # a name many definitions share ("error", "run") singles out less than a rare one
             # ("cgoLookupHostIP"); a plain word of the task less than a code-like identifier
@@ -668,15 +681,24 @@ class ContextService:
                         continue
                     modules.add(r.qname)
                 full = ident in (r.qname, r.name) or r.qname.endswith("." + ident)
-                bump(r, 1.0 if r.kind == "module" else (6.0 if full else 2.0) * rarity, "exact")
+                w = 1.0 if r.kind == "module" else (6.0 if full else 2.0) * rarity
+                bump(r, w, "exact")
+                if r.kind != "module":
+                    got = by_ident.setdefault(ident, {})
+                    got[r.id] = got.get(r.id, 0.0) + w
             if not hit:
                 unnamed.append(ident)
+            elif _CODE_LIKE.search(ident):
+                code_named = True
+        homonyms_not_meant = self._disambiguate(by_ident, rows, scores, dl)
         # the literal leg: phrases quoted in the task and words no symbol is named by (an SQL
         # table, a C function called through cgo), where the code writes them; code-like
-        # words first, common words (saturated, or in many symbols) single nothing out
+        # words first, common words (saturated, or in many symbols) single nothing out. When a
+        # code-like identifier of the task names a symbol, the task's plain words that name
+        # none ("the runtime", "frees") are its prose, not code to look for: they are left out
         needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(prm.task)]
         needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not _CODE_LIKE.search(x))
-                    if len(x) >= literals.MIN_NEEDLE]
+                    if len(x) >= literals.MIN_NEEDLE and (_CODE_LIKE.search(x) or not code_named)]
         needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
         used_literal = False
         unread = 0
@@ -694,7 +716,7 @@ class ContextService:
         top_bm25: set[int] = set()
         for rank, (r, _sc) in enumerate(store.search(words, 10) if words else []):
             bump(r, 1.0 / (60 + rank + 1) * 60, "bm25")
-            if rank < BM25_KEPT:
+            if rank < BM25_KEPT and r.id not in homonyms_not_meant:
                 top_bm25.add(r.id)
         for rel in rels:
             for r in store.symbols_in_file(rel):
@@ -706,6 +728,9 @@ class ContextService:
         # matches of all the task's words are always shown.
         floor = scores[ranked[0]] * WEAK_FRACTION if ranked else 0.0
         strong = [i for i in ranked if scores[i] >= floor or i in top_bm25]
+        # a module's card says less than a card of a symbol in it, which names the same file
+        member_files = {rows[i].path for i in strong if rows[i].kind != "module"}
+        strong = [i for i in strong if rows[i].kind != "module" or rows[i].path not in member_files]
         answer: dict[str, Any] = {"maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
                                                                  + ["bm25"] + (["path"] if rels else []))}
@@ -737,6 +762,40 @@ class ContextService:
         if not ranked:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self._done(p)
+
+    def _disambiguate(self, by_ident: dict[str, dict[int, float]], rows: dict[int, SymbolRow],
+                      scores: dict[int, float], dl: Deadline) -> set[int]:
+        """Homonyms told apart by the task's other identifiers: when a name of the task is
+        shared by several symbols (``requestAsyncId`` in five scheduler actions) and some of
+        them call, are called by or are members of a symbol another identifier of the task
+        names (``setInterval``), the others lose what that name gave them: the task's words
+        together say which one is meant. Nothing changes when none or all of them are linked.
+        Returns the symbols set back (not shown among the best BM25 matches either)."""
+        store = self.store
+        demoted: set[int] = set()
+        for ident, got in by_ident.items():
+            homonyms = [rows[i] for i in got]
+            if len({r.qname for r in homonyms}) < 2:
+                continue
+            others = {rows[i].qname for other, g in by_ident.items() if other != ident for i in g}
+            others -= {r.qname for r in homonyms}
+            if not others:
+                continue
+            linked: set[int] = set()
+            for r in homonyms:
+                dl.check()
+                near = {c.target for c in store.callees(r.qname, limit=200) if c.target}
+                near |= {c.caller for c in store.callers(r.qname, limit=200)}
+                if r.parent:
+                    near.add(r.parent)
+                if near & others:
+                    linked.add(r.id)
+            if 0 < len(linked) < len(homonyms):
+                for r in homonyms:
+                    if r.id not in linked:
+                        scores[r.id] -= got[r.id]
+                        demoted.add(r.id)
+        return demoted
 
     def pr_context(self, prm: PrContextParams) -> dict[str, Any]:
         if prm.diff is not None:
@@ -792,7 +851,9 @@ class ContextService:
             if unresolved:
                 item["unresolvedCandidates"] = unresolved
             p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")
-        answer["publicCallers"] = {"checked": checked, "omitted": omitted_callers}
+        answer["publicCallers"] = {"checked": checked}
+        if omitted_callers:  # absent: 0
+            answer["publicCallers"]["omitted"] = omitted_callers
         return self._done(p)
 
     def _git_diff(self, base: str, head: str | None) -> str:
