@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
+from codesynapse.extract import incremental as incremental_mod
 from codesynapse.extract.engine import extract_file
 from codesynapse.extract.languages import detect, load
 from codesynapse.extract.model import FileExtraction
@@ -42,8 +43,11 @@ def _parser(name: str):
     return p
 
 
-def extract_source(root: str, relpath: str, data: bytes, language: str, redact_extra=()) -> FileExtraction:
-    """Parse ``data`` (the bytes of ``relpath`` under ``root``) and extract its graph facts."""
+def extract_source(root: str, relpath: str, data: bytes, language: str, redact_extra=(),
+                   incremental: bool = False) -> FileExtraction:
+    """Parse ``data`` (the bytes of ``relpath`` under ``root``) and extract its graph facts.
+    ``incremental`` (live updates): re-use the kept extraction of the file's last version
+    where the edit did not reach (extract/incremental.py), with the same result."""
     loaded = load(language)
     h = content_hash(data)
     hooks = loaded.hooks
@@ -51,6 +55,10 @@ def extract_source(root: str, relpath: str, data: bytes, language: str, redact_e
     if loaded.spec.kind == "doc":
         return hooks.extract(relpath=relpath, src=data, parser=_parser(language), module=module,  # type: ignore[attr-defined]
                              file_hash=h, language=language, redact_extra=redact_extra)
+    if incremental and getattr(hooks, "traces_file_facts", False) and len(data) >= incremental_mod.MIN_BYTES:
+        return incremental_mod.extract(root=root, parser=_parser(language), src=data, query=loaded.query,
+                                       hooks=hooks, relpath=relpath, language=language, module=module,
+                                       file_hash=h, redact_extra=redact_extra)
     return extract_file(
         parser=_parser(language), src=data, query=loaded.query, hooks=hooks, relpath=relpath,  # type: ignore[arg-type]
         language=language, module=module, file_hash=h, redact_extra=redact_extra,

@@ -90,6 +90,8 @@ class _File:
     cut: int = -1  # byte from which definitions (and the calls and bases after them) are left out
     cut_line: int = 0
     rest_line: int = 0  # line from which the rest of the file is left out (one statement too large)
+    # (unit start byte, top-level names its receiver hints were learnt from), when traced
+    consults: list | None = None
 
     def notes(self, lines: int) -> str:
         """Why the file is partial, naming what was left out ("" when nothing was)."""
@@ -107,6 +109,20 @@ class _File:
         if out and self.partial:
             out.insert(0, "syntax errors")
         return "; ".join(out)
+
+
+def _hints(f: _File, node: Node) -> dict[str, str]:
+    """A unit's receiver hints; traced, the top-level names they were learnt from are noted."""
+    if f.consults is None:
+        return f.hooks.receiver_hints(node, f.src)
+    f.hooks.trace_begin()
+    try:
+        hints = f.hooks.receiver_hints(node, f.src)
+    finally:
+        names = f.hooks.trace_end()
+    if names:
+        f.consults.append((node.start_byte, names))
+    return hints
 
 
 def _segment(f: _File, root: Node, hi: int | None) -> None:
@@ -262,7 +278,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
             unit = owner
             while unit is not None:
                 if unit.hints is None:
-                    unit.hints = hooks.receiver_hints(unit.node, src)
+                    unit.hints = _hints(f, unit.node)
                 if recv in unit.hints:
                     hint = unit.hints[recv]
                     break
@@ -274,7 +290,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
                 if cls is not None:
                     for m in cls.children:
                         if m.hints is None:
-                            m.hints = hooks.receiver_hints(m.node, src)
+                            m.hints = _hints(f, m.node)
                         if recv in m.hints:
                             hint = m.hints[recv]
                             break
@@ -586,4 +602,76 @@ def extract_tree(
     _start(f, root, lines, file_hash)
     f.partial = root.has_error
     _segment(f, root, None)
+    return _finish(f, language, file_hash, lines)
+
+
+# ---- statement blocks (extract/incremental.py) --------------------------------------------------
+
+
+@dataclass
+class Blocks:
+    """A traced extraction of a whole file or of a range of it, with the file's top-level
+    statements grouped into blocks: a block starts at the first statement that begins a line
+    (column 0, below the end of the one before, not below a comment: a comment belongs to the
+    statement under it) and runs to the next block. Every definition,
+    call, import and base lies inside one block; ``consults`` says which top-level names a
+    unit's receiver hints were learnt from, ``defines`` which names each block defines."""
+
+    file: _File
+    starts: list[tuple[int, int]]  # (byte, row) where each block starts
+    defines: list[tuple[str, ...]]
+    consults: list[tuple[int, frozenset[str]]]
+    error: bool  # a syntax error in the range
+
+
+def _blocks(root: Node, src: bytes, hooks: LanguageHooks, lo: int, lo_row: int
+            ) -> tuple[list[tuple[int, int]], list[tuple[str, ...]]]:
+    starts: list[tuple[int, int]] = [(lo, lo_row)]
+    defines: list[list[str]] = [[]]
+    prev_end = -1
+    after_comment = False  # a comment stays with the statement below it (its summary)
+    c = root.walk()
+    if c.goto_first_child():
+        while True:
+            k = c.node
+            if k.start_byte >= lo:
+                row, col = k.start_point
+                if col == 0 and row > prev_end and k.start_byte > starts[-1][0] and not after_comment:
+                    starts.append((k.start_byte, row))
+                    defines.append([])
+                if not k.is_extra:
+                    defines[-1].extend(hooks.table_names(k, src))
+                after_comment = _comment(k)
+                prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
+            if not c.goto_next_sibling():
+                break
+    return starts, [tuple(d) for d in defines]
+
+
+def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageHooks, relpath: str,
+                   module: str, file_hash: str, redact_extra=(), lo: int = 0, hi: int | None = None,
+                   lo_row: int = 0) -> Blocks:
+    """Extract ``src[lo:hi]`` (all of it by default; ``lo`` must start a line, row ``lo_row``,
+    and ``hi`` end one) traced, parsed on its own; the file's module symbol comes first in
+    ``file.symbols`` when the range starts the file."""
+    f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, path_module=module,
+              redact=_redactor(redact_extra), consults=[])
+    whole = lo == 0 and (hi is None or hi == len(src))
+    hi = len(src) if hi is None else hi
+    try:
+        if not whole:
+            parser.included_ranges = [Range(Point(lo_row, 0), Point(*_point(src, hi, lo, (lo_row, 0))), lo, hi)]
+        tree = parser.parse(src)
+    finally:
+        parser.included_ranges = []
+    root = tree.root_node
+    if lo == 0:
+        _start(f, root, _line_count(src), file_hash)
+    f.partial = root.has_error
+    _segment(f, root, None)
+    starts, defines = _blocks(root, src, hooks, lo, lo_row)
+    return Blocks(file=f, starts=starts, defines=defines, consults=f.consults or [], error=root.has_error)
+
+
+def finish(f: _File, language: str, file_hash: str, lines: int) -> FileExtraction:
     return _finish(f, language, file_hash, lines)

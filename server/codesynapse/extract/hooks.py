@@ -58,6 +58,21 @@ class LanguageHooks:
     """Defaults that suit C-like languages; override per language."""
 
     sep = "."
+    # Whether a statement's extraction depends on other top-level statements only through
+    # names the hooks report (``trace_begin``/``trace_end``, ``table_names``): such a
+    # language's files can be re-extracted a statement at a time (extract/incremental.py).
+    traces_file_facts = False
+
+    def trace_begin(self) -> None:
+        """Start recording the top-level names the next ``receiver_hints`` looks up."""
+
+    def trace_end(self) -> frozenset[str]:
+        """The names looked up since ``trace_begin``."""
+        return frozenset()
+
+    def table_names(self, node: Node, src: bytes) -> tuple[str, ...]:
+        """The names a top-level statement defines in the file's lookup tables."""
+        return ()
     comment_types = frozenset({"comment", "line_comment", "block_comment"})
 
     def module_name(self, relpath: str, root: str) -> str:

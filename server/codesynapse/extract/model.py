@@ -68,6 +68,22 @@ class Inherit(msgspec.Struct, frozen=True, kw_only=True):
     line: int = 0
 
 
+class Delta(msgspec.Struct, frozen=True, kw_only=True):
+    """How an incremental extraction (extract/incremental.py) differs from the extraction of
+    the file's version whose content hash is ``base_hash``: the definitions and call sites that
+    start on lines ``first_line``..``last_line`` of that version are replaced by ``symbols`` and
+    ``calls`` (lines of the new version), and those that start after ``last_line`` move by
+    ``shift`` lines. The module symbol is the new extraction's first symbol. A store holding
+    the base version can apply this instead of comparing every row (SqliteGraphStore)."""
+
+    base_hash: str
+    first_line: int
+    last_line: int
+    shift: int
+    symbols: list[Symbol] = []
+    calls: list[CallSite] = []
+
+
 class FileExtraction(msgspec.Struct, kw_only=True):
     path: str  # relative to the repository root, '/' separated
     language: str
@@ -81,3 +97,4 @@ class FileExtraction(msgspec.Struct, kw_only=True):
     inherits: list[Inherit] = []
     partial: bool = False  # the parse had syntax errors; what parsed is kept
     error: str = ""
+    delta: Delta | None = None  # set by an incremental extraction (see Delta)

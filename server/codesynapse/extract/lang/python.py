@@ -100,8 +100,30 @@ class PythonHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
 
+    traces_file_facts = True
+
     def __init__(self) -> None:
         self._file_tables: tuple[bytes, dict, Node] | None = None
+        # while tracing: one set of looked-up names per returns computation in progress, the
+        # outermost the unit's (a name looked up deep in a chain counts for every level)
+        self._trace: list[set[str]] | None = None
+
+    def trace_begin(self) -> None:
+        self._trace = [set()]
+
+    def trace_end(self) -> frozenset[str]:
+        names = frozenset(self._trace[0]) if self._trace else frozenset()
+        self._trace = None
+        return names
+
+    def _consult(self, names) -> None:
+        if self._trace is not None:
+            for s in self._trace:
+                s.update(names)
+
+    def table_names(self, node: Node, src: bytes) -> tuple[str, ...]:
+        d = _unwrap(node)
+        return (text(d.child_by_field_name("name"), src),) if d is not None else ()
 
     def module_name(self, relpath: str, root: str) -> str:
         p = PurePosixPath(relpath)
@@ -342,7 +364,7 @@ class PythonHooks(LanguageHooks):
             table = funcs if d.type == "function_definition" else classes
             name = text(d.child_by_field_name("name"), src)
             table[name] = None if name in table else d  # defined twice: unknown
-        tables = {"funcs": funcs, "classes": classes, "methods": {}, "returns": {}}
+        tables = {"funcs": funcs, "classes": classes, "methods": {}, "returns": {}, "consulted": {}}
         self._file_tables = (src, tables, root)
         return tables
 
@@ -367,14 +389,20 @@ class PythonHooks(LanguageHooks):
         tables = self._tables(unit, src)
         target: Node | None = None
         if fn.type == "identifier":
-            target = tables["funcs"].get(text(fn, src))
+            name = text(fn, src)
+            self._consult((name,))
+            target = tables["funcs"].get(name)
         else:
             obj = fn.child_by_field_name("object")
             attr = text(fn.child_by_field_name("attribute"), src)
             if obj is None or obj.type != "identifier":
                 return ""
             head = text(obj, src)
-            cls = _enclosing_class(unit) if head in ("self", "cls") else tables["classes"].get(head)
+            if head in ("self", "cls"):
+                cls = _enclosing_class(unit)
+            else:
+                self._consult((head,))
+                cls = tables["classes"].get(head)
             if cls is not None:
                 target = self._methods(cls, src, tables).get(attr)
         if target is None:
@@ -382,9 +410,17 @@ class PythonHooks(LanguageHooks):
         returns = tables["returns"]
         key = target.start_byte
         if key in returns:
+            self._consult(tables["consulted"].get(key, ()))  # what the answer was learnt from
             return returns[key] or ""
         returns[key] = None  # recursion guard
-        returns[key] = self._returns_of(target, src) or None
+        if self._trace is None:
+            returns[key] = self._returns_of(target, src) or None
+        else:
+            self._trace.append(set())
+            try:
+                returns[key] = self._returns_of(target, src) or None
+            finally:
+                tables["consulted"][key] = self._trace.pop()
         return returns[key] or ""
 
     def _returns_of(self, fdef: Node, src: bytes) -> str:

@@ -1,0 +1,141 @@
+"""Live updates re-extract only the top-level statements an edit touched
+(extract/incremental.py); what they give must be exactly what a whole extraction gives.
+
+Real files of the machine's Python standard library are edited at random (lines inserted,
+deleted, changed; definitions added; text that opens a string or a bracket; functions whose
+returned class other statements' hints depend on) and every version is extracted both ways.
+"""
+
+from __future__ import annotations
+
+import random
+import sysconfig
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+
+from codesynapse.extract import extract_source
+from codesynapse.extract import incremental
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+# large files of different shapes: a test module, a module of classes, a module of functions
+FILES = ["test/test_typing.py", "typing.py", "argparse.py", "subprocess.py", "inspect.py", "tarfile.py"]
+
+
+def _files() -> list[Path]:
+    out = [STDLIB / f for f in FILES if (STDLIB / f).is_file()]
+    if len(out) < 3:
+        pytest.skip(f"the Python standard library at {STDLIB} lacks the files this test edits")
+    return out
+
+
+def _both(root: str, rel: str, data: bytes):
+    """The incremental extraction (without the delta it carries for the store) and the whole one."""
+    inc = extract_source(root, rel, data, "python", incremental=True)
+    whole = extract_source(root, rel, data, "python")
+    return replace(inc, delta=None), whole
+
+
+EDITS = [
+    "append_def", "insert_line", "delete_line", "change_line", "insert_def_middle", "delete_block",
+    "open_string", "open_bracket", "indent_line", "dedent_line", "returns_class", "duplicate_def",
+]
+
+
+def _edit(text: str, rng: random.Random, kind: str, k: int) -> str:
+    lines = text.split("\n")
+    n = len(lines)
+    at = rng.randrange(1, max(2, n - 1))
+    if kind == "append_def":
+        return text + ("" if text.endswith("\n") else "\n") + f"def _probe_{k}(): return {k}\n"
+    if kind == "insert_line":
+        lines.insert(at, lines[at - 1])
+    elif kind == "delete_line":
+        del lines[at]
+    elif kind == "change_line":
+        lines[at] = lines[at] + f"  # edit {k}" if lines[at].strip() else lines[at]
+    elif kind == "insert_def_middle":
+        while at < n and lines[at][:1] in (" ", "\t", ")", "]", "}", "#", "") and at < n - 1:
+            at += 1
+        lines[at:at] = [f"def _mid_{k}(x):", f"    return _probe_helper_{k}(x)", ""]
+    elif kind == "delete_block":
+        end = min(n, at + rng.randint(2, 40))
+        del lines[at:end]
+    elif kind == "open_string":
+        lines.insert(at, 'x = """unterminated')
+    elif kind == "open_bracket":
+        lines.insert(at, "y = foo(")
+    elif kind == "indent_line":
+        lines[at] = "    " + lines[at]
+    elif kind == "dedent_line":
+        lines[at] = lines[at].lstrip()
+    elif kind == "returns_class":
+        # a function another statement's receiver hint can be learnt from, and a user of it
+        lines[at:at] = [f"def make_{k}():", f"    return Thing{k % 3}()", "",
+                        f"def use_{k}():", f"    t = make_{k % 4}()", "    t.run()", ""]
+    elif kind == "duplicate_def":
+        lines.append(f"def make_{k % 4}():")
+        lines.append("    return Other()")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_extraction_equals_whole_on_random_edits(seed):
+    rng = random.Random(seed)
+    incremental.forget()
+    incremental.stats.update(incremental=0, whole=0)
+    root = str(STDLIB)
+    steps = 0
+    for path in _files():
+        rel = path.relative_to(STDLIB).as_posix()
+        text = path.read_text(encoding="utf-8")
+        inc, whole = _both(root, rel, text.encode())
+        assert inc == whole
+        for k in range(14):
+            kind = EDITS[(k + seed) % len(EDITS)] if k < len(EDITS) else rng.choice(EDITS)
+            edited = _edit(text, rng, kind, k)
+            inc, whole = _both(root, rel, edited.encode())
+            assert inc == whole, f"{rel} after edit {k} ({kind})"
+            steps += 1
+            if not whole.partial:
+                text = edited
+            else:  # the typo is fixed: the version before it again
+                inc, whole = _both(root, rel, text.encode())
+                assert inc == whole, f"{rel} after undoing edit {k} ({kind})"
+    # most edits were absorbed without a whole extraction (the rest: syntax errors, names)
+    assert incremental.stats["incremental"] >= steps // 3, incremental.stats
+
+
+def test_a_hint_learnt_from_an_edited_function_is_learnt_again():
+    """``t = make()`` gives ``t.run()`` the class ``make`` returns; when ``make`` (in another
+    statement, far away) changes what it returns, the user's call must follow."""
+    incremental.forget()
+    filler = "".join(f"def filler_{i}(a, b):\n    return a + b + {i}\n\n\n" for i in range(900))
+    head = "class Alpha:\n    def run(self):\n        pass\n\n\nclass Beta:\n    def run(self):\n        pass\n\n\n"
+    make_a = "def make():\n    return Alpha()\n\n\n"
+    user = "def use():\n    t = make()\n    t.run()\n"
+    v1 = (head + make_a + filler + user).encode()
+    assert len(v1) >= incremental.MIN_BYTES
+    inc, whole = _both("/nonexistent", "m.py", v1)
+    assert inc == whole
+    assert [c.receiver_hint for c in inc.calls if c.callee == "t.run"] == ["Alpha"]
+    v2 = v1.replace(b"return Alpha()", b"return Beta()")
+    inc, whole = _both("/nonexistent", "m.py", v2)
+    assert inc == whole
+    assert [c.receiver_hint for c in inc.calls if c.callee == "t.run"] == ["Beta"]
+
+
+def test_an_edit_far_from_the_start_is_absorbed_without_a_whole_extraction():
+    incremental.forget()
+    filler = "".join(f"def filler_{i}(a, b):\n    return a + b + {i}\n\n\n" for i in range(900))
+    v1 = filler.encode()
+    _both("/nonexistent", "m.py", v1)
+    before = dict(incremental.stats)
+    v2 = v1.replace(b"return a + b + 450\n", b"return a + b + 450 + helper(a)\n")
+    inc, whole = _both("/nonexistent", "m.py", v2)
+    assert inc == whole
+    assert incremental.stats["incremental"] == before["incremental"] + 1
+    assert incremental.stats["whole"] == before["whole"]
+    assert [(c.caller, c.callee, c.line) for c in inc.calls if c.callee == "helper"] == [
+        ("m.filler_450", "helper", 4 * 450 + 2)]
