@@ -19,7 +19,7 @@ import stat
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +39,7 @@ Progress = Callable[[int, int, str], None]
 POOL_THRESHOLD = 16  # fewer changed files than this are parsed in-process
 WRITE_BATCH = 256
 LIVE_BATCH = 64  # updates this small write calls with their symbols (one transaction)
+RESOLVED_FILES = 64  # live-written files whose call resolutions are noted (Indexer._resolved)
 MAX_DEFERRED_CALLS = 1_500_000  # ≈ 150 MB of call sites held for resolution
 GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
 
@@ -160,8 +161,10 @@ def too_deeply_nested(data: bytes) -> bool:
 
 
 def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequence[str] = (),
-                     data: bytes | None = None) -> FileExtraction | FileRow:
-    """Worker entry point: read a file and extract it, or say why it is skipped."""
+                     data: bytes | None = None, incremental: bool = False) -> FileExtraction | FileRow:
+    """Worker entry point: read a file and extract it, or say why it is skipped.
+    ``incremental``: an update of a few files in the daemon's own process, which may re-use
+    a large file's last extraction where an edit did not reach (extract/incremental.py)."""
     try:
         if data is None:
             with open(os.path.join(root, rel), "rb") as f:
@@ -184,7 +187,7 @@ def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequen
                        reason=f"no extractor for {language}")
     extra = _compiled(tuple(redact_patterns))
     try:
-        return extract_source(root, rel, data, language, extra)
+        return extract_source(root, rel, data, language, extra, incremental=incremental)
     except RecursionError:
         return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
                        reason="too deeply nested")
@@ -287,6 +290,11 @@ class Indexer:
         self._suspect: set[str] = set()  # after a crash: files whose held-back calls may be lost
         self._loaded = False
         self._generation: str | None = None  # the store's GENERATION when this index last matched it
+        # per recently live-written file: its calls' resolutions as stored, by (caller, callee,
+        # hint). A stored resolution changes only when an update re-resolves the row (its
+        # path is dropped here then) or moves the bases (all dropped); the next live write of
+        # the file re-uses them and _resolve re-checks those that name what changed.
+        self._resolved: OrderedDict[str, dict[tuple[str, str, str], Resolution]] = OrderedDict()
 
     # -- loading -----------------------------------------------------------------------
     def load(self) -> None:
@@ -337,6 +345,7 @@ class Indexer:
         self.index = SymbolIndex()
         self.resolver = Resolver(self.index)
         self._inherits_by_file = {}
+        self._resolved.clear()
         self._loaded = False
 
     def _stamp(self) -> None:
@@ -397,15 +406,17 @@ class Indexer:
         return report
 
     def extract(self, changed: Sequence[Candidate], progress: Progress | None = None,
-                overlays: dict[str, bytes] | None = None) -> Iterable[FileExtraction | FileRow]:
-        """Results in order, streamed: memory stays bounded by the write batch, not the tree."""
+                overlays: dict[str, bytes] | None = None, known: set[str] = frozenset()
+                ) -> Iterable[FileExtraction | FileRow]:
+        """Results in order, streamed: memory stays bounded by the write batch, not the tree.
+        A few ``known`` (already stored) files are extracted incrementally when they can be."""
         patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
         overlays = overlays or {}
         args = [(str(self.root), c.path, c.language, patterns, overlays.get(c.path)) for c in changed]
         total = len(args)
         if total < POOL_THRESHOLD or self.workers <= 1:
             for i, a in enumerate(args):
-                yield _worker(a)
+                yield read_and_extract(*a, incremental=total < POOL_THRESHOLD and a[1] in known)
                 if progress and (i % 50 == 0 or i == total - 1):
                     progress(i + 1, total, a[1])
             return
@@ -422,7 +433,15 @@ class Indexer:
         edge whose resolution may depend on what changed."""
         report = IndexReport()
         reset_caches()
-        with self.lock, self.store.transaction():
+        with self.lock:
+            try:
+                return self._update(changed, deleted, skipped, progress, overlays, report)
+            except BaseException:
+                self._resolved.clear()  # the transaction rolled back: what was noted may not be stored
+                raise
+
+    def _update(self, changed, deleted, skipped, progress, overlays, report: IndexReport) -> IndexReport:
+        with self.store.transaction():
             self._follow_store()
             self.load()
             stored = self._stored(changed, deleted)
@@ -453,6 +472,8 @@ class Indexer:
             retargeted: set[str] = set()  # bindings of live-written imports whose stored target changed
 
             flushed = [False]
+            noted: dict[str, dict[tuple[str, str, str], Resolution]] = {}  # resolutions of live-written calls
+            reused: set[str] = set()  # live-written files whose calls re-used noted resolutions
 
             def flush(final: bool = False) -> None:
                 nonlocal batch, late_skips, deferred_n
@@ -461,8 +482,6 @@ class Indexer:
                     # resolution in the same write as its symbols, so no reader sees the file
                     # without its edges; _resolve re-checks them once the bases are recomputed
                     res = self.resolver
-                    targets = {(fx.path, i): res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
-                               for fx, _ in batch for i, c in enumerate(fx.calls)}
                     imp_targets: dict[tuple[str, int], str] = {}
                     for fx, _ in batch:
                         before = {(im.module, im.name, im.alias, im.target) for im in self.store.imports(fx.path)}
@@ -472,6 +491,36 @@ class Indexer:
                                 retargeted.add(im.binding)  # as _resolve's fixpoint does for a row it changes
                     inh_targets = {(fx.path, i): res.resolve_base(fx.path, ih.child, ih.base)
                                    for fx, _ in batch for i, ih in enumerate(fx.inherits)}
+                    # an incremental extraction of a file stored as its base version: only the
+                    # lines it replaced are written (its other calls keep their stored
+                    # resolution; _resolve re-checks those that name what changed)
+                    whole: list[tuple[FileExtraction, int]] = []
+                    write_delta = getattr(self.store, "write_delta", None)
+                    for fx, mtime in batch:
+                        if fx.delta is not None and write_delta is not None and write_delta(
+                                fx, mtime,
+                                {i: res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                                 for i, c in enumerate(fx.delta.calls)},
+                                {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
+                                {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))}):
+                            self._resolved.pop(fx.path, None)
+                            reused.add(fx.path)
+                            fresh.add(fx.path)
+                        else:
+                            whole.append((fx, mtime))
+                    batch = whole
+                    targets: dict[tuple[str, int], Resolution] = {}
+                    for fx, _ in batch:
+                        before = self._resolved.get(fx.path) or {}
+                        now = noted[fx.path] = {}
+                        for i, c in enumerate(fx.calls):
+                            key = (c.caller, c.callee, c.receiver_hint)
+                            r = now.get(key) or before.get(key)
+                            if r is None:
+                                r = res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                            now[key] = targets[(fx.path, i)] = r
+                        if before:
+                            reused.add(fx.path)
                     if batch or late_skips:
                         self.store.write_files(batch, late_skips, call_targets=targets, inherit_targets=inh_targets,
                                                import_targets=imp_targets, with_calls=True)
@@ -479,6 +528,8 @@ class Indexer:
                     batch, late_skips = [], []
                     return
                 flushed[0] = True
+                for fx, _ in batch:
+                    self._resolved.pop(fx.path, None)
                 if batch or late_skips:
                     defer = deferred_n < MAX_DEFERRED_CALLS
                     self.store.write_files(batch, late_skips, with_calls=not defer)
@@ -488,7 +539,8 @@ class Indexer:
                             deferred_n += len(fx.calls)
                 batch, late_skips = [], []
 
-            for r in self.extract(changed, progress, overlays):
+            known = {p for p, f in stored.items() if f.status != "skipped"}
+            for r in self.extract(changed, progress, overlays, known):
                 if isinstance(r, FileRow):
                     fi = idx.files.get(r.path)
                     if fi is not None:
@@ -527,13 +579,45 @@ class Indexer:
             affected.discard("")
             report.parsed = len(changed_paths)
             report.deleted = len(deleted)
-            self._resolve(set(changed_paths), set(removed) | vanished, affected, deferred, fresh, exports_changed)
+            for p in removed:
+                self._resolved.pop(p, None)
+            for p in vanished:
+                self._resolved.pop(p, None)
+            rewritten = self._resolve(set(changed_paths), set(removed) | vanished, affected, deferred, fresh,
+                                      exports_changed, reused)
+            if rewritten is None:  # every resolution may have moved
+                self._resolved.clear()
+            else:
+                for p in rewritten:
+                    self._resolved.pop(p, None)
+                for p, memo in noted.items():
+                    if p not in rewritten:
+                        self._resolved[p] = memo
+                        self._resolved.move_to_end(p)
+                while len(self._resolved) > RESOLVED_FILES:
+                    self._resolved.popitem(last=False)
             self._suspect -= {c.path for c in changed} | set(removed)
             if not self._suspect:
                 self.store.set_meta({"resolution_pending": "0"})
             if removed or report.unchanged < len(changed):  # something was written
                 self._stamp()
         return report
+
+    def warm(self, rel: str, data: bytes) -> bool:
+        """Prepare ``rel`` (opened in the editor with ``data``) for statement-level updates:
+        when ``data`` is what is indexed, extract it into extract/incremental.py's keep
+        without writing anything. True when it was extracted."""
+        from codesynapse.extract import incremental
+
+        if len(data) < incremental.MIN_BYTES:
+            return False
+        with self.lock:
+            f = self.store.file(rel)
+            if f is None or f.status != "indexed" or f.hash != content_hash(data):
+                return False
+            patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
+            r = read_and_extract(str(self.root), rel, f.language, patterns, data, incremental=True)
+            return isinstance(r, FileExtraction)
 
     def _stored(self, changed: Sequence[Candidate], deleted: Sequence[str]) -> dict[str, FileRow]:
         """The stored file rows an update needs: those of its paths, read one by one for a
@@ -580,18 +664,22 @@ class Indexer:
         """Re-resolve every edge (after a crash between write and resolution)."""
         with self.lock, self.store.transaction():
             self.load()
+            self._resolved.clear()
             self._resolve(set(self.index.files), set(), set())
             self.store.set_meta({"resolution_pending": "0"})
             self._stamp()
 
     def _resolve(self, changed: set[str], removed: set[str], affected: set[str],
                  deferred: Sequence[tuple[str, list]] = (), fresh: set[str] = frozenset(),
-                 exports_changed: set[str] | None = None) -> None:
+                 exports_changed: set[str] | None = None, reused: set[str] = frozenset()) -> set[str] | None:
         """Re-resolve every stored edge whose target may depend on what changed: the edges of
         ``changed`` files and those elsewhere that name an ``affected`` name. ``fresh`` files'
         calls were stored resolved against the current index (only a change of bases can
         change them again); ``exports_changed`` (default: all of ``changed``) are the changed
-        files whose symbols or bindings changed, whose module's importers are re-resolved."""
+        files whose symbols or bindings changed, whose module's importers are re-resolved.
+        ``reused`` fresh files stored resolutions noted at their last write: their calls that
+        name an ``affected`` name are re-checked as other files' are. Returns the files whose
+        stored call resolutions this changed (None: perhaps any, the bases moved)."""
         idx = self.index
         res = self.resolver
         # 1. imports, to a fixpoint: when an import's target changes (a re-exported name moved or
@@ -676,14 +764,18 @@ class Indexer:
         else:
             calls = list(self.store.calls_in_files(sorted(changed - held - fresh)))
             if affected and len(changed) < len(idx.files):
-                calls += [c for c in self.store.calls_touching(affected) if c.path not in changed]
+                calls += [c for c in self.store.calls_touching(affected)
+                          if c.path not in changed or (c.path in reused and c.path in fresh)]
         updates: list[tuple[int, Resolution]] = []
+        rewritten: set[str] = set()
         for c in calls:
             r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
             if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
                 updates.append((c.id, r))
+                rewritten.add(c.path)
                 if len(updates) >= 20_000:
                     self.store.update_call_targets(updates)
                     updates = []
         self.store.update_call_targets(updates)
+        return None if bases_changed else rewritten
 

@@ -472,6 +472,73 @@ class SqliteGraphStore:
                     raise StoreError(f"graph write failed: {e}") from e
                 raise
 
+    def write_delta(self, fx: FileExtraction, mtime: int, call_targets: dict[int, Resolution],
+                    inherit_targets: dict[int, Resolution], import_targets: dict[int, str]) -> bool:
+        """Store ``fx`` by its ``delta`` (an incremental extraction): only the definitions and
+        call sites of the lines it replaced are deleted and inserted, those after them move
+        by its shift, the stored rows before them stay. ``call_targets`` resolve the delta's
+        own calls (by index in ``fx.delta.calls``); imports and bases are written whole, as
+        write_files does. False (nothing written) unless the stored file is the delta's base
+        version, indexed: the caller then writes the file whole."""
+        d = fx.delta
+        if d is None:
+            return False
+        g, path = self.graph_id, fx.path
+        with self.transaction():
+            conn = self._conn()
+            row = conn.execute("SELECT hash, status FROM files WHERE graph_id=? AND path=?", (g, path)).fetchone()
+            if row is None or row[0] != d.base_hash or row[1] != "indexed":
+                return False
+            try:
+                conn.execute("SAVEPOINT write")
+                a, b = d.first_line, d.last_line
+                conn.execute("DELETE FROM symbols WHERE graph_id=? AND path=? AND (kind='module' OR "
+                             "start_line BETWEEN ? AND ?)", (g, path, a, b))
+                conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
+                if d.shift:
+                    conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
+                                 "WHERE graph_id=? AND path=? AND start_line>?", (d.shift, d.shift, g, path, b))
+                    conn.execute("UPDATE calls SET line=line+? WHERE graph_id=? AND path=? AND line>?",
+                                 (d.shift, g, path, b))
+                self._delete_paths(conn, [path], keep=("symbols", "calls"))
+                conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                             (g, path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
+                              "partial" if fx.partial else "indexed",
+                              fx.error or ("syntax errors; partial extraction" if fx.partial else ""), time.time()))
+                syms = [fx.symbols[0], *d.symbols] if fx.symbols and fx.symbols[0].kind == "module" else d.symbols
+                conn.executemany(
+                    f"INSERT INTO symbols({', '.join(_SYMBOL_COLS)}) VALUES ({','.join('?' * len(_SYMBOL_COLS))})",
+                    [(g, path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col, s.end_col,
+                      s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language,
+                      name_terms(s.name, s.qname)) for s in syms])
+                unresolved = Resolution("", "unresolved", 0.0)
+                rows = []
+                for i, c in enumerate(d.calls):
+                    r = call_targets.get(i, unresolved)
+                    rows.append((g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+                                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+                                 r.target, r.resolution, r.confidence))
+                conn.executemany(
+                    f"INSERT INTO calls({', '.join(_CALL_COLS)}) VALUES ({','.join('?' * len(_CALL_COLS))})", rows)
+                conn.executemany(
+                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(g, path, im.module, im.name, im.alias, im.line, import_targets.get(i, ""), *module_keys(im.module))
+                     for i, im in enumerate(fx.imports)])
+                conn.executemany(
+                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
+                    "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    [(g, path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution, r.confidence,
+                      *base_keys(ih.base))
+                     for i, ih in enumerate(fx.inherits) for r in (inherit_targets.get(i, unresolved),)])
+                conn.execute("RELEASE write")
+            except BaseException as e:
+                self._undo(conn)
+                if isinstance(e, sqlite3.Error):
+                    raise StoreError(f"graph write failed: {e}") from e
+                raise
+        return True
+
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
         """Add call sites (with their resolution) for files written with ``with_calls=False``."""
         g = self.graph_id
