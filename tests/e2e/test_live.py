@@ -138,3 +138,49 @@ async def test_watched_files_notification(client, repo):
 
     c = await eventually(seen)
     assert c["card"]["kind"] == "function"
+
+
+def _lines(c) -> list[int]:
+    r = c["card"]["range"]
+    return [r["startLine"], r["endLine"]] if isinstance(r, dict) else list(r)
+
+
+async def test_large_file_opened_then_edited_mid_file(client, repo):
+    """A file large enough to be updated a statement at a time (extract/incremental.py):
+    opened (its extraction is prepared), then a function inserted in its middle and saved;
+    the new function, its call and the moved lines of the functions below are all answered."""
+    path = repo / "shop" / "big.py"
+    body = "".join(f"def step_{i}(amount):\n    \"\"\"Step {i}.\"\"\"\n    return amount + {i}\n\n\n"
+                   for i in range(800))
+    text = "from shop.pricing import with_tax\n\n\n" + body
+    assert len(text.encode()) > 32 * 1024
+    path.write_text(text)
+
+    async def indexed():
+        c = await card(client, "shop.big.step_799")
+        return c if c["found"] else None
+
+    c = await eventually(indexed)
+    assert _lines(c) == [3 + 799 * 5 + 1, 3 + 799 * 5 + 3]
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    edited = text.replace("def step_400(amount):",
+                          "def taxed_step(amount):\n    return with_tax(amount)\n\n\ndef step_400(amount):")
+    path.write_text(edited)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def inserted():
+        c = await card(client, "shop.big.taxed_step")
+        return c if c["found"] else None
+
+    c = await eventually(inserted)
+    assert _lines(c) == [3 + 400 * 5 + 1, 3 + 400 * 5 + 2]
+    below = await card(client, "shop.big.step_799")
+    assert _lines(below) == [3 + 799 * 5 + 1 + 4, 3 + 799 * 5 + 3 + 4]
+    above = await card(client, "shop.big.step_10")
+    assert _lines(above) == [3 + 10 * 5 + 1, 3 + 10 * 5 + 3]
+    g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+    callers = {n["qualifiedName"]: n for n in g["callers"]["nodes"]}
+    assert "shop.big.taxed_step" in callers
+    assert [s["line"] for s in callers["shop.big.taxed_step"]["sites"]] == [3 + 400 * 5 + 2]

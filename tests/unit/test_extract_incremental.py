@@ -139,3 +139,33 @@ def test_an_edit_far_from_the_start_is_absorbed_without_a_whole_extraction():
     assert incremental.stats["whole"] == before["whole"]
     assert [(c.caller, c.callee, c.line) for c in inc.calls if c.callee == "helper"] == [
         ("m.filler_450", "helper", 4 * 450 + 2)]
+
+
+def test_an_opened_file_is_prepared_and_its_first_save_is_absorbed_by_statement(tmp_path):
+    """Indexer.warm (didOpen): the indexed text of a large file is extracted into the keep
+    without writing; the first update after it re-extracts by statement and writes its delta.
+    Text that is not what is indexed prepares nothing."""
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    text = "".join(f"def step_{i}(amount):\n    return amount + {i}\n\n\n" for i in range(900))
+    (root / "big.py").write_text(text)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+    incremental.forget()
+    assert not ix.warm("big.py", (text + "# unsaved\n").encode())
+    assert incremental.kept_files() == 0
+    before = store.dump()
+    assert ix.warm("big.py", text.encode())
+    assert incremental.kept_files() == 1
+    assert store.dump() == before  # nothing written
+    n = incremental.stats["incremental"]
+    (root / "big.py").write_text(text.replace("return amount + 450\n", "return amount + 450 + helper(amount)\n"))
+    ix.index_tree()
+    assert incremental.stats["incremental"] == n + 1
+    calls = [(c.caller, c.callee, c.line) for c in store.calls_in_files(["big.py"]) if c.callee == "helper"]
+    assert calls == [("big.step_450", "helper", 450 * 4 + 2)]
+    store.close()

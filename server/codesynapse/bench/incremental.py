@@ -60,11 +60,34 @@ def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str]]:
     return small, large
 
 
+def _middle(text: str, line: str) -> str:
+    """``text`` with ``line`` inserted before the first top-level statement at or after its
+    middle line (a definition added between two others)."""
+    lines = text.split("\n")
+    at = len(lines) // 2
+    while at < len(lines) - 1 and lines[at][:1] in ("", " ", "\t", ")", "]", "}", "#", "@"):
+        at += 1
+    lines[at:at] = [line, ""]
+    return "\n".join(lines)
+
+
 def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str, via_save: bool,
-                 counter: list[int]) -> dict[str, Any]:
+                 counter: list[int], where: str = "end") -> dict[str, Any]:
+    """One-line edits, ``where`` in the file: appended at the ``end`` or inserted in the
+    ``middle`` (every line below it moves). Through didSave the files are opened first, as an
+    editor opens a document before it saves it; the first edit of each file through the disk
+    is the first change of that file the daemon sees (reported apart)."""
+    from codesynapse.extract import incremental
+
     lat: list[float] = []
+    first: list[float] = []  # the first edit of each file
     timeouts = 0
     originals: dict[str, str] = {}
+    ext0 = dict(incremental.stats)
+    if via_save:
+        for rel in paths:
+            live.buffer_opened(rel, (root / rel).read_text(encoding="utf-8"))
+        live.warm_idle(60)
     for i in range(samples):
         rel = paths[i % len(paths)]
         full = root / rel
@@ -72,7 +95,8 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
         originals.setdefault(rel, text)
         counter[0] += 1
         name = f"_cs_probe_{tag}_{counter[0]}"
-        new = text + ("" if text.endswith("\n") else "\n") + f"def {name}(): return {counter[0]}\n"
+        line = f"def {name}(): return {counter[0]}"
+        new = _middle(text, line) if where == "middle" else text + ("" if text.endswith("\n") else "\n") + line + "\n"
         live.wait_idle(30)
         t0 = time.perf_counter()
         full.write_text(new, encoding="utf-8")
@@ -83,6 +107,8 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
             timeouts += 1
         else:
             lat.append((t1 - t0) * 1000)
+            if i < len(paths):
+                first.append(lat[-1])
     for rel, text in originals.items():
         (root / rel).write_text(text, encoding="utf-8")
         if via_save:
@@ -90,8 +116,11 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
     time.sleep(0.3)
     live.wait_idle(60)
     lines = sorted({app.store.file(p).lines for p in paths if app.store.file(p)})
+    ext = {k: v - ext0.get(k, 0) for k, v in incremental.stats.items() if v - ext0.get(k, 0)}
     return {"latencyMs": stats.latency_summary(lat), "timeouts": timeouts, "files": len(paths),
-            "fileLines": [lines[0], lines[-1]] if lines else None, "samples": samples}
+            "fileLines": [lines[0], lines[-1]] if lines else None, "samples": samples, "where": where,
+            "firstEditMs": stats.latency_summary(first), "laterEditsMs": stats.latency_summary(lat[len(first):]),
+            "extractions": ext}
 
 
 def _count_storm_symbols(app) -> int:
@@ -198,15 +227,25 @@ def run_incremental_bench(args) -> dict[str, Any]:
             results["edits"][f"didSave/{size}"] = _edit_series(app, live, root, paths, samples, f"s{size[0]}", True,
                                                                counter)
             say(f"  didSave {size}: {results['edits'][f'didSave/{size}']['latencyMs']}")
+        results["edits"]["didSave/large, middle"] = _edit_series(app, live, root, large, samples, "sm", True,
+                                                                 counter, where="middle")
+        say(f"  didSave large, middle: {results['edits']['didSave/large, middle']['latencyMs']}")
         live.stop()
         time.sleep(0.6)
         live = LiveUpdater(app)
         live.start(watch=True)
         time.sleep(1.0)  # let the watcher start
+        from codesynapse.extract import incremental
+
         for size, paths in (("small", small), ("large", large)):
+            incremental.forget()  # the first disk edit of a file is the first change of it seen
             results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
                                                             counter)
             say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
+        incremental.forget()
+        results["edits"]["disk/large, middle"] = _edit_series(app, live, root, large, samples, "dm", False,
+                                                              counter, where="middle")
+        say(f"  disk write large, middle: {results['edits']['disk/large, middle']['latencyMs']}")
         pys = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == "python")
         storm_paths = sorted(rng.sample(pys, min(STORM, len(pys))))
         storm = _storm(app, live, root, storm_paths, None, rng)
@@ -245,15 +284,28 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              "largest files. Load average (1 min) "
              f"{(r.get('loadBefore') or ['?'])[0]} before, {(r.get('loadAfter') or ['?'])[0]} after (shared machine).",
              "",
-             "| path / files | samples | file lines | p50 ms | p95 ms | p99 ms | max ms | timeouts |",
-             "|---|---:|---|---:|---:|---:|---:|---:|"]
+             "",
+             "*Middle*: the line is inserted before the first top-level statement at or after the file's middle "
+             "line instead (every line below moves). Through didSave each file is opened first (`didOpen`), as "
+             "an editor does; a large file's extraction is then prepared in the background and the first save "
+             "re-extracts only the statements it touched, like the later ones. Through the disk nothing is "
+             "prepared: the daemon forgets what it kept before each disk series, so the first edit of each file "
+             "is the first change of it the daemon sees and extracts the file whole (its own column). "
+             "*Extractions*: how the edited large files were extracted — by statement (incremental) or whole, "
+             "and why whole.",
+             "",
+             "| path / files | samples | file lines | p50 ms | p95 ms | p99 ms | max ms | first edit of a file p50 / "
+             "p95 ms | later edits p50 / p95 ms | timeouts | extractions |",
+             "|---|---:|---|---:|---:|---:|---:|---|---|---:|---|"]
     for k, v in r["edits"].items():
         lat = v["latencyMs"]
         fl = v.get("fileLines")
-        lines.append(f"| {k} | {lat['n']} | {fl[0]}–{fl[1]} | {ms(lat['p50'])} | {ms(lat['p95'])} | "
-                     f"{ms(lat['p99'])} | {ms(lat['max'])} | {v['timeouts']} |" if fl else
-                     f"| {k} | {lat['n']} | — | {ms(lat['p50'])} | {ms(lat['p95'])} | {ms(lat['p99'])} | "
-                     f"{ms(lat['max'])} | {v['timeouts']} |")
+        fe, le = v.get("firstEditMs") or {}, v.get("laterEditsMs") or {}
+        ext = ", ".join(f"{n} {why}" for why, n in sorted((v.get("extractions") or {}).items())) or "—"
+        lines.append(f"| {k} | {lat['n']} | {f'{fl[0]}–{fl[1]}' if fl else '—'} | {ms(lat['p50'])} | "
+                     f"{ms(lat['p95'])} | {ms(lat['p99'])} | {ms(lat['max'])} | "
+                     f"{ms(fe.get('p50'))} / {ms(fe.get('p95'))} | {ms(le.get('p50'))} / {ms(le.get('p95'))} | "
+                     f"{v['timeouts']} | {ext} |")
     lines += ["", "| storm | files | writes s | absorbed s | requests meanwhile | their p50 / p95 ms | "
                   "answers saying work is pending | errors |", "|---|---:|---:|---:|---:|---|---:|---:|"]
     for label, s in ((f"{r['storm']['files']:,}-file change", r["storm"]), ("undo of it", r["stormRevert"])):
@@ -262,8 +314,14 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
         lines.append(f"| {label} | {num(s['files'])} | {s['writeSeconds']:.2f} | "
                      f"{'not absorbed in 600 s' if ab is None else f'{ab:.1f}'} | {q['n']} | "
                      f"{ms(q['p50'])} / {ms(q['p95'])} | {s['requestsSeeingPending']} | {s['requestErrors']} |")
-    p95s = [v["latencyMs"]["p95"] for v in r["edits"].values() if v["latencyMs"]["p95"] is not None]
-    worst = max(p95s) if p95s else None
-    lines += ["", f"Target (issue 3, benchmark): p95 ≤ 100 ms for a one-line edit — {met(worst is not None and worst <= 100)} "
-                  f"(worst p95 {ms(worst)} ms)."]
+    p95s = [(v["latencyMs"]["p95"], k) for k, v in r["edits"].items() if v["latencyMs"]["p95"] is not None]
+    worst = max(p95s) if p95s else (None, "")
+    warm = [((v.get("laterEditsMs") or {}).get("p95") if k.startswith("disk/") else v["latencyMs"]["p95"], k)
+            for k, v in r["edits"].items()]
+    warm_worst = max(((p, k) for p, k in warm if p is not None), default=(None, ""))
+    lines += ["", f"Target (issue 3, benchmark): p95 ≤ 100 ms for a one-line edit — "
+                  f"{met(worst[0] is not None and worst[0] <= 100)} over every sample (worst p95 {ms(worst[0])} ms, "
+                  f"{worst[1]}); leaving out the first disk change of each file: "
+                  f"{met(warm_worst[0] is not None and warm_worst[0] <= 100)} (worst p95 {ms(warm_worst[0])} ms, "
+                  f"{warm_worst[1]})."]
     return "\n".join(lines)

@@ -48,6 +48,10 @@ def register(server) -> None:
             return
         if rel == ".codesynapse.yaml" and ls.app is not None:
             publish_policy_diagnostics(ls, ls.app.policy_diagnostics)
+            return
+        lv = ls.live
+        if lv is not None and params.text_document.text:
+            lv.buffer_opened(rel, params.text_document.text)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls, params: types.DidChangeTextDocumentParams):

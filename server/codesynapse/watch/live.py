@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 POLICY_FILE = ".codesynapse.yaml"
 BATCH_MAX = 500
 QUEUE_MAX = 100_000
+WARM_MAX = 64  # opened documents waiting to be prepared for live updates
 # A disk change that arrives alone (one didSave, one file written) is applied after this much
 # quiet instead of the whole debounce; when more changes follow within it (a storm, an editor
 # saving several buffers), the worker waits out the debounce and coalesces them. Buffer edits
@@ -51,6 +52,9 @@ class LiveUpdater:
         self.applied = threading.Condition()
         self.generation = 0
         self._backoff = 0.0  # seconds to wait before retrying a batch the store refused
+        self._warm_q: queue.Queue = queue.Queue()  # (path, bytes) of opened documents to prepare
+        self._warm_lock = threading.Lock()
+        self._warm_thread: threading.Thread | None = None
 
     # -- sources ------------------------------------------------------------------------------
     def _put(self, kind: str, rel: str) -> None:
@@ -65,6 +69,42 @@ class LiveUpdater:
         self.overlays[rel] = text.encode("utf-8")
         self.app.open_buffers.add(rel)
         self._put("overlay", rel)
+
+    def buffer_opened(self, rel: str, text: str) -> None:
+        """A document opened in the editor: a large file's extraction is prepared in the
+        background (without writing anything), so that its first save is absorbed as fast as
+        the ones after it (extract/incremental.py keeps the last extraction of recently
+        updated files; without it the first update of a file extracts it whole)."""
+        if len(self._warm_q.queue) >= WARM_MAX:
+            return  # many files opened at once: the first saves of the rest extract them whole
+        self._warm_q.put((rel, text.encode("utf-8")))
+        with self._warm_lock:
+            if self._warm_thread is None or not self._warm_thread.is_alive():
+                self._warm_thread = threading.Thread(target=self._warm_worker, name="codesynapse-warm",
+                                                     daemon=True)
+                self._warm_thread.start()
+
+    def _warm_worker(self) -> None:
+        while not self._stop.is_set():
+            try:
+                rel, data = self._warm_q.get(timeout=1.0)
+            except queue.Empty:
+                return
+            try:
+                self.app.indexer.warm(rel, data)
+            except Exception:
+                log.exception("preparing %s for live updates failed", rel)
+            finally:
+                self._warm_q.task_done()
+
+    def warm_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until the documents opened so far are prepared (tests, the bench)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self._warm_q.unfinished_tasks == 0:
+                return True
+            time.sleep(0.01)
+        return False
 
     def buffer_saved(self, rel: str) -> None:
         self.overlays.pop(rel, None)
