@@ -326,7 +326,14 @@ export function confidenceOf(resolution: string | null, confidence: number | nul
   return resolution !== null && Object.hasOwn(DEFAULT_CONFIDENCE, resolution) ? (DEFAULT_CONFIDENCE[resolution] ?? null) : null;
 }
 
-export function readRef(value: unknown): SymbolRef | null {
+/**
+ * The resolution of a call site the server gives without one: bound through an import, the
+ * usual case (docs/PROTOCOL.md "Answers are compact").
+ */
+export const DEFAULT_RESOLUTION = 'import';
+
+/** A symbol reference; `callSite`: an entry of a card's callers/callees, whose absent resolution is DEFAULT_RESOLUTION. */
+export function readRef(value: unknown, callSite = false): SymbolRef | null {
   if (typeof value === 'string') return value ? { label: value, selector: value, path: null, line: null, detail: null } : null;
   if (!isRecord(value)) return null;
   const qn = asString(value.qualifiedName) ?? asString(value.qualified_name);
@@ -334,7 +341,7 @@ export function readRef(value: unknown): SymbolRef | null {
   const label = qn ?? name ?? asString(value.label) ?? asString(value.id);
   if (label === null) return null;
   const line = readLine(value.line) ?? readRange(value.range).start;
-  const resolution = asString(value.resolution);
+  const resolution = asString(value.resolution) ?? (callSite && value.line !== undefined ? DEFAULT_RESOLUTION : null);
   const confidence = confidenceOf(resolution, asNumber(value.confidence));
   const bits = [
     value.unresolved === true ? 'unresolved' : null,
@@ -345,11 +352,11 @@ export function readRef(value: unknown): SymbolRef | null {
   return { label, selector: qn ?? name, path: asString(value.path), line, detail };
 }
 
-function readRefs(value: unknown): SymbolRef[] {
+function readRefs(value: unknown, callSite = false): SymbolRef[] {
   if (!Array.isArray(value)) return [];
   const out: SymbolRef[] = [];
   for (const item of value) {
-    const ref = readRef(item);
+    const ref = readRef(item, callSite);
     if (ref) out.push(ref);
   }
   return out;
@@ -388,9 +395,9 @@ export function readCard(value: unknown): Card | null {
     summary: asString(value.summary),
     annotations,
     counts,
-    callers: readRefs(value.callers),
+    callers: readRefs(value.callers, true),
     // a callee's call is written in the card's own file: the server gives its line only
-    callees: readRefs(value.callees).map((r) => (r.path === null && r.line !== null && path !== null ? { ...r, path } : r)),
+    callees: readRefs(value.callees, true).map((r) => (r.path === null && r.line !== null && path !== null ? { ...r, path } : r)),
     tests: readRefs(value.tests),
   };
 }
@@ -416,8 +423,8 @@ export function callGraphEdges(answer: unknown, direction: 'callers' | 'callees'
   if (!isRecord(answer)) return [];
   const section = answer[direction];
   if (!isRecord(section)) return [];
-  const edge = (from: string, to: string, v: Record<string, unknown>, path: string | null): CallEdge => {
-    const resolution = asString(v.resolution);
+  const edge = (from: string, to: string, v: Record<string, unknown>, path: string | null, sited = false): CallEdge => {
+    const resolution = asString(v.resolution) ?? (sited ? DEFAULT_RESOLUTION : null);
     return { from, to, path, line: asNumber(v.line), resolution, confidence: confidenceOf(resolution, asNumber(v.confidence)) };
   };
   if (Array.isArray(section.edges)) {
@@ -445,7 +452,7 @@ export function callGraphEdges(answer: unknown, direction: 'callers' | 'callees'
       const near = asString(direction === 'callers' ? site.to : site.from) ?? rootName;
       const from = direction === 'callers' ? q : near;
       const to = direction === 'callers' ? near : q;
-      out.push(edge(from, to, site, asString(site.path) ?? files.get(from) ?? null));
+      out.push(edge(from, to, site, asString(site.path) ?? files.get(from) ?? null, true));
     }
   }
   return out;

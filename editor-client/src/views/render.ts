@@ -260,7 +260,8 @@ export function renderValue(value: unknown, depth = 0, key = ''): string {
     if (value.every((v) => typeof v === 'string' || typeof v === 'number') && !SYMBOL_LIST_KEYS.has(key)) {
       return `<p class="list">${escapeHtml(value.map(String).join(', '))}</p>`;
     }
-    const refs = value.map(readRef);
+    // callers/callees lists are call sites: an absent resolution is the usual "import"
+    const refs = value.map((v) => readRef(v, key === 'callers' || key === 'callees'));
     if (refs.every((r) => r !== null) && value.every((v) => typeof v === 'string' || (isRecord(v) && Object.keys(v).length <= 6))) {
       return `<ul class="refs-plain">${(refs).map(renderRef).join('')}</ul>`;
     }

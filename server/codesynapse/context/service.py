@@ -44,6 +44,9 @@ MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
 BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
 WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
 UNREAD = "files not searched for the phrase (time budget)"
+# a call site's resolution is given unless it was bound through an import, the usual case;
+# DESIGN calls heuristic what is "matched by name rather than by import" (docs/PROTOCOL.md)
+DEFAULT_RESOLUTION = "import"
 # an edge's confidence is given only when it is not its resolution's usual one (docs/PROTOCOL.md)
 DEFAULT_CONFIDENCE = {"local": 1.0, "import": 0.95, "module": 0.95, "self": 0.95, "super": 0.9, "inferred": 0.85,
                       "external": 0.0, "unresolved": 0.0}
@@ -132,8 +135,7 @@ class ContextService:
         if side == "caller":
             d["path"] = c.path
         d["line"] = c.line
-        d["resolution"] = c.resolution
-        return with_confidence(d, c.resolution, c.confidence)
+        return with_resolution(d, c.resolution, c.confidence)
 
     def resolve_selector(self, sel, include_suggestions: bool = True) -> tuple[SymbolRow | None, dict[str, Any]]:
         """(symbol, extra): extra holds ``candidates`` (ambiguous) or ``suggestions`` (no match)."""
@@ -444,8 +446,7 @@ class ContextService:
                     if caller_files.get(r.caller) != r.path:
                         site["path"] = r.path
                     site["line"] = r.line
-                    site["resolution"] = r.resolution
-                    item["sites"].append(with_confidence(site, r.resolution, r.confidence))
+                    item["sites"].append(with_resolution(site, r.resolution, r.confidence))
                 if p.take(item):
                     section["nodes"].append(item)
                     if rows:
@@ -841,8 +842,9 @@ class ContextService:
             tests = [c.caller for c in callers if any(r.is_test or r.kind == "test"
                                                       for r in store.symbols_by_qname(c.caller))]
             item = {"qualifiedName": s.qname, "kind": s.kind, "path": s.path, "range": [s.start_line, s.end_line],
-                    "signature": s.signature, "callers": [{"qualifiedName": c.caller, "path": c.path, "line": c.line,
-                                                          "resolution": c.resolution} for c in callers[:10]],
+                    "signature": s.signature,
+                    "callers": [with_resolution({"qualifiedName": c.caller, "path": c.path, "line": c.line},
+                                                c.resolution, c.confidence) for c in callers[:10]],
                     "callerCount": n_callers}
             # no tests and no unresolved candidates are left out (absent = none, 0)
             if tests:
@@ -884,6 +886,14 @@ def names_itself(qname: str, name: str) -> bool:
     """True when the qualified name ends with the name (``a.b.name``, ``a::name``,
     ``pkg/name``): the name is left out of compact items, it would only repeat."""
     return qname == name or any(qname.endswith(sep + name) for sep in (".", "::", "/"))
+
+
+def with_resolution(d: dict[str, Any], resolution: str, confidence: float) -> dict[str, Any]:
+    """Add a call site's ``resolution`` unless it is DEFAULT_RESOLUTION, and its confidence
+    when that is not its resolution's usual one."""
+    if resolution != DEFAULT_RESOLUTION:
+        d["resolution"] = resolution
+    return with_confidence(d, resolution, confidence)
 
 
 def with_confidence(d: dict[str, Any], resolution: str, confidence: float) -> dict[str, Any]:
