@@ -1,0 +1,60 @@
+"""minimalContext ranking on a small real repository: a name the task shares with several
+symbols counts for the one the task's other identifiers are linked to; the task's plain words
+are prose when a code-like identifier names a symbol; a word in a comment is not code; at most
+8 cards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codesynapse.app import App
+from codesynapse.methods import call_method
+from codesynapse.settings import load_settings
+
+FILES = {
+    "timers.py": 'def set_timer(handler, delay):\n    """Ask the platform for a timer."""\n    return 1\n',
+    "actions.py": (
+        "from timers import set_timer\n\n\n"
+        "class AsyncAction:\n    def request_id(self, delay):\n        return set_timer(self.run, delay)\n\n"
+        "    def run(self):\n        return None\n\n\n"
+        "class QueueAction(AsyncAction):\n    def request_id(self, delay):\n        return 0\n\n\n"
+        "class AsapAction(AsyncAction):\n    def request_id(self, delay):\n        return 2\n"
+    ),
+    # the word "runtime" only in comments, and in the code of one function
+    "notes.py": ("def explain():\n    # the runtime decides\n    return 'x'\n\n\n"
+                 "def boot():\n    # runtime comes up here\n    return 1\n\n\n"
+                 "def probe(runtime):\n    return runtime.ready\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    root: Path = tmp_path_factory.mktemp("minimal") / "repo"
+    root.mkdir()
+    for name, body in FILES.items():
+        (root / name).write_text(body)
+    a = App(root, load_settings({"data_dir": str(root.parent / "data"), "workers": 1}))
+    a.index()
+    yield a
+    a.close()
+
+
+def names(answer):
+    return [c["qualifiedName"] for c in answer["cards"]]
+
+
+def test_homonyms_are_told_apart_by_the_tasks_other_identifiers(app):
+    a = call_method(app, "codesynapse/minimalContext",
+                    {"task": "Which action asks the runtime for a timer with set_timer (request_id)?"})
+    # request_id is written in three actions; only AsyncAction's calls set_timer. "action",
+    # "asks", "runtime" are the task's prose: a code-like identifier names a symbol
+    assert names(a) == ["timers.set_timer", "actions.AsyncAction.request_id"]
+    assert a["provenance"]["legs"] == ["exact", "bm25"]
+
+
+def test_a_plain_word_is_looked_up_where_the_code_writes_it_not_in_comments(app):
+    a = call_method(app, "codesynapse/minimalContext", {"task": "where is the runtime checked"})
+    assert names(a) == ["notes.probe"]
+    assert a["cards"][0]["legs"] == ["literal"] and a["cards"][0]["line"] == 11  # def probe(runtime)
