@@ -1,7 +1,7 @@
 """minimalContext ranking on a small real repository: a name the task shares with several
-symbols counts for the one the task's other identifiers are linked to; the task's plain words
-are prose when a code-like identifier names a symbol; a word in a comment is not code; at most
-8 cards."""
+symbols counts for the one the task's other identifiers are linked to; a plain word of the
+task that is a word of the found symbols' names describes them and is not looked up again; a
+word in a comment is not code."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
 
 FILES = {
-    "timers.py": 'def set_timer(handler, delay):\n    """Ask the platform for a timer."""\n    return 1\n',
+    "timers.py": ('def set_timer(handler, delay):\n    """Ask the platform for a timer."""\n    return 1\n\n\n'
+                  "def flush(queue):\n    for action in queue:\n        action.run()\n"),
     "actions.py": (
         "from timers import set_timer\n\n\n"
         "class AsyncAction:\n    def request_id(self, delay):\n        return set_timer(self.run, delay)\n\n"
@@ -47,9 +48,10 @@ def names(answer):
 
 def test_homonyms_are_told_apart_by_the_tasks_other_identifiers(app):
     a = call_method(app, "codesynapse/minimalContext",
-                    {"task": "Which action asks the runtime for a timer with set_timer (request_id)?"})
-    # request_id is written in three actions; only AsyncAction's calls set_timer. "action",
-    # "asks", "runtime" are the task's prose: a code-like identifier names a symbol
+                    {"task": "Which action asks for a timer with set_timer (request_id)?"})
+    # request_id is written in three actions; only AsyncAction's calls set_timer. "action" is
+    # a word of AsyncAction's name: it describes the symbols found, it is not looked up in the
+    # code (where flush writes it)
     assert names(a) == ["timers.set_timer", "actions.AsyncAction.request_id"]
     assert a["provenance"]["legs"] == ["exact", "bm25"]
 

@@ -652,7 +652,6 @@ class ContextService:
 
         unnamed: list[str] = []  # words that name no symbol: looked up where written
         by_ident: dict[str, dict[int, float]] = {}  # what each identifier gave each symbol
-        code_named = False  # a code-like identifier of the task names a symbol
         for ident in idents[:64]:
             dl.check()
             if ident.lower() in _STOP:
@@ -689,17 +688,17 @@ class ContextService:
                     got[r.id] = got.get(r.id, 0.0) + w
             if not hit:
                 unnamed.append(ident)
-            elif _CODE_LIKE.search(ident):
-                code_named = True
         homonyms_not_meant = self._disambiguate(by_ident, rows, scores, dl)
         # the literal leg: phrases quoted in the task and words no symbol is named by (an SQL
         # table, a C function called through cgo), where the code writes them; code-like
-        # words first, common words (saturated, or in many symbols) single nothing out. When a
-        # code-like identifier of the task names a symbol, the task's plain words that name
-        # none ("the runtime", "frees") are its prose, not code to look for: they are left out
+        # words first, common words (saturated, or in many symbols) single nothing out. A plain
+        # word of the task that is a word of the names of the symbols its identifiers found
+        # ("scheduler action" for AsyncAction.requestAsyncId) describes them: it is not looked
+        # up again (a plain word that is code, "dlopen", still is)
+        described = {w for i in by_ident.values() for rid in i for w in _name_words(rows[rid])}
         needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(prm.task)]
         needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not _CODE_LIKE.search(x))
-                    if len(x) >= literals.MIN_NEEDLE and (_CODE_LIKE.search(x) or not code_named)]
+                    if len(x) >= literals.MIN_NEEDLE and (_CODE_LIKE.search(x) or x.lower() not in described)]
         needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
         used_literal = False
         unread = 0
@@ -880,6 +879,16 @@ class ContextService:
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _name_words(s: SymbolRow) -> set[str]:
+    """The words of a symbol's name and its container's (``AsyncAction.requestAsyncId``:
+    async, action, request, id), lower case."""
+    names = [s.name, re.split(r"\.|::|/", s.parent)[-1] if s.parent else ""]
+    return {w.lower() for n in names for w in _WORD.findall(n)}
 
 
 def names_itself(qname: str, name: str) -> bool:
