@@ -8,6 +8,7 @@ returned class other statements' hints depend on) and every version is extracted
 
 from __future__ import annotations
 
+import os
 import random
 import sysconfig
 from pathlib import Path
@@ -40,7 +41,16 @@ def _both(root: str, rel: str, data: bytes):
 EDITS = [
     "append_def", "insert_line", "delete_line", "change_line", "insert_def_middle", "delete_block",
     "open_string", "open_bracket", "indent_line", "dedent_line", "returns_class", "duplicate_def",
+    "comment_above", "decorator_above", "indented_at_top", "delete_top_line",
 ]
+
+
+def _top(lines: list[str], at: int) -> int:
+    """The first line at or after ``at`` that starts a top-level statement by its look."""
+    n = len(lines)
+    while at < n - 1 and lines[at][:1] in (" ", "\t", ")", "]", "}", "#", "@", ""):
+        at += 1
+    return at
 
 
 def _edit(text: str, rng: random.Random, kind: str, k: int) -> str:
@@ -74,13 +84,21 @@ def _edit(text: str, rng: random.Random, kind: str, k: int) -> str:
         # a function another statement's receiver hint can be learnt from, and a user of it
         lines[at:at] = [f"def make_{k}():", f"    return Thing{k % 3}()", "",
                         f"def use_{k}():", f"    t = make_{k % 4}()", "    t.run()", ""]
+    elif kind == "comment_above":  # becomes the summary of a constant below it
+        lines.insert(_top(lines, at), f"# Note {k}.")
+    elif kind == "decorator_above":
+        lines.insert(_top(lines, at), f"@decorator_{k}")
+    elif kind == "indented_at_top":  # continues the statement above
+        lines.insert(_top(lines, at), f"    extra_{k} = helper_{k}()")
+    elif kind == "delete_top_line":
+        del lines[_top(lines, at)]
     elif kind == "duplicate_def":
         lines.append(f"def make_{k % 4}():")
         lines.append("    return Other()")
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "4"))))
 def test_incremental_extraction_equals_whole_on_random_edits(seed):
     rng = random.Random(seed)
     incremental.forget()
@@ -92,7 +110,7 @@ def test_incremental_extraction_equals_whole_on_random_edits(seed):
         text = path.read_text(encoding="utf-8")
         inc, whole = _both(root, rel, text.encode())
         assert inc == whole
-        for k in range(14):
+        for k in range(18):
             kind = EDITS[(k + seed) % len(EDITS)] if k < len(EDITS) else rng.choice(EDITS)
             edited = _edit(text, rng, kind, k)
             inc, whole = _both(root, rel, edited.encode())
@@ -169,3 +187,16 @@ def test_an_opened_file_is_prepared_and_its_first_save_is_absorbed_by_statement(
     calls = [(c.caller, c.callee, c.line) for c in store.calls_in_files(["big.py"]) if c.callee == "helper"]
     assert calls == [("big.step_450", "helper", 450 * 4 + 2)]
     store.close()
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    (b"a\nb\nc\n", b"a\nX\nb\nc\n", (2, 2)),  # a line inserted: the lines beside it stay out
+    (b"a\nb\nc\n", b"a\nc\n", (2, 4)),  # a line deleted
+    (b"a\nbb\nc\n", b"a\nbXb\nc\n", (2, 5)),  # a line changed: that whole line
+    (b"def f():\n    pass\n", b"def f():\n    pass\ndef g(): pass\n", (18, 18)),  # appended
+    (b"x = 1\n", b"y = 1\n", (0, 6)),
+    (b"a\nb", b"a\nbc", (2, 3)),  # no newline at the end
+    (b"foo\n", b"xfoo\n", (0, 4)),  # not a whole line: the line it is in
+])
+def test_the_changed_lines_of_an_edit(old, new, expected):
+    assert incremental._changed_lines(old, new) == expected

@@ -624,16 +624,24 @@ class Blocks:
     error: bool  # a syntax error in the range
 
 
-def _blocks(root: Node, src: bytes, hooks: LanguageHooks, lo: int, lo_row: int
+def _blocks(root: Node, src: bytes, hooks: LanguageHooks, range_starts: list[tuple[int, int]]
             ) -> tuple[list[tuple[int, int]], list[tuple[str, ...]]]:
-    starts: list[tuple[int, int]] = [(lo, lo_row)]
+    """Block starts (byte, row) and the names each block defines; every parsed range starts
+    a block (``range_starts``: (byte, row) of each, in order)."""
+    lo = range_starts[0][0]
+    starts: list[tuple[int, int]] = [range_starts[0]]
     defines: list[list[str]] = [[]]
+    pending = list(range_starts[1:])
     prev_end = -1
     after_comment = False  # a comment stays with the statement below it (its summary)
     c = root.walk()
     if c.goto_first_child():
         while True:
             k = c.node
+            while pending and k.start_byte >= pending[0][0]:
+                starts.append(pending.pop(0))
+                defines.append([])
+                after_comment = False
             if k.start_byte >= lo:
                 row, col = k.start_point
                 if col == 0 and row > prev_end and k.start_byte > starts[-1][0] and not after_comment:
@@ -645,22 +653,29 @@ def _blocks(root: Node, src: bytes, hooks: LanguageHooks, lo: int, lo_row: int
                 prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
             if not c.goto_next_sibling():
                 break
+    for st in pending:  # ranges holding no statement
+        starts.append(st)
+        defines.append([])
     return starts, [tuple(d) for d in defines]
 
 
 def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageHooks, relpath: str,
                    module: str, file_hash: str, redact_extra=(), lo: int = 0, hi: int | None = None,
-                   lo_row: int = 0) -> Blocks:
+                   lo_row: int = 0, context: list[tuple[int, int, int]] = ()) -> Blocks:
     """Extract ``src[lo:hi]`` (all of it by default; ``lo`` must start a line, row ``lo_row``,
-    and ``hi`` end one) traced, parsed on its own; the file's module symbol comes first in
-    ``file.symbols`` when the range starts the file."""
+    and ``hi`` end one) traced, parsed on its own — with the ``context`` ranges (lo, hi, row),
+    other whole blocks of the file parsed with it so that the hooks see the definitions they
+    hold (what is extracted from them is for the caller to drop); the file's module symbol
+    comes first in ``file.symbols`` when the range starts the file."""
     f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, path_module=module,
               redact=_redactor(redact_extra), consults=[])
-    whole = lo == 0 and (hi is None or hi == len(src))
+    whole = lo == 0 and (hi is None or hi == len(src)) and not context
     hi = len(src) if hi is None else hi
+    ranges = sorted([(lo, hi, lo_row), *context])
     try:
         if not whole:
-            parser.included_ranges = [Range(Point(lo_row, 0), Point(*_point(src, hi, lo, (lo_row, 0))), lo, hi)]
+            parser.included_ranges = [Range(Point(row, 0), Point(*_point(src, b, a, (row, 0))), a, b)
+                                      for a, b, row in ranges if b > a]
         tree = parser.parse(src)
     finally:
         parser.included_ranges = []
@@ -669,7 +684,7 @@ def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageH
         _start(f, root, _line_count(src), file_hash)
     f.partial = root.has_error
     _segment(f, root, None)
-    starts, defines = _blocks(root, src, hooks, lo, lo_row)
+    starts, defines = _blocks(root, src, hooks, [(a, row) for a, _b, row in ranges])
     return Blocks(file=f, starts=starts, defines=defines, consults=f.consults or [], error=root.has_error)
 
 

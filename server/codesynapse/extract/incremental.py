@@ -25,6 +25,7 @@ recently updated goes first.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
@@ -40,6 +41,10 @@ log = logging.getLogger(__name__)
 MIN_BYTES = 32 << 10
 MAX_FILES = 32
 MAX_BYTES = 24 << 20
+# a hint in the edited range learnt from definitions elsewhere in the file: those are parsed with
+# the range (as many rounds as a chain of functions returning each other's classes is long)
+CONTEXT_ROUNDS = 4
+CONTEXT_FACTS = 20_000  # definitions and calls of the blocks parsed for context, at most
 
 _lock = threading.Lock()
 _kept: OrderedDict[tuple, "_Entry"] = OrderedDict()
@@ -165,6 +170,62 @@ def _common(a: bytes, b: bytes) -> tuple[int, int]:
     return p, lo
 
 
+_CONTINUATION = re.compile(rb"(?:else|elif|except|finally)\b")
+
+
+def _starts_statement(src: bytes, pos: int) -> bool:
+    """Whether the first line at ``pos`` that is neither blank nor a comment starts a
+    statement of its own (not indented, not a clause of the statement above)."""
+    n = len(src)
+    while pos < n:
+        nl = src.find(b"\n", pos)
+        end = n if nl < 0 else nl
+        line = src[pos:end]
+        body = line.strip()
+        if body and not body.startswith(b"#"):
+            return line[:1] not in (b" ", b"\t", b")", b"]", b"}") and not _CONTINUATION.match(line)
+        pos = end + 1
+    return True
+
+
+def _changed_lines(old: bytes, new: bytes) -> tuple[int, int]:
+    """The change from ``old`` to ``new`` as whole lines: ``old[a:b]`` became
+    ``new[a:b + len(new) - len(old)]`` (both start and end lines). Lines only inserted or
+    only deleted leave the lines beside them out (an empty side)."""
+    p, s = _common(old, new)
+    a = old.rfind(b"\n", 0, p) + 1
+    b = len(old) - s
+    d = len(new) - len(old)
+    if b > a and old[b - 1:b] != b"\n" or b == a and b < len(old) and not new[a:a + d].endswith(b"\n"):
+        nl = old.find(b"\n", b)
+        b = len(old) if nl < 0 else nl + 1
+    b = max(a, b)
+    old_seg, new_seg = old[a:b], new[a:b + d]
+    if old_seg and d > 0:
+        if new_seg.endswith(old_seg) and new_seg[d - 1:d] == b"\n":
+            return a, a  # lines inserted above what was there
+        if new_seg.startswith(old_seg) and old_seg.endswith(b"\n"):
+            return b, b  # lines inserted below it
+    if new_seg and d < 0:
+        if old_seg.endswith(new_seg) and old_seg[-d - 1:-d] == b"\n":
+            return a, b - len(new_seg)  # lines deleted above what stays
+        if old_seg.startswith(new_seg) and new_seg.endswith(b"\n"):
+            return a + len(new_seg), b  # lines deleted below it
+    return a, b
+
+
+def _ends_cleanly(text: bytes) -> bool:
+    """Whether ``text`` ends with a whole line that holds no comment and is not a decorator or
+    a line continuation (nothing in it can join the statement below)."""
+    if not text:
+        return True
+    if not text.endswith(b"\n"):
+        return False
+    last = text[:-1].rsplit(b"\n", 1)[-1].strip()
+    # a comment, even after code on the line, is the summary of the statement below it
+    return b"#" not in last and not last.startswith(b"@") and not last.endswith(b"\\")
+
+
 def _limits_ok(e: _Entry) -> bool:
     defs = sum(len(b.symbols) for b in e.blocks)
     calls = sum(len(b.calls) for b in e.blocks)
@@ -233,67 +294,108 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     blocks = e.blocks
     if src == old:
         return _Entry(src=src, hash=file_hash, module=e.module, module_symbol=e.module_symbol, blocks=blocks), None
-    p, s = _common(old, src)
-    starts = [b.start for b in blocks]
-    # the blocks the change touches: from the one holding the byte before it (an indented
-    # line added at a block's start continues the block above) to the one holding the byte
-    # after it (what follows may continue what was written)
-    i = max(0, bisect_right(starts, max(p - 1, 0)) - 1)
-    old_end = len(old) - s
-    j = max(i, bisect_right(starts, min(old_end, len(old) - 1)) - 1)
-    lo = blocks[i].start
-    old_hi = blocks[j + 1].start if j + 1 < len(blocks) else len(old)
     dbyte = len(src) - len(old)
+    ra, rb = _changed_lines(old, src)  # the change: old[ra:rb] became src[ra:rb + dbyte], whole lines
+    n = len(blocks)
+    # block starts and rows; the end of a file that ends a line is one more (empty) block start
+    starts = [b.start for b in blocks] + [len(old)]
+    rows = [b.row for b in blocks] + [old.count(b"\n")]
+    at_start = {st: k for k, st in enumerate(starts) if k < n or old.endswith(b"\n")}
+    # The blocks the change touches. From the block holding the byte before it (an indented
+    # line added at a block's start continues the block above), or from the block it starts
+    # at when it starts with a new statement; to the block holding the byte after it (what
+    # follows may continue what was written), or to the block it ends at when it ends with a
+    # finished line that is not a comment (a comment belongs to the statement below it).
+    if ra > 0 and ra in at_start:
+        i = at_start[ra]
+    else:
+        i = max(0, bisect_right(starts, ra - 1, 0, n) - 1)
+    # tree-sitter does not mind an indented first line: the range itself must start with a
+    # statement of its own (comment lines do not end an indented body)
+    while i > 0 and not _starts_statement(src, starts[i]):
+        i -= 1
+    if rb in at_start and at_start[rb] >= i and rb > 0:
+        j = at_start[rb] - 1
+    else:
+        j = max(i, bisect_right(starts, min(rb, len(old) - 1), 0, n) - 1)
+    while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte)
+                             and _ends_cleanly(src[starts[i]:starts[j + 1] + dbyte])):
+        j += 1
+    lo, old_hi = starts[i], starts[j + 1]
     hi = old_hi + dbyte
     if hi < lo or (hi < len(src) and src[hi - 1:hi] != b"\n"):
         _why("whole: the edit does not end at a line end")
         return None
     drow = src.count(b"\n", lo, hi) - old.count(b"\n", lo, old_hi)
     kept_before, kept_after = blocks[:i], blocks[j + 1:]
-    outside = {n for b in kept_before for n in b.defines} | {n for b in kept_after for n in b.defines}
+    lo_row = rows[i]
     module_symbol = e.module_symbol
-    if hi > lo:
-        got = engine.extract_blocks(parser=parser, src=src, query=query, hooks=hooks, relpath=relpath,
-                                    module=module, file_hash=file_hash, redact_extra=redact_extra,
-                                    lo=lo, hi=hi, lo_row=blocks[i].row)
-        if got.error or got.file.module != e.module:
-            _why("whole: syntax error in the edited range" if got.error else "whole: module changed")
+    if hi <= lo:
+        if lo == 0:
+            _why("whole: first statements removed")
+            return None  # the file's first statements are gone: its module facts come from a whole parse
+        module_symbol = replace(module_symbol, end_line=max(engine._line_count(src), 1), hash=file_hash)
+        new_blocks: list[_Block] = []
+        edited = {n for b in blocks[i:j + 1] for n in b.defines}
+    else:
+        # blocks of the range whose text did not change (the blocks beside the edit) gave what
+        # they give now, learnt in the whole file: they are kept (moved), unless a name their
+        # hints were learnt from is defined by a block that did change
+        unchanged: dict[bytes, list[_Block]] = {}
+        for k in range(i, j + 1):
+            end = blocks[k + 1].start if k + 1 < len(blocks) else len(old)
+            unchanged.setdefault(old[blocks[k].start:end], []).append(blocks[k])
+        by_name: dict[str, list[int]] = {}  # blocks outside the range by the names they define
+        for k, b in enumerate(blocks):
+            if k < i or k > j:
+                for n in b.defines:
+                    by_name.setdefault(n, []).append(k)
+        context: set[int] = set()  # outside blocks parsed with the range for what they define
+        for _attempt in range(CONTEXT_ROUNDS):
+            ranges = []
+            for k in sorted(context):
+                b = blocks[k]
+                end = blocks[k + 1].start if k + 1 < len(blocks) else len(old)
+                ranges.append((b.start, end, b.row) if k < i else (b.start + dbyte, end + dbyte, b.row + drow))
+            got = engine.extract_blocks(parser=parser, src=src, query=query, hooks=hooks, relpath=relpath,
+                                        module=module, file_hash=file_hash, redact_extra=redact_extra,
+                                        lo=lo, hi=hi, lo_row=lo_row, context=ranges)
+            if got.error or got.file.module != e.module:
+                _why("whole: syntax error in the edited range" if got.error else "whole: module changed")
+                return None
+            parsed = [b for b in _split(got) if lo <= b.start < hi]
+            pairs: list[tuple[_Block | None, _Block]] = []
+            left = {t: list(bs) for t, bs in unchanged.items()}
+            for n, nb in enumerate(parsed):
+                end = parsed[n + 1].start if n + 1 < len(parsed) else hi
+                same = left.get(src[nb.start:end])
+                ob = same.pop(0) if same else None
+                pairs.append((_moved(ob, nb.start - ob.start, nb.row - ob.row) if ob is not None else None, nb))
+            edited = {n for bs in left.values() for b in bs for n in b.defines}
+            edited |= {n for ob, nb in pairs if ob is None for n in nb.defines}
+            new_blocks = []
+            need: set[str] = set()
+            for ob, nb in pairs:
+                if ob is not None and not ob.consults & edited:
+                    new_blocks.append(ob)
+                else:
+                    # a hint learnt from a definition outside the range was learnt from what the
+                    # parse could see: such definitions are parsed with the range next round
+                    need |= {n for n in nb.consults if n in by_name and not all(k in context for k in by_name[n])}
+                    new_blocks.append(nb)
+            if not need:
+                break
+            context |= {k for n in need for k in by_name[n]}
+            if sum(len(blocks[k].symbols) + len(blocks[k].calls) for k in context) > CONTEXT_FACTS:
+                _why("whole: a hint in the range names definitions outside it (too many)")
+                return None
+        else:
+            _why("whole: a hint in the range names definitions outside it (chain too long)")
             return None
-        parsed = _split(got)
         if lo == 0:
             module_symbol = got.file.symbols[0]
-    elif lo == 0:
-        _why("whole: first statements removed")
-        return None  # the file's first statements are gone: its module facts come from a whole parse
-    else:
-        parsed = []
-    if lo != 0:
-        module_symbol = replace(module_symbol, end_line=max(engine._line_count(src), 1), hash=file_hash)
-    # a block of the range whose text did not change (the blocks beside the edit) gave what
-    # it gives now, learnt in the whole file: it is kept (moved), unless a name its hints
-    # were learnt from is defined by a block that did change
-    unchanged: dict[bytes, list[_Block]] = {}
-    for k in range(i, j + 1):
-        end = blocks[k + 1].start if k + 1 < len(blocks) else len(old)
-        unchanged.setdefault(old[blocks[k].start:end], []).append(blocks[k])
-    pairs: list[tuple[_Block | None, _Block]] = []
-    for n, nb in enumerate(parsed):
-        end = parsed[n + 1].start if n + 1 < len(parsed) else hi
-        same = unchanged.get(src[nb.start:end])
-        ob = same.pop(0) if same else None
-        pairs.append((_moved(ob, nb.start - ob.start, nb.row - ob.row) if ob is not None else None, nb))
-    edited = {n for left in unchanged.values() for b in left for n in b.defines}
-    edited |= {n for ob, nb in pairs if ob is None for n in nb.defines}
-    new_blocks: list[_Block] = []
-    for ob, nb in pairs:
-        if ob is not None and not ob.consults & edited:
-            new_blocks.append(ob)
-        elif nb.consults & outside:
-            # learnt from what the range's own parse could see, not from the whole file
-            _why("whole: a hint in the range names a definition outside it")
-            return None
         else:
-            new_blocks.append(nb)
+            module_symbol = replace(module_symbol, end_line=max(engine._line_count(src), 1), hash=file_hash)
     # a kept hint learnt from an edited name may be different now
     if any(b.consults & edited for b in kept_before) or any(b.consults & edited for b in kept_after):
         _why("whole: a kept hint names an edited definition")
@@ -303,8 +405,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
                  blocks=kept_before + new_blocks + moved)
     if not _limits_ok(out):
         return None
-    old_next = blocks[j + 1].row if j + 1 < len(blocks) else engine._line_count(old)
-    delta = Delta(base_hash=e.hash, first_line=blocks[i].row + 1, last_line=max(old_next, blocks[i].row + 1),
+    delta = Delta(base_hash=e.hash, first_line=rows[i] + 1, last_line=rows[j + 1],
                   shift=drow, symbols=[s for b in new_blocks for s in b.symbols],
                   calls=[c for b in new_blocks for c in b.calls])
     return out, delta

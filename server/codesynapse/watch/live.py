@@ -180,7 +180,9 @@ class LiveUpdater:
             return detect(rel) is not None
 
         try:
-            for changes in watch(root, watch_filter=keep, stop_event=self._stop, debounce=50, step=20,
+            # a change is handed on after 5 ms without another (one file write is a few events
+            # within microseconds); the updater's queue coalesces what a burst spreads further
+            for changes in watch(root, watch_filter=keep, stop_event=self._stop, debounce=50, step=5,
                                  rust_timeout=1000, yield_on_timeout=False, recursive=True):
                 for _change, path in changes:
                     rel = self.app.workspace.relpath(path)
