@@ -197,3 +197,14 @@ def test_const_objects_with_methods_qualify_them():
         ("src/objects.API.get", "load", 1, ""),
         ("src/objects.helpers.trim", "s.trim", 2, ""),
     ]
+
+
+def test_a_doc_comment_summary_stops_at_its_block_tags():
+    """``/** @internal */`` is no summary; ``@param`` lines are not part of one."""
+    src = (b"/** @internal */\nexport function hidden(fns) { return fns; }\n\n"
+           b"/**\n * Joins the parts.\n * @param parts the parts\n * @returns the whole\n */\n"
+           b"export function join(parts) { return parts.join(''); }\n")
+    f = extract_source("/nonexistent", "src/tags.ts", src, "typescript")
+    by = {s.qname: s.summary for s in f.symbols}
+    assert by["src/tags.hidden"] == ""
+    assert by["src/tags.join"] == "Joins the parts."

@@ -112,7 +112,11 @@ class LanguageHooks:
             line = prev.start_point[0]
             prev = prev.prev_sibling
         comments.reverse()
-        return first_sentence("\n".join(comments))
+        # a doc comment's block tags (JSDoc/Javadoc/PHPDoc ``@param``, ``@internal``) are not
+        # its description: the summary is the first sentence before them
+        lines = "\n".join(comments).split("\n")
+        cut = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("@")), len(lines))
+        return first_sentence("\n".join(lines[:cut]))
 
     def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
         return False
