@@ -184,3 +184,48 @@ async def test_large_file_opened_then_edited_mid_file(client, repo):
     callers = {n["qualifiedName"]: n for n in g["callers"]["nodes"]}
     assert "shop.big.taxed_step" in callers
     assert [s["line"] for s in callers["shop.big.taxed_step"]["sites"]] == [3 + 400 * 5 + 2]
+
+
+async def test_large_file_unsaved_buffer_then_closed(client, repo):
+    """A large file's unsaved buffer is updated a statement at a time like a save; closing it
+    without saving brings back the file on disk — the moved lines included."""
+    path = repo / "shop" / "ledger.py"
+    body = "".join(f"def entry_{i}(amount):\n    return amount - {i}\n\n\n" for i in range(1000))
+    text = "from shop.pricing import with_tax\n\n\n" + body
+    assert len(text.encode()) > 32 * 1024
+    path.write_text(text)
+
+    async def indexed():
+        c = await card(client, "shop.ledger.entry_999")
+        return c if c["found"] else None
+
+    await eventually(indexed)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    edited = text.replace("def entry_500(amount):",
+                          "def taxed_entry(amount):\n    return with_tax(amount)\n\n\ndef entry_500(amount):")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+
+    async def inserted():
+        c = await card(client, "shop.ledger.taxed_entry")
+        return c if c["found"] else None
+
+    c = await eventually(inserted)
+    assert _lines(c) == [3 + 500 * 4 + 1, 3 + 500 * 4 + 2]
+    assert _lines(await card(client, "shop.ledger.entry_999")) == [3 + 999 * 4 + 1 + 4, 3 + 999 * 4 + 2 + 4]
+
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def gone():
+        c = await card(client, "shop.ledger.taxed_entry")
+        return not c["found"]
+
+    await eventually(gone)
+    assert _lines(await card(client, "shop.ledger.entry_999")) == [3 + 999 * 4 + 1, 3 + 999 * 4 + 2]
+    assert _lines(await card(client, "shop.ledger.entry_500")) == [3 + 500 * 4 + 1, 3 + 500 * 4 + 2]
+    g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+    assert "shop.ledger.taxed_entry" not in {n["qualifiedName"] for n in g["callers"]["nodes"]}
