@@ -160,3 +160,23 @@ def test_values_never_reach_the_store(tmp_path):
 def test_broken_documents_are_partial_not_errors(language, data):
     f = fx(f"broken.{language}", language, data)
     assert f.language == language
+
+
+@pytest.mark.parametrize("rel, language, make", [
+    ("many.json", "json", lambda n: "{\n" + ",\n".join(f'  "k{i}": {i}' for i in range(n)) + "\n}\n"),
+    ("many.yaml", "yaml", lambda n: "".join(f"k{i}: {i}\n" for i in range(n))),
+    ("many.toml", "toml", lambda n: "".join(f"k{i} = {i}\n" for i in range(n))),
+    ("many.md", "markdown", lambda n: "".join(f"# Part {i}\n\nText {i}.\n\n" for i in range(n))),
+])
+def test_a_file_over_the_keys_limit_says_what_it_left_out(rel, language, make):
+    from codesynapse.extract.docs import MAX_KEYS
+
+    over = extract_source("/nonexistent", rel, make(MAX_KEYS + 25).encode(), language)
+    keys = [s for s in over.symbols if s.kind in ("key", "section")]
+    assert len(keys) == MAX_KEYS
+    assert over.partial
+    what = "sections" if language == "markdown" else "keys"
+    assert over.error == (f"{what} limit (2,000 a file): {what} after line {keys[-1].start_line:,} left out")
+    at = extract_source("/nonexistent", rel, make(MAX_KEYS).encode(), language)
+    assert len([s for s in at.symbols if s.kind in ("key", "section")]) == MAX_KEYS
+    assert (at.partial, at.error) == (False, "")

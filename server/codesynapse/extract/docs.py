@@ -9,7 +9,9 @@ a config key becomes a ``key`` symbol (qname ``deploy/app.yaml#server.tls.cert``
 when the value changes but cannot be checked against guessed values without the whole file.
 
 Caps: key paths are at most ``MAX_DEPTH`` components deep and a file yields at most
-``MAX_KEYS`` keys (or sections); deeper or later ones are not recorded.
+``MAX_KEYS`` keys (or sections); deeper or later ones are not recorded. A file whose later
+keys or sections the limit left out is stored ``partial`` with the reason (the line after
+which nothing is recorded).
 """
 
 from __future__ import annotations
@@ -107,10 +109,15 @@ class MarkdownHooks(_DocHooks):
                 hash=hashlib.sha1(b"\n".join(lines[start - 1:end])).hexdigest(),
                 summary=redact(summary), parent=parent,
             ))
+        notes = []
+        if rest_line:
+            notes.append(f"over {engine.MAX_PIECE_BYTES:,} bytes without a heading from line {rest_line:,}: "
+                         f"lines {rest_line:,}-{n_lines:,} left out")
+        if any(h[1] for h in heads[MAX_KEYS:]) and symbols:
+            notes.append(f"sections limit ({MAX_KEYS:,} a file): sections after line {symbols[-1].start_line:,} "
+                         f"left out")
         return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=n_lines,
-                              module=module, symbols=symbols, partial=partial or bool(rest_line),
-                              error=(f"over {engine.MAX_PIECE_BYTES:,} bytes without a heading from line "
-                                     f"{rest_line:,}: lines {rest_line:,}-{n_lines:,} left out") if rest_line else "")
+                              module=module, symbols=symbols, partial=partial or bool(notes), error="; ".join(notes))
 
     def _heads(self, src: bytes, parser) -> tuple[list[tuple], bool, int]:
         """The headings (level, title, row, column, start byte, first sentence below), whether
@@ -236,7 +243,15 @@ class _KeyCollector:
         return out
 
     def full(self) -> bool:
-        return len(self.symbols) >= MAX_KEYS
+        # one key more than the limit is collected: finish() drops it, and knows a key was left out
+        return len(self.symbols) > MAX_KEYS
+
+    def finish(self) -> str:
+        """Keep the first MAX_KEYS keys; what the limit left out ("" when nothing)."""
+        if len(self.symbols) <= MAX_KEYS:
+            return ""
+        del self.symbols[MAX_KEYS:]
+        return f"keys limit ({MAX_KEYS:,} a file): keys after line {self.symbols[-1].start_line:,} left out"
 
     def summary(self, row: int) -> str:
         found: list[str] = []
@@ -248,7 +263,9 @@ class _KeyCollector:
         return first_sentence("\n".join(found))
 
     def add(self, path: list[str], node: Node, name: str) -> None:
-        if not path or len(path) > MAX_DEPTH or self.full():
+        if not path or len(path) > MAX_DEPTH:
+            return
+        if self.full():
             return
         # implicit ancestors (TOML ``[a.b]``, ``a.b = 1``) exist as keys too
         for k in range(1, len(path)):
@@ -329,9 +346,10 @@ class _ConfigHooks(_DocHooks):
         tree = parser.parse(src)
         keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, src))
         self.walk(tree.root_node, src, keys)
+        note = keys.finish()
         return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src),
                               lines=_line_count(src), module=module, symbols=keys.symbols,
-                              partial=tree.root_node.has_error)
+                              partial=tree.root_node.has_error or bool(note), error=note)
 
     def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
         raise NotImplementedError
@@ -369,7 +387,7 @@ class YamlHooks(_ConfigHooks):
         keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, head))
         self.walk(tree.root_node, src, keys)
         lines, first = _line_count(src), src.count(b"\n", 0, cut) + 1
-        note = "" if keys.full() else f"tree-sitter-yaml reads at most 32,767 lines: lines {first:,}-{lines:,} not read"
+        note = keys.finish() or f"tree-sitter-yaml reads at most 32,767 lines: lines {first:,}-{lines:,} not read"
         return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=lines,
                               module=module, symbols=keys.symbols, partial=tree.root_node.has_error or bool(note),
                               error=note)
