@@ -133,6 +133,40 @@ def _head(callee: str) -> str:
     return re.split(r"[.(\[:]|->", callee, maxsplit=1)[0]
 
 
+_UNRESOLVED = Resolution("", "unresolved", 0.0)
+_INSERT_SYMBOLS = f"INSERT INTO symbols({', '.join(_SYMBOL_COLS)}) VALUES ({','.join('?' * len(_SYMBOL_COLS))})"
+_INSERT_CALLS = f"INSERT INTO calls({', '.join(_CALL_COLS)}) VALUES ({','.join('?' * len(_CALL_COLS))})"
+_INSERT_IMPORTS = ("INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
+                   "VALUES (?,?,?,?,?,?,?,?,?)")
+_INSERT_INHERITS = ("INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
+                    "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+
+
+def _file_row(g: str, fx: FileExtraction, mtime: int, now: float) -> tuple:
+    return (g, fx.path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
+            "partial" if fx.partial else "indexed",
+            fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now)
+
+
+def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
+    return (g, fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col, s.end_col,
+            s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language, name_terms(s.name, s.qname))
+
+
+def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
+    return (g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+            c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+            r.target, r.resolution, r.confidence)
+
+
+def _import_row(g: str, path: str, im, target: str) -> tuple:
+    return (g, path, im.module, im.name, im.alias, im.line, target, *module_keys(im.module))
+
+
+def _inherit_row(g: str, path: str, ih, r: Resolution) -> tuple:
+    return (g, path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution, r.confidence, *base_keys(ih.base))
+
+
 WRITER_WAIT_S = 600.0  # how long a writer waits for another process' write of the same index
 WAL_KEEP_BYTES = 64 << 20  # the WAL is cut back to this after a checkpoint (a full index is one transaction)
 
@@ -420,7 +454,6 @@ class SqliteGraphStore:
         inherit_targets = inherit_targets or {}
         import_targets = import_targets or {}
         now = time.time()
-        unresolved = Resolution("", "unresolved", 0.0)
         with self.transaction():
             conn = self._conn()
             try:
@@ -434,37 +467,23 @@ class SqliteGraphStore:
                 imp_rows = []
                 inh_rows = []
                 for fx, mtime in extractions:
-                    file_rows.append((g, fx.path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
-                                      "partial" if fx.partial else "indexed",
-                                      fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now))
-                    for s in fx.symbols:
-                        sym_rows.append((g, fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line,
-                                         s.start_col, s.end_col, s.hash, s.summary, s.parent, int(s.is_test),
-                                         int(s.exported), fx.language, name_terms(s.name, s.qname)))
-                    for i, c in enumerate(fx.calls if with_calls else ()):
-                        r = call_targets.get((fx.path, i), unresolved)
-                        hint_name = c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else ""
-                        call_rows.append((g, fx.path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
-                                          hint_name, c.line, c.col, c.kind, r.target, r.resolution, r.confidence))
-                    for i, im in enumerate(fx.imports):
-                        imp_rows.append((g, fx.path, im.module, im.name, im.alias, im.line,
-                                         import_targets.get((fx.path, i), ""), *module_keys(im.module)))
-                    for i, ih in enumerate(fx.inherits):
-                        r = inherit_targets.get((fx.path, i), unresolved)
-                        inh_rows.append((g, fx.path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution,
-                                         r.confidence, *base_keys(ih.base)))
+                    p = fx.path
+                    file_rows.append(_file_row(g, fx, mtime, now))
+                    sym_rows.extend(_symbol_row(g, fx, s) for s in fx.symbols)
+                    call_rows.extend(_call_row(g, p, c, call_targets.get((p, i), _UNRESOLVED))
+                                     for i, c in enumerate(fx.calls if with_calls else ()))
+                    imp_rows.extend(_import_row(g, p, im, import_targets.get((p, i), ""))
+                                    for i, im in enumerate(fx.imports))
+                    inh_rows.extend(_inherit_row(g, p, ih, inherit_targets.get((p, i), _UNRESOLVED))
+                                    for i, ih in enumerate(fx.inherits))
                 for s in skipped:
                     file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
                                       "skipped", s.reason, now))
                 conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", file_rows)
                 self._sync_rows(conn, "symbols", _SYMBOL_COLS, written, sym_rows)
                 self._sync_rows(conn, "calls", _CALL_COLS, written if with_calls else [], call_rows)
-                conn.executemany(
-                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
-                    "VALUES (?,?,?,?,?,?,?,?,?)", imp_rows)
-                conn.executemany(
-                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
-                    "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inh_rows)
+                conn.executemany(_INSERT_IMPORTS, imp_rows)
+                conn.executemany(_INSERT_INHERITS, inh_rows)
                 conn.execute("RELEASE write")
             except BaseException as e:
                 self._undo(conn)
@@ -501,36 +520,15 @@ class SqliteGraphStore:
                     conn.execute("UPDATE calls SET line=line+? WHERE graph_id=? AND path=? AND line>?",
                                  (d.shift, g, path, b))
                 self._delete_paths(conn, [path], keep=("symbols", "calls"))
-                conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                             (g, path, fx.language, fx.hash, fx.size, mtime, fx.lines, fx.module,
-                              "partial" if fx.partial else "indexed",
-                              fx.error or ("syntax errors; partial extraction" if fx.partial else ""), time.time()))
+                conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", _file_row(g, fx, mtime, time.time()))
                 syms = [fx.symbols[0], *d.symbols] if fx.symbols and fx.symbols[0].kind == "module" else d.symbols
-                conn.executemany(
-                    f"INSERT INTO symbols({', '.join(_SYMBOL_COLS)}) VALUES ({','.join('?' * len(_SYMBOL_COLS))})",
-                    [(g, path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col, s.end_col,
-                      s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language,
-                      name_terms(s.name, s.qname)) for s in syms])
-                unresolved = Resolution("", "unresolved", 0.0)
-                rows = []
-                for i, c in enumerate(d.calls):
-                    r = call_targets.get(i, unresolved)
-                    rows.append((g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
-                                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
-                                 r.target, r.resolution, r.confidence))
-                conn.executemany(
-                    f"INSERT INTO calls({', '.join(_CALL_COLS)}) VALUES ({','.join('?' * len(_CALL_COLS))})", rows)
-                conn.executemany(
-                    "INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
-                    "VALUES (?,?,?,?,?,?,?,?,?)",
-                    [(g, path, im.module, im.name, im.alias, im.line, import_targets.get(i, ""), *module_keys(im.module))
-                     for i, im in enumerate(fx.imports)])
-                conn.executemany(
-                    "INSERT INTO inherits(graph_id, path, child, base, kind, line, target, resolution, confidence, "
-                    "base_name, base_head) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    [(g, path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution, r.confidence,
-                      *base_keys(ih.base))
-                     for i, ih in enumerate(fx.inherits) for r in (inherit_targets.get(i, unresolved),)])
+                conn.executemany(_INSERT_SYMBOLS, [_symbol_row(g, fx, s) for s in syms])
+                conn.executemany(_INSERT_CALLS, [_call_row(g, path, c, call_targets.get(i, _UNRESOLVED))
+                                                 for i, c in enumerate(d.calls)])
+                conn.executemany(_INSERT_IMPORTS, [_import_row(g, path, im, import_targets.get(i, ""))
+                                                   for i, im in enumerate(fx.imports)])
+                conn.executemany(_INSERT_INHERITS, [_inherit_row(g, path, ih, inherit_targets.get(i, _UNRESOLVED))
+                                                    for i, ih in enumerate(fx.inherits)])
                 conn.execute("RELEASE write")
             except BaseException as e:
                 self._undo(conn)
@@ -541,13 +539,7 @@ class SqliteGraphStore:
 
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
         """Add call sites (with their resolution) for files written with ``with_calls=False``."""
-        g = self.graph_id
-        rows = [(g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
-                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
-                 r.target, r.resolution, r.confidence) for path, c, r in items]
-        self._update(
-            "INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
-            "target, resolution, confidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        self._update(_INSERT_CALLS, [_call_row(self.graph_id, path, c, r) for path, c, r in items])
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
