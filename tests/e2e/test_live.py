@@ -32,16 +32,32 @@ async def card(client, selector: str):
     return await request(client, "codesynapse/symbolCard", {"selector": selector})
 
 
+def did_open(client, uri: str, text: str) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+
+
+def did_change(client, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def did_save(client, uri: str) -> None:
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def did_close(client, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
 async def test_unsaved_buffer_is_an_overlay_dropped_on_close(client, repo):
     path = repo / "shop" / "pricing.py"
     uri = path.as_uri()
     text = path.read_text()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    did_open(client, uri, text)
     edited = text + "\n\ndef loyalty_bonus(amount):\n    \"\"\"Bonus for loyal customers.\"\"\"\n    return with_tax(amount)\n"
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+    did_change(client, uri, 2, edited)
 
     async def has_bonus():
         c = await card(client, "shop.pricing.loyalty_bonus")
@@ -56,8 +72,7 @@ async def test_unsaved_buffer_is_an_overlay_dropped_on_close(client, repo):
     assert sorted(n["qualifiedName"] for n in g["callers"]["nodes"]) == ["shop.cart.Cart.total", "shop.pricing.loyalty_bonus"]
 
     # closing without saving drops the overlay: the graph goes back to the file on disk
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    did_close(client, uri)
 
     async def gone():
         c = await card(client, "shop.pricing.loyalty_bonus")
@@ -72,10 +87,9 @@ async def test_save_is_indexed(client, repo):
     path = repo / "shop" / "cart.py"
     uri = path.as_uri()
     text = path.read_text().replace("def count(self):", "def size(self):").replace("self.count()", "self.size()")
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())))
+    did_open(client, uri, path.read_text())
     path.write_text(text)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    did_save(client, uri)
 
     async def renamed():
         c = await card(client, "shop.cart.BaseCart.size")
@@ -163,12 +177,11 @@ async def test_large_file_opened_then_edited_mid_file(client, repo):
     c = await eventually(indexed)
     assert _lines(c) == [3 + 799 * 5 + 1, 3 + 799 * 5 + 3]
     uri = path.as_uri()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    did_open(client, uri, text)
     edited = text.replace("def step_400(amount):",
                           "def taxed_step(amount):\n    return with_tax(amount)\n\n\ndef step_400(amount):")
     path.write_text(edited)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    did_save(client, uri)
 
     async def inserted():
         c = await card(client, "shop.big.taxed_step")
@@ -201,13 +214,10 @@ async def test_large_file_unsaved_buffer_then_closed(client, repo):
 
     await eventually(indexed)
     uri = path.as_uri()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    did_open(client, uri, text)
     edited = text.replace("def entry_500(amount):",
                           "def taxed_entry(amount):\n    return with_tax(amount)\n\n\ndef entry_500(amount):")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+    did_change(client, uri, 2, edited)
 
     async def inserted():
         c = await card(client, "shop.ledger.taxed_entry")
@@ -217,8 +227,7 @@ async def test_large_file_unsaved_buffer_then_closed(client, repo):
     assert _lines(c) == [3 + 500 * 4 + 1, 3 + 500 * 4 + 2]
     assert _lines(await card(client, "shop.ledger.entry_999")) == [3 + 999 * 4 + 1 + 4, 3 + 999 * 4 + 2 + 4]
 
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    did_close(client, uri)
 
     async def gone():
         c = await card(client, "shop.ledger.taxed_entry")
