@@ -200,3 +200,21 @@ def test_an_opened_file_is_prepared_and_its_first_save_is_absorbed_by_statement(
 ])
 def test_the_changed_lines_of_an_edit(old, new, expected):
     assert incremental._changed_lines(old, new) == expected
+
+
+def test_an_opened_file_of_a_language_updated_whole_is_not_prepared(tmp_path):
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    text = "".join(f"export function step{i}(a) {{ return a + {i}; }}\n" for i in range(1200))
+    (root / "big.js").write_text(text)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+    incremental.forget()
+    assert len(text.encode()) >= incremental.MIN_BYTES
+    assert not ix.warm("big.js", text.encode())
+    assert incremental.kept_files() == 0
+    store.close()

@@ -608,6 +608,7 @@ class Indexer:
         when ``data`` is what is indexed, extract it into extract/incremental.py's keep
         without writing anything. True when it was extracted."""
         from codesynapse.extract import incremental
+        from codesynapse.extract.languages import load
 
         if len(data) < incremental.MIN_BYTES:
             return False
@@ -615,6 +616,8 @@ class Indexer:
             f = self.store.file(rel)
             if f is None or f.status != "indexed" or f.hash != content_hash(data):
                 return False
+            if not available(f.language) or not getattr(load(f.language).hooks, "traces_file_facts", False):
+                return False  # extracted whole at every update: nothing to prepare
             patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
             r = read_and_extract(str(self.root), rel, f.language, patterns, data, incremental=True)
             return isinstance(r, FileExtraction)
