@@ -218,3 +218,44 @@ def test_an_opened_file_of_a_language_updated_whole_is_not_prepared(tmp_path):
     assert not ix.warm("big.js", text.encode())
     assert incremental.kept_files() == 0
     store.close()
+
+
+def test_an_indented_comment_after_a_class_belongs_to_it():
+    """tree-sitter ends a class after an indented comment below its body: making a comment
+    at column 0 indented changes the class above (found by the random edits, seed 42)."""
+    incremental.forget()
+    filler = "".join(f"def filler_{i}(a):\n    return a + {i}\n\n\n" for i in range(900))
+    v1 = ("class Alpha:\n    def run(self):\n        pass\n\n\n# a note on what follows\n"
+          "def after():\n    return 1\n\n\n" + filler).encode()
+    _both("/nonexistent", "m.py", v1)
+    v2 = v1.replace(b"\n# a note on what follows\n", b"\n    # a note on what follows\n")
+    inc, whole = _both("/nonexistent", "m.py", v2)
+    assert inc == whole
+    assert [(s.qname, s.end_line) for s in whole.symbols if s.qname == "m.Alpha"] == [("m.Alpha", 6)]
+
+
+def test_a_file_without_a_final_newline_is_written_by_its_delta_exactly(tmp_path):
+    """The last line of a file without a final newline is a row of its last block too: the
+    delta's replaced lines include it (found by the randomized graph test, seed 33)."""
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    text = "".join(f"def step_{i}(amount):\n    return helper(amount) + {i}\n\n\n" for i in range(900)).rstrip("\n")
+    (root / "big.py").write_text(text)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+    assert ix.warm("big.py", text.encode())
+    edited = text.replace("def step_899(amount):", "def step_899(amount):\ndef step_899(amount):")
+    (root / "big.py").write_text(edited)
+    ix.index_tree()
+    full_store = SqliteGraphStore(tmp_path / "full.db", "g")
+    Indexer(root, full_store, None, workers=1).index_tree()
+    assert store.dump() == full_store.dump()
+    # step_i's call is on line 4i+2; step_899's moved one line down under the added def line
+    last = sorted((c.caller, c.line) for c in store.calls_in_files(["big.py"]) if c.line > 3590)
+    assert last == [("big.step_898", 3594), ("big.step_899", 3599)]
+    store.close()
+    full_store.close()

@@ -174,15 +174,17 @@ _CONTINUATION = re.compile(rb"(?:else|elif|except|finally)\b")
 
 
 def _starts_statement(src: bytes, pos: int) -> bool:
-    """Whether the first line at ``pos`` that is neither blank nor a comment starts a
-    statement of its own (not indented, not a clause of the statement above)."""
+    """Whether the first line at ``pos`` that is neither blank nor a comment at column 0
+    starts a statement of its own (not indented, not a clause of the statement above)."""
     n = len(src)
     while pos < n:
         nl = src.find(b"\n", pos)
         end = n if nl < 0 else nl
         line = src[pos:end]
         body = line.strip()
-        if body and not body.startswith(b"#"):
+        if body and (not body.startswith(b"#") or line[:1] in (b" ", b"\t")):
+            # an indented comment belongs to the indented body above it (tree-sitter ends that
+            # statement after it)
             return line[:1] not in (b" ", b"\t", b")", b"]", b"}") and not _CONTINUATION.match(line)
         pos = end + 1
     return True
@@ -299,7 +301,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     n = len(blocks)
     # block starts and rows; the end of a file that ends a line is one more (empty) block start
     starts = [b.start for b in blocks] + [len(old)]
-    rows = [b.row for b in blocks] + [old.count(b"\n")]
+    rows = [b.row for b in blocks] + [engine._line_count(old)]  # a last line without a newline is a row too
     at_start = {st: k for k, st in enumerate(starts) if k < n or old.endswith(b"\n")}
     # The blocks the change touches. From the block holding the byte before it (an indented
     # line added at a block's start continues the block above), or from the block it starts
