@@ -259,3 +259,15 @@ def test_a_file_without_a_final_newline_is_written_by_its_delta_exactly(tmp_path
     assert last == [("big.step_898", 3594), ("big.step_899", 3599)]
     store.close()
     full_store.close()
+
+
+def test_a_definition_appended_under_a_last_comment_takes_it_as_summary():
+    """A file ending with a comment: a definition appended right below it is summarized by it
+    (found by the random edits, seed 44)."""
+    incremental.forget()
+    filler = "".join(f"def filler_{i}(a):\n    return a + {i}\n\n\n" for i in range(900))
+    v1 = (filler + "# Note on the probe.\n").encode()
+    _both("/nonexistent", "m.py", v1)
+    inc, whole = _both("/nonexistent", "m.py", v1 + b"def probe(): return 4\n")
+    assert inc == whole
+    assert [s.summary for s in whole.symbols if s.qname == "m.probe"] == ["Note on the probe."]

@@ -216,14 +216,14 @@ def _changed_lines(old: bytes, new: bytes) -> tuple[int, int]:
     return a, b
 
 
-def _ends_cleanly(text: bytes) -> bool:
-    """Whether ``text`` ends with a whole line that holds no comment and is not a decorator or
-    a line continuation (nothing in it can join the statement below)."""
-    if not text:
+def _ends_cleanly(src: bytes, lo: int, hi: int) -> bool:
+    """Whether ``src[lo:hi]`` is empty or ends with a whole line that holds no comment and is
+    not a decorator or a line continuation (nothing in it can join the statement below)."""
+    if hi <= lo:
         return True
-    if not text.endswith(b"\n"):
+    if src[hi - 1:hi] != b"\n":
         return False
-    last = text[:-1].rsplit(b"\n", 1)[-1].strip()
+    last = src[max(lo, src.rfind(b"\n", lo, hi - 1) + 1):hi - 1].strip()
     # a comment, even after code on the line, is the summary of the statement below it
     return b"#" not in last and not last.startswith(b"@") and not last.endswith(b"\\")
 
@@ -305,10 +305,11 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     at_start = {st: k for k, st in enumerate(starts) if k < n or old.endswith(b"\n")}
     # The blocks the change touches. From the block holding the byte before it (an indented
     # line added at a block's start continues the block above), or from the block it starts
-    # at when it starts with a new statement; to the block holding the byte after it (what
+    # at when it starts with a new statement below a clean line (not a comment, which would be
+    # the summary of what is written below it); to the block holding the byte after it (what
     # follows may continue what was written), or to the block it ends at when it ends with a
     # finished line that is not a comment (a comment belongs to the statement below it).
-    if ra > 0 and ra in at_start:
+    if ra > 0 and ra in at_start and _ends_cleanly(src, 0, ra):
         i = at_start[ra]
     else:
         i = max(0, bisect_right(starts, ra - 1, 0, n) - 1)
@@ -321,7 +322,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     else:
         j = max(i, bisect_right(starts, min(rb, len(old) - 1), 0, n) - 1)
     while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte)
-                             and _ends_cleanly(src[starts[i]:starts[j + 1] + dbyte])):
+                             and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte)):
         j += 1
     lo, old_hi = starts[i], starts[j + 1]
     hi = old_hi + dbyte
