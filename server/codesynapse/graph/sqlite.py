@@ -334,6 +334,22 @@ class SqliteGraphStore:
         except sqlite3.Error:  # SQLite may have rolled back already (disk full, I/O error)
             log.warning("graph rollback failed", exc_info=True)
 
+    @contextmanager
+    def _savepoint(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One store write: a savepoint inside the update's transaction, rolled back (and a
+        ``StoreError`` naming ``what`` for an SQLite error) when it fails."""
+        with self.transaction():
+            conn = self._conn()
+            try:
+                conn.execute("SAVEPOINT write")
+                yield conn
+                conn.execute("RELEASE write")
+            except BaseException as e:
+                self._undo(conn)
+                if isinstance(e, sqlite3.Error):
+                    raise StoreError(f"graph {what} failed: {e}") from e
+                raise
+
     @staticmethod
     def _undo(conn: sqlite3.Connection) -> None:
         """Roll back one store write (its savepoint) inside the enclosing transaction."""
@@ -454,42 +470,33 @@ class SqliteGraphStore:
         inherit_targets = inherit_targets or {}
         import_targets = import_targets or {}
         now = time.time()
-        with self.transaction():
-            conn = self._conn()
-            try:
-                conn.execute("SAVEPOINT write")
-                written = [fx.path for fx, _ in extractions]
-                self._delete_paths(conn, [s.path for s in skipped])
-                self._delete_paths(conn, written, keep=("symbols", "calls") if with_calls else ("symbols",))
-                file_rows = []
-                sym_rows = []
-                call_rows = []
-                imp_rows = []
-                inh_rows = []
-                for fx, mtime in extractions:
-                    p = fx.path
-                    file_rows.append(_file_row(g, fx, mtime, now))
-                    sym_rows.extend(_symbol_row(g, fx, s) for s in fx.symbols)
-                    call_rows.extend(_call_row(g, p, c, call_targets.get((p, i), _UNRESOLVED))
-                                     for i, c in enumerate(fx.calls if with_calls else ()))
-                    imp_rows.extend(_import_row(g, p, im, import_targets.get((p, i), ""))
-                                    for i, im in enumerate(fx.imports))
-                    inh_rows.extend(_inherit_row(g, p, ih, inherit_targets.get((p, i), _UNRESOLVED))
-                                    for i, ih in enumerate(fx.inherits))
-                for s in skipped:
-                    file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
-                                      "skipped", s.reason, now))
-                conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", file_rows)
-                self._sync_rows(conn, "symbols", _SYMBOL_COLS, written, sym_rows)
-                self._sync_rows(conn, "calls", _CALL_COLS, written if with_calls else [], call_rows)
-                conn.executemany(_INSERT_IMPORTS, imp_rows)
-                conn.executemany(_INSERT_INHERITS, inh_rows)
-                conn.execute("RELEASE write")
-            except BaseException as e:
-                self._undo(conn)
-                if isinstance(e, sqlite3.Error):
-                    raise StoreError(f"graph write failed: {e}") from e
-                raise
+        with self._savepoint("write") as conn:
+            written = [fx.path for fx, _ in extractions]
+            self._delete_paths(conn, [s.path for s in skipped])
+            self._delete_paths(conn, written, keep=("symbols", "calls") if with_calls else ("symbols",))
+            file_rows = []
+            sym_rows = []
+            call_rows = []
+            imp_rows = []
+            inh_rows = []
+            for fx, mtime in extractions:
+                p = fx.path
+                file_rows.append(_file_row(g, fx, mtime, now))
+                sym_rows.extend(_symbol_row(g, fx, s) for s in fx.symbols)
+                call_rows.extend(_call_row(g, p, c, call_targets.get((p, i), _UNRESOLVED))
+                                 for i, c in enumerate(fx.calls if with_calls else ()))
+                imp_rows.extend(_import_row(g, p, im, import_targets.get((p, i), ""))
+                                for i, im in enumerate(fx.imports))
+                inh_rows.extend(_inherit_row(g, p, ih, inherit_targets.get((p, i), _UNRESOLVED))
+                                for i, ih in enumerate(fx.inherits))
+            for s in skipped:
+                file_rows.append((g, s.path, s.language, s.hash, s.size, s.mtime_ns, s.lines, s.module,
+                                  "skipped", s.reason, now))
+            conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", file_rows)
+            self._sync_rows(conn, "symbols", _SYMBOL_COLS, written, sym_rows)
+            self._sync_rows(conn, "calls", _CALL_COLS, written if with_calls else [], call_rows)
+            conn.executemany(_INSERT_IMPORTS, imp_rows)
+            conn.executemany(_INSERT_INHERITS, inh_rows)
 
     def write_delta(self, fx: FileExtraction, mtime: int, call_targets: dict[int, Resolution],
                     inherit_targets: dict[int, Resolution], import_targets: dict[int, str]) -> bool:
@@ -503,38 +510,29 @@ class SqliteGraphStore:
         if d is None:
             return False
         g, path = self.graph_id, fx.path
-        with self.transaction():
-            conn = self._conn()
+        with self._savepoint("write") as conn:
             row = conn.execute("SELECT hash, status FROM files WHERE graph_id=? AND path=?", (g, path)).fetchone()
             if row is None or row[0] != d.base_hash or row[1] != "indexed":
                 return False
-            try:
-                conn.execute("SAVEPOINT write")
-                a, b = d.first_line, d.last_line
-                conn.execute("DELETE FROM symbols WHERE graph_id=? AND path=? AND (kind='module' OR "
-                             "start_line BETWEEN ? AND ?)", (g, path, a, b))
-                conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
-                if d.shift:
-                    conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
-                                 "WHERE graph_id=? AND path=? AND start_line>?", (d.shift, d.shift, g, path, b))
-                    conn.execute("UPDATE calls SET line=line+? WHERE graph_id=? AND path=? AND line>?",
-                                 (d.shift, g, path, b))
-                self._delete_paths(conn, [path], keep=("symbols", "calls"))
-                conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", _file_row(g, fx, mtime, time.time()))
-                syms = [fx.symbols[0], *d.symbols] if fx.symbols and fx.symbols[0].kind == "module" else d.symbols
-                conn.executemany(_INSERT_SYMBOLS, [_symbol_row(g, fx, s) for s in syms])
-                conn.executemany(_INSERT_CALLS, [_call_row(g, path, c, call_targets.get(i, _UNRESOLVED))
-                                                 for i, c in enumerate(d.calls)])
-                conn.executemany(_INSERT_IMPORTS, [_import_row(g, path, im, import_targets.get(i, ""))
-                                                   for i, im in enumerate(fx.imports)])
-                conn.executemany(_INSERT_INHERITS, [_inherit_row(g, path, ih, inherit_targets.get(i, _UNRESOLVED))
-                                                    for i, ih in enumerate(fx.inherits)])
-                conn.execute("RELEASE write")
-            except BaseException as e:
-                self._undo(conn)
-                if isinstance(e, sqlite3.Error):
-                    raise StoreError(f"graph write failed: {e}") from e
-                raise
+            a, b = d.first_line, d.last_line
+            conn.execute("DELETE FROM symbols WHERE graph_id=? AND path=? AND (kind='module' OR "
+                         "start_line BETWEEN ? AND ?)", (g, path, a, b))
+            conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
+            if d.shift:
+                conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
+                             "WHERE graph_id=? AND path=? AND start_line>?", (d.shift, d.shift, g, path, b))
+                conn.execute("UPDATE calls SET line=line+? WHERE graph_id=? AND path=? AND line>?",
+                             (d.shift, g, path, b))
+            self._delete_paths(conn, [path], keep=("symbols", "calls"))
+            conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", _file_row(g, fx, mtime, time.time()))
+            syms = [fx.symbols[0], *d.symbols] if fx.symbols and fx.symbols[0].kind == "module" else d.symbols
+            conn.executemany(_INSERT_SYMBOLS, [_symbol_row(g, fx, s) for s in syms])
+            conn.executemany(_INSERT_CALLS, [_call_row(g, path, c, call_targets.get(i, _UNRESOLVED))
+                                             for i, c in enumerate(d.calls)])
+            conn.executemany(_INSERT_IMPORTS, [_import_row(g, path, im, import_targets.get(i, ""))
+                                               for i, im in enumerate(fx.imports)])
+            conn.executemany(_INSERT_INHERITS, [_inherit_row(g, path, ih, inherit_targets.get(i, _UNRESOLVED))
+                                                for i, ih in enumerate(fx.inherits)])
         return True
 
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
@@ -543,28 +541,14 @@ class SqliteGraphStore:
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
-        with self.transaction():
-            conn = self._conn()
-            try:
-                conn.execute("SAVEPOINT write")
-                self._delete_paths(conn, paths)
-                conn.execute("RELEASE write")
-            except sqlite3.Error as e:
-                self._undo(conn)
-                raise StoreError(f"graph delete failed: {e}") from e
+        with self._savepoint("delete") as conn:
+            self._delete_paths(conn, paths)
 
     def _update(self, sql: str, rows: list[tuple]) -> None:
         if not rows:
             return
-        with self.transaction():
-            conn = self._conn()
-            try:
-                conn.execute("SAVEPOINT write")
-                conn.executemany(sql, rows)
-                conn.execute("RELEASE write")
-            except sqlite3.Error as e:
-                self._undo(conn)
-                raise StoreError(f"graph update failed: {e}") from e
+        with self._savepoint("update") as conn:
+            conn.executemany(sql, rows)
 
     def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
         self._update("UPDATE calls SET target=?, resolution=?, confidence=? WHERE graph_id=? AND id=?",
