@@ -31,6 +31,20 @@ def _files() -> list[Path]:
     return out
 
 
+def _indexed(tmp_path: Path, rel: str, text: str):
+    """A repository holding one file, indexed into SQLite: (root, store, indexer)."""
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / rel).write_text(text)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+    return root, store, ix
+
+
 def _both(root: str, rel: str, data: bytes):
     """The incremental extraction (without the delta it carries for the store) and the whole one."""
     inc = extract_source(root, rel, data, "python", incremental=True)
@@ -163,16 +177,8 @@ def test_an_opened_file_is_prepared_and_its_first_save_is_absorbed_by_statement(
     """Indexer.warm (didOpen): the indexed text of a large file is extracted into the keep
     without writing; the first update after it re-extracts by statement and writes its delta.
     Text that is not what is indexed prepares nothing."""
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
-
-    root = tmp_path / "repo"
-    root.mkdir()
     text = "".join(f"def step_{i}(amount):\n    return amount + {i}\n\n\n" for i in range(900))
-    (root / "big.py").write_text(text)
-    store = SqliteGraphStore(tmp_path / "g.db", "g")
-    ix = Indexer(root, store, None, workers=1)
-    ix.index_tree()
+    root, store, ix = _indexed(tmp_path, "big.py", text)
     incremental.forget()
     assert not ix.warm("big.py", (text + "# unsaved\n").encode())
     assert incremental.kept_files() == 0
@@ -203,16 +209,8 @@ def test_the_changed_lines_of_an_edit(old, new, expected):
 
 
 def test_an_opened_file_of_a_language_updated_whole_is_not_prepared(tmp_path):
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
-
-    root = tmp_path / "repo"
-    root.mkdir()
     text = "".join(f"export function step{i}(a) {{ return a + {i}; }}\n" for i in range(1200))
-    (root / "big.js").write_text(text)
-    store = SqliteGraphStore(tmp_path / "g.db", "g")
-    ix = Indexer(root, store, None, workers=1)
-    ix.index_tree()
+    root, store, ix = _indexed(tmp_path, "big.js", text)
     incremental.forget()
     assert len(text.encode()) >= incremental.MIN_BYTES
     assert not ix.warm("big.js", text.encode())
@@ -237,20 +235,15 @@ def test_an_indented_comment_after_a_class_belongs_to_it():
 def test_a_file_without_a_final_newline_is_written_by_its_delta_exactly(tmp_path):
     """The last line of a file without a final newline is a row of its last block too: the
     delta's replaced lines include it (found by the randomized graph test, seed 33)."""
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
-
-    root = tmp_path / "repo"
-    root.mkdir()
     text = "".join(f"def step_{i}(amount):\n    return helper(amount) + {i}\n\n\n" for i in range(900)).rstrip("\n")
-    (root / "big.py").write_text(text)
-    store = SqliteGraphStore(tmp_path / "g.db", "g")
-    ix = Indexer(root, store, None, workers=1)
-    ix.index_tree()
+    root, store, ix = _indexed(tmp_path, "big.py", text)
     assert ix.warm("big.py", text.encode())
     edited = text.replace("def step_899(amount):", "def step_899(amount):\ndef step_899(amount):")
     (root / "big.py").write_text(edited)
     ix.index_tree()
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
     full_store = SqliteGraphStore(tmp_path / "full.db", "g")
     Indexer(root, full_store, None, workers=1).index_tree()
     assert store.dump() == full_store.dump()
