@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codesynapse.extract import incremental
 from codesynapse.graph.indexer import IndexReport, Indexer, Progress
 from codesynapse.graph.sqlite import SqliteGraphStore
 from codesynapse.graph.store import GraphStore
@@ -50,7 +51,8 @@ class App:
         self.workspace = open_workspace(root, self.settings.data_dir or None)
         self.policy, self.policy_diagnostics = load_policy_for(self.workspace.root)
         self.store = open_graph_store(self.settings, self.workspace)
-        self.indexer = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers)
+        self.indexer = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
+                               keep_dir=self.workspace.data_dir / "kept")
         self.state = "idle"
         self.pending = 0
         self.open_buffers: set[str] = set()  # relpaths with unsaved overlays in the index
@@ -132,6 +134,7 @@ class App:
         }
 
     def close(self) -> None:
+        incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)
         for svc in self.services.values():
             close = getattr(svc, "close", None)
             if close:

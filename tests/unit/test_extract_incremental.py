@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import random
 import sysconfig
+import zlib
+from dataclasses import replace as replace_dc
 from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
 
-from codesynapse.extract import extract_source
+from codesynapse.extract import content_hash, extract_source
 from codesynapse.extract import incremental
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -31,7 +33,7 @@ def _files() -> list[Path]:
     return out
 
 
-def _indexed(tmp_path: Path, rel: str, text: str):
+def _indexed(tmp_path: Path, rel: str, text: str, keep_dir: Path | None = None):
     """A repository holding one file, indexed into SQLite: (root, store, indexer)."""
     from codesynapse.graph.indexer import Indexer
     from codesynapse.graph.sqlite import SqliteGraphStore
@@ -40,9 +42,22 @@ def _indexed(tmp_path: Path, rel: str, text: str):
     root.mkdir()
     (root / rel).write_text(text)
     store = SqliteGraphStore(tmp_path / "g.db", "g")
-    ix = Indexer(root, store, None, workers=1)
+    ix = Indexer(root, store, None, workers=1, keep_dir=keep_dir)
     ix.index_tree()
     return root, store, ix
+
+
+def _full_dump(tmp_path: Path, root: Path):
+    """What a full index of ``root`` stores."""
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    full_store = SqliteGraphStore(tmp_path / "full.db", "g")
+    Indexer(root, full_store, None, workers=1).index_tree()
+    try:
+        return full_store.dump()
+    finally:
+        full_store.close()
 
 
 def _both(root: str, rel: str, data: bytes):
@@ -195,17 +210,89 @@ def test_an_opened_file_is_prepared_and_its_first_save_is_absorbed_by_statement(
     store.close()
 
 
-@pytest.mark.parametrize("old, new, expected", [
-    (b"a\nb\nc\n", b"a\nX\nb\nc\n", (2, 2)),  # a line inserted: the lines beside it stay out
-    (b"a\nb\nc\n", b"a\nc\n", (2, 4)),  # a line deleted
-    (b"a\nbb\nc\n", b"a\nbXb\nc\n", (2, 5)),  # a line changed: that whole line
-    (b"def f():\n    pass\n", b"def f():\n    pass\ndef g(): pass\n", (18, 18)),  # appended
-    (b"x = 1\n", b"y = 1\n", (0, 6)),
-    (b"a\nb", b"a\nbc", (2, 3)),  # no newline at the end
-    (b"foo\n", b"xfoo\n", (0, 4)),  # not a whole line: the line it is in
+def _counts() -> tuple[int, int, int]:
+    st = incremental.stats
+    return st.get("loaded from disk", 0), st["incremental"], st["whole"]
+
+
+def test_the_first_change_of_a_large_file_starts_from_its_extraction_kept_on_disk(tmp_path):
+    """An index writes the extraction of each large Python file to the keep directory
+    (metadata: names and digests, no source); a daemon that holds nothing of the file in
+    memory (restarted, or the file untouched since the index) loads it at the file's first
+    change and re-extracts only the statement that changed."""
+    text = "".join(f"def step_{i}(amount):\n    return amount * {i} + 7\n\n\n" for i in range(900))
+    keep = tmp_path / "kept"
+    root, store, ix = _indexed(tmp_path, "big.py", text, keep_dir=keep)
+    raw = zlib.decompress(Path(incremental.disk_path(str(keep), "big.py")).read_bytes())
+    assert b"step_450" in raw
+    assert b"amount * 450 + 7" not in raw  # no function body
+    incremental.forget()  # nothing in memory
+    loaded, inc, whole = _counts()
+    (root / "big.py").write_text(text.replace("return amount * 450 + 7\n", "return helper(amount) * 450\n"))
+    ix.index_tree()
+    assert _counts() == (loaded + 1, inc + 1, whole)
+    calls = [(c.caller, c.callee, c.line) for c in store.calls_in_files(["big.py"]) if c.callee == "helper"]
+    assert calls == [("big.step_450", "helper", 450 * 4 + 2)]
+    assert store.dump() == _full_dump(tmp_path, root)
+    # what the update gave is written back once it is stored: the next first change starts there
+    saved = incremental._DECODER.decode(zlib.decompress(Path(incremental.disk_path(str(keep), "big.py")).read_bytes()))
+    assert saved.entry.hash == content_hash((root / "big.py").read_bytes())
+    incremental.forget()
+    (root / "big.py").write_text(text.replace("return amount * 450 + 7\n", "return helper(amount) * 451\n"))
+    ix.index_tree()
+    assert _counts() == (loaded + 2, inc + 2, whole)
+    store.close()
+
+
+def test_a_kept_extraction_that_cannot_be_trusted_is_not_used(tmp_path):
+    """Written by another extractor version, for other redaction patterns, or damaged: the
+    file is extracted whole (and right); a deleted file's kept extraction goes with it."""
+    text = "".join(f"def step_{i}(amount):\n    return amount * {i} + 7\n\n\n" for i in range(900))
+    keep = tmp_path / "kept"
+    root, store, ix = _indexed(tmp_path, "big.py", text, keep_dir=keep)
+    path = Path(incremental.disk_path(str(keep), "big.py"))
+    good = path.read_bytes()
+    saved = incremental._DECODER.decode(zlib.decompress(good))
+    foreign = [
+        zlib.compress(incremental._ENCODER.encode(replace_dc(saved, version="another extractor"))),
+        zlib.compress(incremental._ENCODER.encode(replace_dc(saved, key=["big.py", "python", "secret-[0-9]+"]))),
+        good[: len(good) // 2],  # cut short
+        b"\x00" * 64,
+    ]
+    for n, data in enumerate(foreign):
+        path.write_bytes(data)
+        incremental.forget()
+        loaded, inc, whole = _counts()
+        (root / "big.py").write_text(text.replace("return amount * 450 + 7\n", f"return helper(amount) * {n}\n"))
+        ix.index_tree()
+        assert _counts() == (loaded, inc, whole + 1), n
+        assert [c.line for c in store.calls_in_files(["big.py"]) if c.callee == "helper"] == [450 * 4 + 2]
+        assert path.is_file()  # the whole extraction was written in its place
+    (root / "big.py").unlink()
+    ix.index_tree()
+    assert not path.exists()
+    store.close()
+
+
+@pytest.mark.parametrize("old, starts, new, expected", [
+    # three one-line blocks
+    (b"a = 1\nb = 2\nc = 3\n", [0, 6, 12], b"a = 1\nb = 2\nx = 0\nc = 3\n", (12, 12)),  # a block inserted
+    (b"a = 1\nb = 2\nc = 3\n", [0, 6, 12], b"a = 1\nc = 3\n", (6, 12)),  # one deleted
+    (b"a = 1\nb = 2\nc = 3\n", [0, 6, 12], b"a = 1\nb = 22\nc = 3\n", (6, 12)),  # one changed
+    (b"a = 1\nb = 2\nc = 3\n", [0, 6, 12], b"a = 1\nb = 2\nc = 3\nd = 4\n", (18, 18)),  # appended
+    (b"a = 1\nb = 2", [0, 6], b"a = 1\nb = 23", (6, 11)),  # no newline at the end: the last line goes on
+    (b"a = 1\nb = 2\n", [0, 6], b"a = 1\nxb = 2\n", (6, 12)),  # the same text, not at a line start
+    (b"a = 1\na = 1\n", [0, 6], b"a = 1\n", (6, 12)),  # a repeated block deleted: no overlap
+    (b"a = 1\n", [0], b"a = 1\na = 1\n", (6, 6)),  # a repeated block inserted
+    (b"def f():\n    pass\n", [0], b"def f():\n    return 1\n", (0, 18)),
 ])
-def test_the_changed_lines_of_an_edit(old, new, expected):
-    assert incremental._changed_lines(old, new) == expected
+def test_the_changed_blocks_of_an_edit(old, starts, new, expected):
+    blocks = [incremental._Block(start=s, row=old.count(b"\n", 0, s), symbols=[], calls=[], imports=[], inherits=[],
+                                 defines=(), consults=frozenset(),
+                                 digest=incremental._digest(old[s:(starts + [len(old)])[k + 1]]))
+              for k, s in enumerate(starts)]
+    kept = incremental._entry(old, "h", "m", None, blocks)
+    assert incremental._changed_blocks(kept, new) == expected
 
 
 def test_an_opened_file_of_a_language_updated_whole_is_not_prepared(tmp_path):
@@ -241,17 +328,11 @@ def test_a_file_without_a_final_newline_is_written_by_its_delta_exactly(tmp_path
     edited = text.replace("def step_899(amount):", "def step_899(amount):\ndef step_899(amount):")
     (root / "big.py").write_text(edited)
     ix.index_tree()
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
-
-    full_store = SqliteGraphStore(tmp_path / "full.db", "g")
-    Indexer(root, full_store, None, workers=1).index_tree()
-    assert store.dump() == full_store.dump()
+    assert store.dump() == _full_dump(tmp_path, root)
     # step_i's call is on line 4i+2; step_899's moved one line down under the added def line
     last = sorted((c.caller, c.line) for c in store.calls_in_files(["big.py"]) if c.line > 3590)
     assert last == [("big.step_898", 3594), ("big.step_899", 3599)]
     store.close()
-    full_store.close()
 
 
 def test_a_definition_appended_under_a_last_comment_takes_it_as_summary():

@@ -94,19 +94,22 @@ def _full_dump(root: Path, tmp: Path) -> dict:
         store.close()
 
 
-def _check_steps(tmp_path: Path, seed: int, steps: int, step) -> None:
+def _check_steps(tmp_path: Path, seed: int, steps: int, step, keep_dir: Path | None = None, before=None) -> None:
     """Apply ``steps`` random edits (``step(root, rng, tick, k)``), updating one store
-    incrementally; after each, the store must dump exactly like a full index of the tree."""
+    incrementally; after each, the store must dump exactly like a full index of the tree.
+    ``before(rng)`` runs before each update."""
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE, root)
     tick = [1_700_000_000_000_000_000]
     store = SqliteGraphStore(tmp_path / "inc.db", "g")
-    ix = Indexer(root, store, None, workers=1)
+    ix = Indexer(root, store, None, workers=1, keep_dir=keep_dir)
     ix.index_tree()
     rng = random.Random(seed)
     history = []
     for k in range(steps):
         history.append(step(root, rng, tick, k))
+        if before is not None and before(rng):
+            history.append("(restart)")
         ix.index_tree()
         inc = store.dump()
         full = _full_dump(root, tmp_path)
@@ -185,17 +188,31 @@ def _line_step(root: Path, rng: random.Random, tick: list[int]) -> str:
     return f"{op} {victim.relative_to(root)}:{at + 1}"
 
 
+@pytest.mark.parametrize("kept", ["in memory", "on disk"])
 @pytest.mark.parametrize("seed", range(1, int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "8")) + 1))
-def test_incremental_equals_full_with_statement_updates(tmp_path: Path, seed: int, monkeypatch) -> None:
+def test_incremental_equals_full_with_statement_updates(tmp_path: Path, seed: int, kept: str, monkeypatch) -> None:
     """The same, with every known Python file re-extracted a statement at a time
     (extract/incremental.py, normally for files of 32 KiB and more) and written by its delta
     (SqliteGraphStore.write_delta), under edits inside files as well as whole-file ones.
-    Edits may break the syntax; the graph must still equal a full index's."""
+    Edits may break the syntax; the graph must still equal a full index's. *On disk*: the
+    extractions are kept on disk too, and half the updates start with nothing in memory (a
+    restart): they start from what the index or an earlier update kept on disk."""
     from codesynapse.extract import incremental
 
     monkeypatch.setattr(incremental, "MIN_BYTES", 0)
     incremental.forget()
     incremental.stats.update(incremental=0, whole=0)
+    incremental.stats.pop("loaded from disk", None)
+    on_disk = kept == "on disk"
+
+    def restart(rng: random.Random) -> bool:
+        if rng.random() < 0.5:
+            incremental.forget()
+            return True
+        return False
+
     _check_steps(tmp_path, seed, 16,
-                 lambda root, rng, tick, k: _line_step(root, rng, tick) if k % 4 else _step(root, rng, tick))
+                 lambda root, rng, tick, k: _line_step(root, rng, tick) if k % 4 else _step(root, rng, tick),
+                 keep_dir=tmp_path / "kept" if on_disk else None, before=restart if on_disk else None)
     assert incremental.stats["incremental"] > 0
+    assert (incremental.stats.get("loaded from disk", 0) > 0) == on_disk

@@ -214,11 +214,12 @@ def run_incremental_bench(args) -> dict[str, Any]:
 
         analyzed = what_if_analyze(app)
         say(f"  indexed the copy in {index_s:.1f} s")
+        kept = [p.stat().st_size for p in (app.workspace.data_dir / "kept").glob("*.kept")]
         small, large = _pick_files(app, rng, 10)
         counter = [0]
         load_before = load_average()
         results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "quick": quick,
-                                   "whatIfAnalyze": analyzed,
+                                   "whatIfAnalyze": analyzed, "keptOnDisk": {"files": len(kept), "bytes": sum(kept)},
                                    "debounceMs": app.settings.debounce_ms, "loneQuietMs": LONE_QUIET_S * 1000,
                                    "edits": {}}
         live = LiveUpdater(app)
@@ -289,8 +290,11 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              "line instead (every line below moves). Through didSave each file is opened first (`didOpen`), as "
              "an editor does; a large file's extraction is then prepared in the background and the first save "
              "re-extracts only the statements it touched, like the later ones. Through the disk nothing is "
-             "prepared: the daemon forgets what it kept before each disk series, so the first edit of each file "
-             "is the first change of it the daemon sees and extracts the file whole (its own column). "
+             "prepared: the daemon forgets what it kept in memory before each disk series (as a restart would), so "
+             "the first edit of each file is the first change of it the daemon sees (its own column); it starts "
+             "from the extraction that the index (or the file's last update) kept on disk"
+             + (f" ({num(r['keptOnDisk']['files'])} files, {r['keptOnDisk']['bytes'] / 1e6:.1f} MB after the index)"
+                if r.get("keptOnDisk") else "") + ". "
              "*Extractions*: how the edited large files were extracted — by statement (incremental) or whole, "
              "and why whole.",
              "",

@@ -44,10 +44,12 @@ def _parser(name: str):
 
 
 def extract_source(root: str, relpath: str, data: bytes, language: str, redact_extra=(),
-                   incremental: bool = False) -> FileExtraction:
+                   incremental: bool = False, keep_dir: str | None = None) -> FileExtraction:
     """Parse ``data`` (the bytes of ``relpath`` under ``root``) and extract its graph facts.
     ``incremental`` (live updates): re-use the kept extraction of the file's last version
-    where the edit did not reach (extract/incremental.py), with the same result."""
+    where the edit did not reach (extract/incremental.py), with the same result.
+    ``keep_dir``: where the extraction of a file that can be kept is written (and read back
+    by the file's first live update)."""
     loaded = load(language)
     h = content_hash(data)
     hooks = loaded.hooks
@@ -55,10 +57,13 @@ def extract_source(root: str, relpath: str, data: bytes, language: str, redact_e
     if loaded.spec.kind == "doc":
         return hooks.extract(relpath=relpath, src=data, parser=_parser(language), module=module,  # type: ignore[attr-defined]
                              file_hash=h, language=language, redact_extra=redact_extra)
-    if incremental and getattr(hooks, "traces_file_facts", False) and len(data) >= incremental_mod.MIN_BYTES:
-        return incremental_mod.extract(root=root, parser=_parser(language), src=data, query=loaded.query,
-                                       hooks=hooks, relpath=relpath, language=language, module=module,
-                                       file_hash=h, redact_extra=redact_extra)
+    if (incremental or keep_dir) and getattr(hooks, "traces_file_facts", False) \
+            and len(data) >= incremental_mod.MIN_BYTES:
+        kw = dict(root=root, parser=_parser(language), src=data, query=loaded.query, hooks=hooks, relpath=relpath,
+                  language=language, module=module, file_hash=h, redact_extra=redact_extra)
+        if incremental:
+            return incremental_mod.extract(**kw, keep_dir=keep_dir)
+        return incremental_mod.extract_whole(**kw, keep_dir=keep_dir)
     return extract_file(
         parser=_parser(language), src=data, query=loaded.query, hooks=hooks, relpath=relpath,  # type: ignore[arg-type]
         language=language, module=module, file_hash=h, redact_extra=redact_extra,

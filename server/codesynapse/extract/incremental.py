@@ -5,10 +5,11 @@ A live update of a large file used to parse and extract all of it again for a on
 depend on other statements (``LanguageHooks.traces_file_facts``: Python, whose receiver hints
 can come from the classes a function of the same file returns), the last extraction of a
 recently updated file is kept here, cut into blocks of top-level statements
-(``engine.extract_blocks``). The next version of the file is compared with the kept bytes;
-only the blocks the changed bytes touch are parsed again (on their own, as a range of the
-file), the blocks before them are kept as they are and those after them move by the lines the
-edit added or removed. The result must be exactly what a whole extraction gives
+(``engine.extract_blocks``), each with a digest of its text (the source itself is not kept).
+The next version of the file is compared block by block with the kept digests, from the start
+and from the end; only the blocks between the first and the last that differ are parsed
+again (on their own, as a range of the file), the blocks before them are kept as they are and
+those after them move by the lines the edit added or removed. The result must be exactly what a whole extraction gives
 (tests/unit/test_extract_incremental.py checks that on random edits of real files), so the
 whole file is extracted instead whenever that cannot be promised:
 
@@ -18,19 +19,37 @@ whole file is extracted instead whenever that cannot be promised:
 * the file's module name changed, or its extraction hit a limit or had syntax errors.
 
 Only files of at least ``MIN_BYTES`` are kept (a small file is extracted whole in a few
-milliseconds), at most ``MAX_FILES`` of them and ``MAX_BYTES`` of kept source; the least
-recently updated goes first.
+milliseconds), at most ``MAX_FILES`` of them and ``MAX_BYTES`` of kept source in memory; the
+least recently updated goes first.
+
+Kept on disk too (``keep_dir``, under the index's data directory): the daemon holds nothing in
+memory of a file it has not updated yet, so the first change of a large file seen only through
+the disk (a tool that is not an editor with the file open) was extracted whole (the stdlib's
+largest files: p50 149 ms, p95 296 ms). Every whole extraction of a file that can be kept,
+the indexing workers' too, is also written there (compressed, about a third of the source: the
+stdlib's 265 such files, 20.2 MB, keep 6.9 MB), and a file
+not kept in memory is loaded from there. What is loaded is the extraction of the bytes it
+describes, so it is a sound base for any next version of the file (and, holding no source, is
+metadata like the graph: names, signatures, redacted summaries, line ranges, digests); it is used only when this
+extractor wrote it (``_version``: this package's code and the grammars) for the same path,
+language and redaction patterns, and the module name is checked as for a kept file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import logging
+import os
 import re
 import threading
+import zlib
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
+import msgspec
 from msgspec.structs import replace
 
 from codesynapse.extract import engine
@@ -40,7 +59,7 @@ log = logging.getLogger(__name__)
 
 MIN_BYTES = 32 << 10
 MAX_FILES = 32
-MAX_BYTES = 8 << 20  # of kept source; what is kept costs ~6 times its source (the 32 largest stdlib files: 6.3 MB, 38 MB)
+MAX_BYTES = 8 << 20  # of the kept files' source; what is kept costs ~6 times that (the 32 largest stdlib files: 6.3 MB, 42 MB)
 # a hint in the edited range learnt from definitions elsewhere in the file: those are parsed with
 # the range (as many rounds as a chain of functions returning each other's classes is long)
 CONTEXT_ROUNDS = 4
@@ -60,6 +79,7 @@ def _why(reason: str) -> None:
 class _Block:
     start: int  # byte where the block starts (a line start)
     row: int  # its first row (0-based)
+    digest: bytes  # of its text (_digest)
     symbols: list[Symbol]
     calls: list[CallSite]
     imports: list[ImportRef]
@@ -70,18 +90,22 @@ class _Block:
 
 @dataclass
 class _Entry:
-    src: bytes
-    hash: str  # of src
+    hash: str  # content hash of the file's bytes
+    size: int  # bytes
+    lines: int  # engine._line_count
+    newline_end: bool  # the file ends with a newline
     module: str
     module_symbol: Symbol
     blocks: list[_Block]
 
 
 def forget(path_prefix: str | None = None) -> None:
-    """Drop what is kept (everything, or the files under one root)."""
+    """Drop what is kept in memory (everything, with what is not written to disk yet, as a
+    restart would; or the files under one root)."""
     with _lock:
         if path_prefix is None:
             _kept.clear()
+            _dirty.clear()
         else:
             for k in [k for k in _kept if k[0] == path_prefix]:
                 del _kept[k]
@@ -92,12 +116,131 @@ def kept_files() -> int:
         return len(_kept)
 
 
-def _split(b: engine.Blocks) -> list[_Block]:
-    """Each block's share of what the range gave, by the rows it spans."""
+# -- kept on disk ------------------------------------------------------------------------
+
+@dataclass
+class _Saved:
+    version: str  # _version() of the extractor that wrote it
+    key: list[str]  # relpath, language, redaction patterns
+    entry: _Entry
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(type=_Saved)
+_VERSION: str | None = None
+# live updates' entries not written yet, by (keep_dir, relpath)
+_dirty: dict[tuple[str, str], _Saved] = {}
+_flush_lock = threading.Lock()
+
+
+def _version() -> str:
+    """What an extraction depends on besides its input: this package's code and queries, and
+    the parser and grammar packages."""
+    global _VERSION
+    if _VERSION is None:
+        h = hashlib.sha1()
+        base = Path(__file__).resolve().parent
+        for p in sorted(base.rglob("*")):
+            if p.suffix in (".py", ".scm") and "__pycache__" not in p.parts:
+                h.update(p.relative_to(base).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+        for dist in ("tree-sitter", "tree-sitter-language-pack", "msgspec"):
+            try:
+                v = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                v = "?"
+            h.update(f"{dist}={v}\0".encode())
+        _VERSION = h.hexdigest()
+    return _VERSION
+
+
+def _disk_key(relpath: str, language: str, redact_extra) -> list[str]:
+    return [relpath, language, *(getattr(p, "pattern", p) for p in redact_extra)]
+
+
+def disk_path(keep_dir: str, relpath: str) -> str:
+    return os.path.join(keep_dir, hashlib.sha1(relpath.encode()).hexdigest() + ".kept")
+
+
+def _load(keep_dir: str, dkey: list[str]) -> _Entry | None:
+    path = disk_path(keep_dir, dkey[0])
+    with _lock:
+        pending = _dirty.get((keep_dir, dkey[0]))
+    if pending is not None:  # written by a live update, not flushed yet
+        return pending.entry if pending.key == dkey else None
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    try:
+        saved = _DECODER.decode(zlib.decompress(raw))
+    except (zlib.error, msgspec.DecodeError, ValueError) as e:
+        log.warning("kept extraction of %s unreadable (%s); it is extracted whole", dkey[0], e)
+        discard(keep_dir, dkey[0])
+        return None
+    if saved.version != _version() or saved.key != dkey:
+        return None
+    return saved.entry
+
+
+def _write(keep_dir: str, saved: _Saved) -> None:
+    path = disk_path(keep_dir, saved.key[0])
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(keep_dir, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(zlib.compress(_ENCODER.encode(saved), 1))
+        os.replace(tmp, path)
+    except OSError as e:
+        log.warning("could not keep the extraction of %s on disk: %s", saved.key[0], e)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def discard(keep_dir: str, relpath: str) -> None:
+    """Forget what is kept on disk of ``relpath`` (deleted, or no longer kept)."""
+    with _lock:
+        _dirty.pop((keep_dir, relpath), None)
+    try:
+        os.unlink(disk_path(keep_dir, relpath))
+    except OSError:
+        pass
+
+
+def flush() -> int:
+    """Write the live updates' entries to disk: after an update is stored, off the path that
+    makes it queryable (the stdlib's largest file: ~6 ms). How many were written."""
+    with _flush_lock:  # one flush at a time: a file's later version is written last
+        with _lock:
+            due = dict(_dirty)
+            _dirty.clear()
+        for (keep_dir, _), saved in due.items():
+            _write(keep_dir, saved)
+    return len(due)
+
+
+def _digest(text: bytes) -> bytes:
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def _entry(src: bytes, file_hash: str, module: str, module_symbol: Symbol, blocks: list[_Block]) -> _Entry:
+    return _Entry(hash=file_hash, size=len(src), lines=engine._line_count(src), newline_end=src.endswith(b"\n"),
+                  module=module, module_symbol=module_symbol, blocks=blocks)
+
+
+def _split(b: engine.Blocks, src: bytes | None = None) -> list[_Block]:
+    """Each block's share of what the range gave, by the rows it spans; with ``src`` (a whole
+    file), each block's digest too."""
     f = b.file
     rows = [r for _, r in b.starts]
-    out = [_Block(start=s, row=r, symbols=[], calls=[], imports=[], inherits=[], defines=d, consults=frozenset())
+    out = [_Block(start=s, row=r, digest=b"", symbols=[], calls=[], imports=[], inherits=[], defines=d,
+                  consults=frozenset())
            for (s, r), d in zip(b.starts, b.defines)]
+    if src is not None:
+        for k, blk in enumerate(out):
+            blk.digest = _digest(src[blk.start:out[k + 1].start if k + 1 < len(out) else len(src)])
 
     def at(line: int) -> _Block:
         return out[max(0, bisect_right(rows, line - 1) - 1)]
@@ -123,10 +266,10 @@ def _split(b: engine.Blocks) -> list[_Block]:
 
 def _moved(b: _Block, dbyte: int, drow: int) -> _Block:
     if not drow:
-        return _Block(start=b.start + dbyte, row=b.row, symbols=b.symbols, calls=b.calls, imports=b.imports,
-                      inherits=b.inherits, defines=b.defines, consults=b.consults)
+        return _Block(start=b.start + dbyte, row=b.row, digest=b.digest, symbols=b.symbols, calls=b.calls,
+                      imports=b.imports, inherits=b.inherits, defines=b.defines, consults=b.consults)
     return _Block(
-        start=b.start + dbyte, row=b.row + drow,
+        start=b.start + dbyte, row=b.row + drow, digest=b.digest,
         symbols=[replace(s, start_line=s.start_line + drow, end_line=s.end_line + drow) for s in b.symbols],
         calls=[replace(c, line=c.line + drow) for c in b.calls],
         imports=[replace(i, line=i.line + drow) for i in b.imports],
@@ -146,28 +289,6 @@ def _assemble(e: _Entry, path: str, language: str, file_hash: str, lines: int, s
         inherits += b.inherits
     return FileExtraction(path=path, language=language, hash=file_hash, size=size, lines=lines, module=e.module,
                           symbols=symbols, calls=calls, imports=imports, inherits=inherits)
-
-
-def _common(a: bytes, b: bytes) -> tuple[int, int]:
-    """(common prefix length, common suffix length not overlapping it) of ``a`` and ``b``."""
-    n = min(len(a), len(b))
-    lo, hi = 0, n  # the prefix length is in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    p = lo
-    lo, hi = 0, n - p
-    la, lb = len(a), len(b)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return p, lo
 
 
 _CONTINUATION = re.compile(rb"(?:else|elif|except|finally)\b")
@@ -190,30 +311,31 @@ def _starts_statement(src: bytes, pos: int) -> bool:
     return True
 
 
-def _changed_lines(old: bytes, new: bytes) -> tuple[int, int]:
-    """The change from ``old`` to ``new`` as whole lines: ``old[a:b]`` became
-    ``new[a:b + len(new) - len(old)]`` (both start and end lines). Lines only inserted or
-    only deleted leave the lines beside them out (an empty side)."""
-    p, s = _common(old, new)
-    a = old.rfind(b"\n", 0, p) + 1
-    b = len(old) - s
-    d = len(new) - len(old)
-    if b > a and old[b - 1:b] != b"\n" or b == a and b < len(old) and not new[a:a + d].endswith(b"\n"):
-        nl = old.find(b"\n", b)
-        b = len(old) if nl < 0 else nl + 1
-    b = max(a, b)
-    old_seg, new_seg = old[a:b], new[a:b + d]
-    if old_seg and d > 0:
-        if new_seg.endswith(old_seg) and new_seg[d - 1:d] == b"\n":
-            return a, a  # lines inserted above what was there
-        if new_seg.startswith(old_seg) and old_seg.endswith(b"\n"):
-            return b, b  # lines inserted below it
-    if new_seg and d < 0:
-        if old_seg.endswith(new_seg) and old_seg[-d - 1:-d] == b"\n":
-            return a, b - len(new_seg)  # lines deleted above what stays
-        if old_seg.startswith(new_seg) and new_seg.endswith(b"\n"):
-            return a + len(new_seg), b  # lines deleted below it
-    return a, b
+def _changed_blocks(e: _Entry, src: bytes) -> tuple[int, int]:
+    """The change from the kept version to ``src`` as whole kept blocks: the kept version's
+    bytes ``[a:b]`` became ``src[a:b + len(src) - e.size]``, ``a`` and ``b`` block starts (or
+    the end). The blocks whose text is unchanged from the start of the file, and those from its
+    end (each at a line start of ``src``, not overlapping the first ones), stay out; blocks
+    only inserted or only deleted leave an empty side."""
+    blocks = e.blocks
+    n = len(blocks)
+    d = len(src) - e.size
+    ends = [b.start for b in blocks[1:]] + [e.size]
+    i = 0
+    while i < n:
+        b, end = blocks[i], ends[i]
+        if end > len(src) or (end == e.size and not e.newline_end) or _digest(src[b.start:end]) != b.digest:
+            break  # (a last line without a newline may go on in src)
+        i += 1
+    a = blocks[i].start if i < n else e.size
+    j = n
+    while j > i:
+        b, end = blocks[j - 1], ends[j - 1]
+        at = b.start + d
+        if at < a or (at > 0 and src[at - 1:at] != b"\n") or _digest(src[at:end + d]) != b.digest:
+            break
+        j -= 1
+    return a, blocks[j].start if j < n else e.size
 
 
 def _ends_cleanly(src: bytes, lo: int, hi: int) -> bool:
@@ -238,53 +360,83 @@ def _store(key: tuple, e: _Entry) -> None:
     with _lock:
         _kept[key] = e
         _kept.move_to_end(key)
-        total = sum(len(x.src) for x in _kept.values())
+        total = sum(x.size for x in _kept.values())
         while len(_kept) > MAX_FILES or (total > MAX_BYTES and len(_kept) > 1):
             _, old = _kept.popitem(last=False)
-            total -= len(old.src)
+            total -= old.size
 
 
-def _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines
-           ) -> FileExtraction:
+def _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines,
+           keep_dir: str | None = None, in_memory: bool = True) -> FileExtraction:
     stats["whole"] += 1
     if len(src) > engine.CHUNK_BYTES:  # extracted a piece at a time, untraced: not kept
         with _lock:
             _kept.pop(key, None)
+        if keep_dir:
+            discard(keep_dir, relpath)
         return engine.extract_file(parser=parser, src=src, query=query, hooks=hooks, relpath=relpath,
                                    language=language, module=module, file_hash=file_hash, redact_extra=redact_extra)
     b = engine.extract_blocks(parser=parser, src=src, query=query, hooks=hooks, relpath=relpath, module=module,
                               file_hash=file_hash, redact_extra=redact_extra)
     fx = engine.finish(b.file, language, file_hash, lines)
-    e = _Entry(src=src, hash=file_hash, module=b.file.module, module_symbol=b.file.symbols[0], blocks=_split(b))
+    e = _entry(src, file_hash, b.file.module, b.file.symbols[0], _split(b, src))
     if not fx.partial and not fx.error and _limits_ok(e):
-        _store(key, e)
+        if in_memory:
+            _store(key, e)
+        if keep_dir:
+            saved = _Saved(version=_version(), key=_disk_key(relpath, language, redact_extra), entry=e)
+            if in_memory:
+                with _lock:
+                    _dirty[(keep_dir, relpath)] = saved
+            else:
+                _write(keep_dir, saved)
     else:
         with _lock:
             _kept.pop(key, None)
+        if keep_dir:
+            discard(keep_dir, relpath)
     return fx
 
 
+def extract_whole(*, root: str, parser, src: bytes, query, hooks, relpath: str, language: str, module: str,
+                  file_hash: str, redact_extra=(), keep_dir: str) -> FileExtraction:
+    """``src`` extracted whole (an index), its extraction written to ``keep_dir`` for the
+    first live change of the file, not kept in memory."""
+    return _whole(None, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra,
+                  engine._line_count(src), keep_dir=keep_dir, in_memory=False)
+
+
 def extract(*, root: str, parser, src: bytes, query, hooks, relpath: str, language: str, module: str,
-            file_hash: str, redact_extra=()) -> FileExtraction:
+            file_hash: str, redact_extra=(), keep_dir: str | None = None) -> FileExtraction:
     """``src`` extracted as ``engine.extract_file`` would, re-using the kept extraction of the
-    file's last version where the edit did not reach."""
+    file's last version where the edit did not reach (from memory, or else from ``keep_dir``)."""
     key = (root, relpath, language, tuple(getattr(p, "pattern", p) for p in redact_extra))
     lines = engine._line_count(src)
     with _lock:
         e = _kept.get(key)
+    if e is None and keep_dir and len(src) <= engine.CHUNK_BYTES:
+        e = _load(keep_dir, _disk_key(relpath, language, redact_extra))
+        if e is not None:
+            _why("loaded from disk")
     if e is None or e.module != module or len(src) > engine.CHUNK_BYTES:
         _why("whole: not kept" if e is None else "whole: module changed" if e.module != module else "whole: too large")
-        return _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines)
+        return _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines,
+                      keep_dir=keep_dir)
     try:
         got = _update(e, parser, src, query, hooks, relpath, module, file_hash, redact_extra)
     except Exception:  # never worse than a whole extraction
         log.exception("incremental extraction of %s failed; extracting it whole", relpath)
         got = None
     if got is None:
-        return _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines)
+        return _whole(key, parser, src, query, hooks, relpath, language, module, file_hash, redact_extra, lines,
+                      keep_dir=keep_dir)
     stats["incremental"] += 1
     out, delta = got
     _store(key, out)
+    if keep_dir and out.hash != e.hash:
+        with _lock:
+            _dirty[(keep_dir, relpath)] = _Saved(version=_version(), key=_disk_key(relpath, language, redact_extra),
+                                                 entry=out)
     fx = _assemble(out, relpath, language, file_hash, lines, len(src))
     fx.delta = delta
     return fx
@@ -292,17 +444,16 @@ def extract(*, root: str, parser, src: bytes, query, hooks, relpath: str, langua
 
 def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: str, file_hash: str,
             redact_extra) -> tuple[_Entry, Delta | None] | None:
-    old = e.src
     blocks = e.blocks
-    if src == old:
-        return _Entry(src=src, hash=file_hash, module=e.module, module_symbol=e.module_symbol, blocks=blocks), None
-    dbyte = len(src) - len(old)
-    ra, rb = _changed_lines(old, src)  # the change: old[ra:rb] became src[ra:rb + dbyte], whole lines
+    if file_hash == e.hash:
+        return e, None
+    dbyte = len(src) - e.size
+    ra, rb = _changed_blocks(e, src)  # the change: old[ra:rb] became src[ra:rb + dbyte], whole blocks
     n = len(blocks)
     # block starts and rows; the end of a file that ends a line is one more (empty) block start
-    starts = [b.start for b in blocks] + [len(old)]
-    rows = [b.row for b in blocks] + [engine._line_count(old)]  # a last line without a newline is a row too
-    at_start = {st: k for k, st in enumerate(starts) if k < n or old.endswith(b"\n")}
+    starts = [b.start for b in blocks] + [e.size]
+    rows = [b.row for b in blocks] + [e.lines]  # a last line without a newline is a row too
+    at_start = {st: k for k, st in enumerate(starts) if k < n or e.newline_end}
     # The blocks the change touches. From the block holding the byte before it (an indented
     # line added at a block's start continues the block above), or from the block it starts
     # at when it starts with a new statement below a clean line (not a comment, which would be
@@ -320,7 +471,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     if rb in at_start and at_start[rb] >= i and rb > 0:
         j = at_start[rb] - 1
     else:
-        j = max(i, bisect_right(starts, min(rb, len(old) - 1), 0, n) - 1)
+        j = max(i, bisect_right(starts, min(rb, e.size - 1), 0, n) - 1)
     while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte)
                              and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte)):
         j += 1
@@ -329,7 +480,9 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     if hi < lo or (hi < len(src) and src[hi - 1:hi] != b"\n"):
         _why("whole: the edit does not end at a line end")
         return None
-    drow = src.count(b"\n", lo, hi) - old.count(b"\n", lo, old_hi)
+    # the kept version's newlines in [lo, old_hi): its rows there, but for a last line without one
+    old_newlines = rows[j + 1] - rows[i] - (1 if j + 1 == n and not e.newline_end else 0)
+    drow = src.count(b"\n", lo, hi) - old_newlines
     kept_before, kept_after = blocks[:i], blocks[j + 1:]
     lo_row = rows[i]
     module_symbol = e.module_symbol
@@ -344,10 +497,9 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
         # blocks of the range whose text did not change (the blocks beside the edit) gave what
         # they give now, learnt in the whole file: they are kept (moved), unless a name their
         # hints were learnt from is defined by a block that did change
-        unchanged: dict[bytes, list[_Block]] = {}
+        unchanged: dict[bytes, list[_Block]] = {}  # by digest
         for k in range(i, j + 1):
-            end = blocks[k + 1].start if k + 1 < len(blocks) else len(old)
-            unchanged.setdefault(old[blocks[k].start:end], []).append(blocks[k])
+            unchanged.setdefault(blocks[k].digest, []).append(blocks[k])
         by_name: dict[str, list[int]] = {}  # blocks outside the range by the names they define
         for k, b in enumerate(blocks):
             if k < i or k > j:
@@ -358,7 +510,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
             ranges = []
             for k in sorted(context):
                 b = blocks[k]
-                end = blocks[k + 1].start if k + 1 < len(blocks) else len(old)
+                end = blocks[k + 1].start if k + 1 < len(blocks) else e.size
                 ranges.append((b.start, end, b.row) if k < i else (b.start + dbyte, end + dbyte, b.row + drow))
             got = engine.extract_blocks(parser=parser, src=src, query=query, hooks=hooks, relpath=relpath,
                                         module=module, file_hash=file_hash, redact_extra=redact_extra,
@@ -371,7 +523,8 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
             left = {t: list(bs) for t, bs in unchanged.items()}
             for n, nb in enumerate(parsed):
                 end = parsed[n + 1].start if n + 1 < len(parsed) else hi
-                same = left.get(src[nb.start:end])
+                nb.digest = _digest(src[nb.start:end])
+                same = left.get(nb.digest)
                 ob = same.pop(0) if same else None
                 pairs.append((_moved(ob, nb.start - ob.start, nb.row - ob.row) if ob is not None else None, nb))
             edited = {n for bs in left.values() for b in bs for n in b.defines}
@@ -404,8 +557,7 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
         _why("whole: a kept hint names an edited definition")
         return None
     moved = [_moved(b, dbyte, drow) for b in kept_after]
-    out = _Entry(src=src, hash=file_hash, module=e.module, module_symbol=module_symbol,
-                 blocks=kept_before + new_blocks + moved)
+    out = _entry(src, file_hash, e.module, module_symbol, kept_before + new_blocks + moved)
     if not _limits_ok(out):
         return None
     delta = Delta(base_hash=e.hash, first_line=rows[i] + 1, last_line=rows[j + 1],

@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codesynapse.extract import content_hash, extract_source, reset_caches
+from codesynapse.extract import content_hash, extract_source, incremental, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import FileRow, Resolution
@@ -161,10 +161,12 @@ def too_deeply_nested(data: bytes) -> bool:
 
 
 def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequence[str] = (),
-                     data: bytes | None = None, incremental: bool = False) -> FileExtraction | FileRow:
+                     data: bytes | None = None, keep_dir: str | None = None,
+                     incremental: bool = False) -> FileExtraction | FileRow:
     """Worker entry point: read a file and extract it, or say why it is skipped.
     ``incremental``: an update of a few files in the daemon's own process, which may re-use
-    a large file's last extraction where an edit did not reach (extract/incremental.py)."""
+    a large file's last extraction where an edit did not reach (extract/incremental.py).
+    ``keep_dir``: where extractions of large files are kept for their first live update."""
     try:
         if data is None:
             with open(os.path.join(root, rel), "rb") as f:
@@ -187,7 +189,7 @@ def read_and_extract(root: str, rel: str, language: str, redact_patterns: Sequen
                        reason=f"no extractor for {language}")
     extra = _compiled(tuple(redact_patterns))
     try:
-        return extract_source(root, rel, data, language, extra, incremental=incremental)
+        return extract_source(root, rel, data, language, extra, incremental=incremental, keep_dir=keep_dir)
     except RecursionError:
         return FileRow(path=rel, language=language, size=len(data), hash=content_hash(data), status="skipped",
                        reason="too deeply nested")
@@ -276,8 +278,11 @@ def _file_state(fi) -> tuple:
 class Indexer:
     """Keeps one GraphStore and its SymbolIndex in step with a workspace tree."""
 
-    def __init__(self, root: Path, store: GraphStore, policy=None, workers: int | None = None):
+    def __init__(self, root: Path, store: GraphStore, policy=None, workers: int | None = None,
+                 keep_dir: Path | str | None = None):
         self.root = Path(root)
+        # where large files' extractions are kept for their first live update (extract/incremental.py)
+        self.keep_dir = str(keep_dir) if keep_dir else None
         self.store = store
         self.policy = policy
         self.workers = workers or min(2, os.cpu_count() or 1)
@@ -412,7 +417,7 @@ class Indexer:
         A few ``known`` (already stored) files are extracted incrementally when they can be."""
         patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
         overlays = overlays or {}
-        args = [(str(self.root), c.path, c.language, patterns, overlays.get(c.path)) for c in changed]
+        args = [(str(self.root), c.path, c.language, patterns, overlays.get(c.path), self.keep_dir) for c in changed]
         total = len(args)
         if total < POOL_THRESHOLD or self.workers <= 1:
             for i, a in enumerate(args):
@@ -435,10 +440,13 @@ class Indexer:
         reset_caches()
         with self.lock:
             try:
-                return self._update(changed, deleted, skipped, progress, overlays, report)
+                self._update(changed, deleted, skipped, progress, overlays, report)
             except BaseException:
                 self._resolved.clear()  # the transaction rolled back: what was noted may not be stored
                 raise
+        if self.keep_dir:  # once the update is queryable
+            incremental.flush()
+        return report
 
     def _update(self, changed, deleted, skipped, progress, overlays, report: IndexReport) -> IndexReport:
         with self.store.transaction():
@@ -460,6 +468,9 @@ class Indexer:
                 self._drop_inherits(p)
             if deleted:
                 self.store.delete_files([p for p in deleted if p not in {s.path for s in skipped}])
+            if self.keep_dir:
+                for p in removed:
+                    incremental.discard(self.keep_dir, p)
             batch: list[tuple[FileExtraction, int]] = []
             late_skips: list[FileRow] = []
             # Calls are held back and inserted once resolved (no second write), unless there
@@ -607,7 +618,6 @@ class Indexer:
         """Prepare ``rel`` (opened in the editor with ``data``) for statement-level updates:
         when ``data`` is what is indexed, extract it into extract/incremental.py's keep
         without writing anything. True when it was extracted."""
-        from codesynapse.extract import incremental
         from codesynapse.extract.languages import load
 
         if len(data) < incremental.MIN_BYTES:
@@ -619,8 +629,10 @@ class Indexer:
             if not available(f.language) or not getattr(load(f.language).hooks, "traces_file_facts", False):
                 return False  # extracted whole at every update: nothing to prepare
             patterns = tuple(p.pattern for p in getattr(self.policy, "redact_patterns", ())) if self.policy else ()
-            r = read_and_extract(str(self.root), rel, f.language, patterns, data, incremental=True)
-            return isinstance(r, FileExtraction)
+            r = read_and_extract(str(self.root), rel, f.language, patterns, data, self.keep_dir, incremental=True)
+        if self.keep_dir:  # extracted whole when nothing was kept of it
+            incremental.flush()
+        return isinstance(r, FileExtraction)
 
     def _stored(self, changed: Sequence[Candidate], deleted: Sequence[str]) -> dict[str, FileRow]:
         """The stored file rows an update needs: those of its paths, read one by one for a
