@@ -345,3 +345,21 @@ def test_a_definition_appended_under_a_last_comment_takes_it_as_summary():
     inc, whole = _both("/nonexistent", "m.py", v1 + b"def probe(): return 4\n")
     assert inc == whole
     assert [s.summary for s in whole.symbols if s.qname == "m.probe"] == ["Note on the probe."]
+
+
+@pytest.mark.parametrize("before, after, summary", [
+    ("\n\n\"\"\"Payment gateways.\"\"\"\n", "\n\"\"\"Payment gateways.\"\"\"\n", "Payment gateways."),  # a blank line deleted
+    ("\n\n\"\"\"Payment gateways.\"\"\"\n", "\n\n\"\"\"Refund gateways.\"\"\"\n", "Refund gateways."),  # changed
+    ("\n\n\"\"\"Payment gateways.\"\"\"\n", "\n\n# \"\"\"Payment gateways.\"\"\"\n", ""),  # commented out
+    ("\n\n\"\"\"Payment gateways.\"\"\"\n", "\n\n", ""),  # deleted
+])
+def test_the_module_summary_follows_an_edit_above_or_of_the_first_statement(before, after, summary):
+    """The module's docstring is the file's first statement, wherever the blank lines above it
+    put its block: an edit at or above it is parsed from the start of the file (found by the
+    randomized graph test, seed 82: a blank line deleted above the docstring lost it)."""
+    incremental.forget()
+    filler = "".join(f"def filler_{i}(a):\n    return a + {i}\n\n\n" for i in range(900))
+    _both("/nonexistent", "m.py", (before + "\n" + filler).encode())
+    inc, whole = _both("/nonexistent", "m.py", (after + "\n" + filler).encode())
+    assert inc == whole
+    assert whole.symbols[0].summary == summary

@@ -216,3 +216,41 @@ def test_incremental_equals_full_with_statement_updates(tmp_path: Path, seed: in
                  keep_dir=tmp_path / "kept" if on_disk else None, before=restart if on_disk else None)
     assert incremental.stats["incremental"] > 0
     assert (incremental.stats.get("loaded from disk", 0) > 0) == on_disk
+
+
+@pytest.mark.parametrize("by_statement", [True, False])
+def test_a_star_import_that_goes_or_comes_resolves_the_file_again(tmp_path: Path, by_statement: bool,
+                                                                  monkeypatch) -> None:
+    """A bare call resolved through ``from lib import *`` is resolved again when the star
+    import goes, and when it comes back, also when the file is written by its delta (or with
+    its noted resolutions) and its other calls keep what is stored (found by the randomized
+    graph test, seed 114: the call kept its target after the import was deleted)."""
+    from codesynapse.extract import incremental
+
+    monkeypatch.setattr(incremental, "MIN_BYTES", 0 if by_statement else 1 << 30)
+    incremental.forget()
+    root = tmp_path / "repo"
+    tick = [1_700_000_000_000_000_000]
+    _write(root / "lib.py", "def apply_discount(x):\n    return x\n", tick)
+    user = "from lib import *\n\n\ndef add(x):\n    return apply_discount(x)\n\n\ndef other(x):\n    return add(x)\n"
+    _write(root / "user.py", user, tick)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+
+    def target() -> tuple[str, str]:
+        [c] = [c for c in store.calls_in_files(["user.py"]) if c.callee == "apply_discount"]
+        return c.target, c.resolution
+
+    assert target() == ("lib.apply_discount", "import")
+    for text, expected in ((user.replace("from lib import *\n", ""), ("", "unresolved")),
+                           (user, ("lib.apply_discount", "import"))):
+        if by_statement:
+            assert ix.warm("user.py", (root / "user.py").read_bytes())
+        n = incremental.stats["incremental"]
+        _write(root / "user.py", text, tick)
+        ix.index_tree()
+        assert incremental.stats["incremental"] == n + (1 if by_statement else 0)
+        assert target() == expected
+        assert store.dump() == _full_dump(root, tmp_path)
+    store.close()

@@ -338,6 +338,19 @@ def _changed_blocks(e: _Entry, src: bytes) -> tuple[int, int]:
     return a, blocks[j].start if j < n else e.size
 
 
+def _has_statement(src: bytes, lo: int, hi: int) -> bool:
+    """Whether the whole lines ``src[lo:hi]`` hold one that is neither blank nor a comment."""
+    pos = lo
+    while pos < hi:
+        nl = src.find(b"\n", pos, hi)
+        end = hi if nl < 0 else nl
+        body = src[pos:end].strip()
+        if body and not body.startswith(b"#"):
+            return True
+        pos = end + 1
+    return False
+
+
 def _ends_cleanly(src: bytes, lo: int, hi: int) -> bool:
     """Whether ``src[lo:hi]`` is empty or ends with a whole line that holds no comment and is
     not a decorator or a line continuation (nothing in it can join the statement below)."""
@@ -468,12 +481,17 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     # statement of its own (comment lines do not end an indented body)
     while i > 0 and not _starts_statement(src, starts[i]):
         i -= 1
+    # the module's own facts (its docstring) come from the file's first statement: an edit
+    # at or above it is parsed from the start of the file, down through it
+    if i > 0 and not _has_statement(src, 0, starts[i]):
+        i = 0
     if rb in at_start and at_start[rb] >= i and rb > 0:
         j = at_start[rb] - 1
     else:
         j = max(i, bisect_right(starts, min(rb, e.size - 1), 0, n) - 1)
     while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte)
-                             and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte)):
+                             and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte)
+                             and (i > 0 or _has_statement(src, 0, starts[j + 1] + dbyte))):
         j += 1
     lo, old_hi = starts[i], starts[j + 1]
     hi = old_hi + dbyte

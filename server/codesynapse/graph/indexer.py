@@ -485,6 +485,9 @@ class Indexer:
             flushed = [False]
             noted: dict[str, dict[tuple[str, str, str], Resolution]] = {}  # resolutions of live-written calls
             reused: set[str] = set()  # live-written files whose calls re-used noted resolutions
+            # files whose star imports or module changed: what a bare name of theirs resolves to
+            # may change for any name, so none of their stored resolutions is re-used
+            unsettled: set[str] = set()
 
             def flush(final: bool = False) -> None:
                 nonlocal batch, late_skips, deferred_n
@@ -515,14 +518,15 @@ class Indexer:
                                 {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
                                 {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))}):
                             self._resolved.pop(fx.path, None)
-                            reused.add(fx.path)
-                            fresh.add(fx.path)
+                            if fx.path not in unsettled:  # else _resolve re-resolves all its calls
+                                reused.add(fx.path)
+                                fresh.add(fx.path)
                         else:
                             whole.append((fx, mtime))
                     batch = whole
                     targets: dict[tuple[str, int], Resolution] = {}
                     for fx, _ in batch:
-                        before = self._resolved.get(fx.path) or {}
+                        before = {} if fx.path in unsettled else self._resolved.get(fx.path) or {}
                         now = noted[fx.path] = {}
                         for i, c in enumerate(fx.calls):
                             key = (c.caller, c.callee, c.receiver_hint)
@@ -576,6 +580,9 @@ class Indexer:
                 idx.add_file(r.path, r.module, r.language, ((s.qname, s.kind, s.parent) for s in r.symbols),
                              r.imports)
                 names = _changed_names(old_state, idx.files[r.path])
+                if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
+                                              or old_state[4] != idx.files[r.path].module):
+                    unsettled.add(r.path)
                 affected |= names
                 if names or old_state is None:
                     exports_changed.add(r.path)
