@@ -22,6 +22,7 @@ import re
 import shutil
 import sqlite3
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,10 @@ def scan_tree(path: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for p in sorted(path.rglob("*")):
         if p.is_file() and not p.is_symlink():
-            hits = leaks_in(p.read_bytes())
+            data = p.read_bytes()
+            if p.suffix == ".kept":  # a large file's extraction kept for live updates, compressed
+                data = zlib.decompress(data)
+            hits = leaks_in(data)
             if hits:
                 found[str(p.relative_to(path))] = hits
     return found
@@ -261,6 +265,34 @@ PROSE_NEGATIVES = [
     "description: |\n  The password is hashed; the password for each user is salted.\n",
     "password_policy: |\n  at least twelve characters\n",
 ]
+
+
+def test_a_kept_extraction_holds_no_secret_and_no_source(tmp_path):
+    """The extraction of a large Python file is kept on disk for its first live change
+    (extract/incremental.py, ``<data dir>/kept``): decompressed, it holds no planted value and
+    none of the file's code, only what the graph holds (names, signatures, redacted summaries)."""
+    from codesynapse.extract import incremental
+    from codesynapse.graph.indexer import Indexer
+    from codesynapse.graph.sqlite import SqliteGraphStore
+
+    planted = (FIXTURES / "secrets" / "settings.py").read_text() + "\n\n" + \
+        (FIXTURES / "secrets" / "prose" / "ops_notes.py").read_text()
+    filler = "".join(f"def filler_{i}(x):\n    return x * {i} + 11\n\n\n" for i in range(900))
+    text = planted + "\n\n" + filler + planted
+    assert len(text.encode()) >= incremental.MIN_BYTES
+    assert set(leaks_in(text.encode())) >= {"Wq8nL2vRz7", "AKIAHRCTVVURXGF7PJW5", "Vx7qLm2Rk9Tz"}
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "big_settings.py").write_text(text)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1, keep_dir=tmp_path / "kept").index_tree()
+    store.close()
+    kept = list((tmp_path / "kept").glob("*.kept"))
+    assert len(kept) == 1
+    raw = zlib.decompress(kept[0].read_bytes())
+    assert leaks_in(raw) == []
+    assert b"[REDACTED:" in raw  # the summaries are there, redacted
+    assert b"filler_450" in raw and b"x * 450 + 11" not in raw
 
 
 @pytest.mark.parametrize(("text", "expected"), PROSE_CASES)
