@@ -238,3 +238,45 @@ async def test_large_file_unsaved_buffer_then_closed(client, repo):
     assert _lines(await card(client, "shop.ledger.entry_500")) == [3 + 500 * 4 + 1, 3 + 500 * 4 + 2]
     g = await request(client, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
     assert "shop.ledger.taxed_entry" not in {n["qualifiedName"] for n in g["callers"]["nodes"]}
+
+
+def test_large_file_edited_while_the_daemon_was_down(tmp_path, repo):
+    """A large file's extraction is kept on disk (``<data dir>/…/kept``); a daemon restarted
+    after the file was edited mid-file catches up from it: the new function, its call and the
+    moved lines below are answered, the lines above stay where they are."""
+    import time
+
+    from tests.reliability.rawlsp import RawLsp
+
+    data = tmp_path / "data"
+    path = repo / "shop" / "big.py"
+    body = "".join(f"def step_{i}(amount):\n    \"\"\"Step {i}.\"\"\"\n    return amount + {i}\n\n\n" for i in range(800))
+    text = "from shop.pricing import with_tax\n\n\n" + body
+    path.write_text(text)
+
+    def card_of(d: RawLsp, qname: str, timeout: float = 60.0):
+        end = time.monotonic() + timeout
+        while True:
+            c = d.request("codesynapse/symbolCard", {"selector": qname})
+            if c["found"] or time.monotonic() > end:
+                return c
+            time.sleep(0.1)
+
+    with RawLsp(data, log=tmp_path / "first.log") as d:
+        d.initialize(repo)
+        d.wait_ready()
+        assert _lines(card_of(d, "shop.big.step_799")) == [3 + 799 * 5 + 1, 3 + 799 * 5 + 3]
+        d.close()
+    assert len(list(data.rglob("*.kept"))) == 1  # big.py; the fixture's other files are small
+    path.write_text(text.replace("def step_400(amount):",
+                                 "def taxed_step(amount):\n    return with_tax(amount)\n\n\ndef step_400(amount):"))
+    with RawLsp(data, log=tmp_path / "second.log") as d:
+        d.initialize(repo)
+        c = card_of(d, "shop.big.taxed_step")
+        assert c["found"], d.log_tail()
+        assert _lines(c) == [3 + 400 * 5 + 1, 3 + 400 * 5 + 2]
+        assert _lines(card_of(d, "shop.big.step_799")) == [3 + 799 * 5 + 1 + 4, 3 + 799 * 5 + 3 + 4]
+        assert _lines(card_of(d, "shop.big.step_10")) == [3 + 10 * 5 + 1, 3 + 10 * 5 + 3]
+        g = d.request("codesynapse/callGraph", {"selector": "shop.pricing.with_tax", "direction": "callers"})
+        sites = {n["qualifiedName"]: [s["line"] for s in n["sites"]] for n in g["callers"]["nodes"]}
+        assert sites.get("shop.big.taxed_step") == [3 + 400 * 5 + 2]
