@@ -48,16 +48,17 @@ def _wait_visible(app, name: str, timeout: float = 30.0) -> float | None:
     return None
 
 
-def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str]]:
+def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str], list[str]]:
+    """``n`` small files, the ``n`` largest, and the ``2n`` largest after those."""
     # files that parse cleanly: in a file with syntax errors (status "partial") an appended
     # function may never become a symbol, which would measure the file, not the updater
     files = [f for f in app.store.files() if f.status == "indexed" and f.language == "python"]
     small = sorted(f.path for f in files if 50 <= f.lines <= 150)
-    large = [f.path for f in sorted(files, key=lambda f: (-f.lines, f.path))[:n]]
+    by_size = [f.path for f in sorted(files, key=lambda f: (-f.lines, f.path))]
     if not small:  # a corpus of tiny files: its smallest files stand in
         small = [f.path for f in sorted(files, key=lambda f: (f.lines, f.path))[:n]]
     small = sorted(rng.sample(small, min(n, len(small))))
-    return small, large
+    return small, by_size[:n], by_size[n:3 * n]
 
 
 def _middle(text: str, line: str) -> str:
@@ -215,7 +216,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
         analyzed = what_if_analyze(app)
         say(f"  indexed the copy in {index_s:.1f} s")
         kept = [p.stat().st_size for p in (app.workspace.data_dir / "kept").glob("*.kept")]
-        small, large = _pick_files(app, rng, 10)
+        small, large, untouched = _pick_files(app, rng, 10)
         counter = [0]
         load_before = load_average()
         results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "quick": quick,
@@ -238,6 +239,13 @@ def run_incremental_bench(args) -> dict[str, Any]:
         time.sleep(1.0)  # let the watcher start
         from codesynapse.extract import incremental
 
+        # the next 20 largest files, edited once each: the first change of a file untouched since
+        # the index (its extraction as the index kept it on disk)
+        incremental.forget()
+        results["edits"]["disk/large, middle, untouched since the index"] = _edit_series(
+            app, live, root, untouched, len(untouched), "du", False, counter, where="middle")
+        say(f"  disk write large, middle, untouched: "
+            f"{results['edits']['disk/large, middle, untouched since the index']['latencyMs']}")
         for size, paths in (("small", small), ("large", large)):
             incremental.forget()  # the first disk edit of a file is the first change of it seen
             results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
@@ -292,7 +300,9 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              "re-extracts only the statements it touched, like the later ones. Through the disk nothing is "
              "prepared: the daemon forgets what it kept in memory before each disk series (as a restart would), so "
              "the first edit of each file is the first change of it the daemon sees (its own column); it starts "
-             "from the extraction that the index (or the file's last update) kept on disk"
+             "from the extraction that the index (or the file's last update) kept on disk; *untouched since the "
+             "index*: the next 20 largest files, each edited once (mid-file), so every sample is the first change "
+             "of a file, starting from what the index kept"
              + (f" ({num(r['keptOnDisk']['files'])} files, {r['keptOnDisk']['bytes'] / 1e6:.1f} MB after the index)"
                 if r.get("keptOnDisk") else "") + ". "
              "*Extractions*: how the edited large files were extracted — by statement (incremental) or whole, "
