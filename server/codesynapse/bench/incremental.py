@@ -61,15 +61,35 @@ def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str], 
     return small, by_size[:n], by_size[n:3 * n]
 
 
-def _middle(text: str, line: str) -> str:
-    """``text`` with ``line`` inserted before the first top-level statement at or after its
-    middle line (a definition added between two others)."""
+def _middle(text: str, line: str, starts: list[int] = ()) -> str:
+    """``text`` with ``line`` inserted in its middle (a definition added between two others):
+    before the top-level definition starting nearest the middle line among ``starts`` (their
+    0-based rows, as indexed), else before the first line at or after the middle that looks
+    like a top-level statement (it may be inside a string)."""
     lines = text.split("\n")
     at = len(lines) // 2
-    while at < len(lines) - 1 and lines[at][:1] in ("", " ", "\t", ")", "]", "}", "#", "@"):
-        at += 1
+    if starts:
+        at = min(starts, key=lambda r: (abs(r - at), r))
+    else:
+        while at < len(lines) - 1 and lines[at][:1] in ("", " ", "\t", ")", "]", "}", "#", "@"):
+            at += 1
     lines[at:at] = [line, ""]
     return "\n".join(lines)
+
+
+def _definition_rows(app, rel: str) -> list[int]:
+    """0-based rows where the file's top-level functions and classes start, undecorated and
+    without a comment above (which would become the summary of the inserted line), as indexed."""
+    rows = app.store.symbols_in_file(rel)
+    module = next((r.qname for r in rows if r.kind == "module"), None)
+    text = app.workspace.root.joinpath(rel).read_text(encoding="utf-8").split("\n")
+    out = []
+    for r in rows:
+        k = r.start_line - 1
+        if r.parent == module and r.kind in ("function", "class") and 0 < k < len(text) \
+                and text[k].startswith(("def ", "class ", "async def ")) and not text[k - 1].startswith(("@", "#")):
+            out.append(k)
+    return sorted(out)
 
 
 def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str, via_save: bool,
@@ -97,7 +117,7 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
         counter[0] += 1
         name = f"_cs_probe_{tag}_{counter[0]}"
         line = f"def {name}(): return {counter[0]}"
-        new = _middle(text, line) if where == "middle" else text + ("" if text.endswith("\n") else "\n") + line + "\n"
+        new = _middle(text, line, _definition_rows(app, rel)) if where == "middle" else text + ("" if text.endswith("\n") else "\n") + line + "\n"
         live.wait_idle(30)
         t0 = time.perf_counter()
         full.write_text(new, encoding="utf-8")
@@ -294,8 +314,8 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              f"{(r.get('loadBefore') or ['?'])[0]} before, {(r.get('loadAfter') or ['?'])[0]} after (shared machine).",
              "",
              "",
-             "*Middle*: the line is inserted before the first top-level statement at or after the file's middle "
-             "line instead (every line below moves). Through didSave each file is opened first (`didOpen`), as "
+             "*Middle*: the line is inserted before the top-level function or class (as indexed, undecorated) "
+             "starting nearest the file's middle line instead (every line below moves). Through didSave each file is opened first (`didOpen`), as "
              "an editor does; a large file's extraction is then prepared in the background and the first save "
              "re-extracts only the statements it touched, like the later ones. Through the disk nothing is "
              "prepared: the daemon forgets what it kept in memory before each disk series (as a restart would), so "
