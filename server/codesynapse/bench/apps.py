@@ -67,10 +67,15 @@ def what_if_analyze(app) -> bool:
 def settle(app, orphans, timeout: float = 120.0) -> int:
     """Before closing an App: interrupt the SQLite statements of requests that overran their
     deadline and are still running, and wait for their threads (closing a connection under
-    a running statement crashes SQLite). Returns how many were still alive at the end."""
+    a running statement crashes SQLite). ``orphans``: threads, or futures of a pool. Returns
+    how many were still alive at the end."""
     import time
+    from concurrent.futures import Future, wait
 
-    alive = [t for t in orphans if t.is_alive()]
+    def running(t) -> bool:
+        return not t.done() if isinstance(t, Future) else t.is_alive()
+
+    alive = [t for t in orphans if running(t)]
     if not alive:
         return 0
     for conn in list(getattr(app.store, "_conns", []) or []):
@@ -80,5 +85,9 @@ def settle(app, orphans, timeout: float = 120.0) -> int:
             pass
     end = time.monotonic() + timeout
     for t in alive:
-        t.join(max(0.0, end - time.monotonic()))
-    return sum(1 for t in alive if t.is_alive())
+        left = max(0.0, end - time.monotonic())
+        if isinstance(t, Future):
+            wait([t], left)
+        else:
+            t.join(left)
+    return sum(1 for t in alive if running(t))
