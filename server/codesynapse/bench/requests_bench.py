@@ -190,7 +190,10 @@ def requests_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
              + (" **What-if: SQLite ANALYZE was run on the index first (not done by the product).**"
                 if r.get("whatIfAnalyze") else ""),
              "* **Method:** `codesynapse bench requests`, in-process through the daemon's dispatch table (no "
-             "JSON-RPC framing or stdio), closed loop with C client threads, "
+             "JSON-RPC framing or stdio), run as the daemon runs requests: on a pool of "
+             f"{WORKERS} worker threads that lives with the App (each keeps its SQLite connection); closed loop "
+             "with C client threads, latency from the hand-over to the pool to the answer (a request waits when "
+             "every worker is busy, as in the daemon), "
              f"{r['samplesPerType']} requests per type and concurrency, subjects drawn with a fixed seed from the "
              "index's functions, methods and classes. *Cold* = first request of its type on a freshly opened App "
              "over the existing index (OS file cache warm). Nearest-rank percentiles. Errors are JSON-RPC errors "
