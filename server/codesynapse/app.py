@@ -135,6 +135,17 @@ class App:
 
     def close(self) -> None:
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)
+        for key, svc in self.services.items():
+            # session memory is visible only to its session, a fresh one per connection (or per
+            # CLI run): once the session ends nothing can reach it again, so it is deleted
+            # (durable memory stays). A daemon killed before it closes leaves it unreachable.
+            if key.startswith("memory:") and hasattr(svc, "end_session"):
+                try:
+                    n = svc.end_session()
+                    if n:
+                        log.info("memory: %d session entities deleted with their session", n)
+                except Exception:  # closing must not mask the shutdown
+                    log.exception("ending the memory session")
         for svc in self.services.values():
             close = getattr(svc, "close", None)
             if close:

@@ -40,3 +40,37 @@ def test_memory_follows_the_backend(backend, request, tmp_path):
         assert [e["name"] for e in rec["entries"]] == [f"RetryPolicy{backend}"]
     finally:
         b.close()
+
+
+def test_session_memory_ends_with_its_session(tmp_path):
+    """Session memory is visible only to its session (a fresh one per connection or CLI run):
+    when the App closes, the session's entities, aliases and facts are deleted from the store;
+    durable memory stays and another session recalls it."""
+    import sqlite3
+
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+    settings = load_settings({"data_dir": str(tmp_path / "data"), "embedder": "none"})
+    a = App(root, settings)
+    try:
+        call_method(a, "codesynapse/memory/remember", {
+            "entities": [{"name": "ScratchNote", "aliases": ["scratch-alias"], "durable": False},
+                         {"name": "RetryPolicy", "aliases": ["backoff"], "durable": True}],
+            "facts": [{"subject": "ScratchNote", "predicate": "mentions", "object": "RetryPolicy", "durable": False}]})
+        rec = call_method(a, "codesynapse/memory/recall", {"query": "ScratchNote"})
+        assert "ScratchNote" in [e["name"] for e in rec["entries"]]
+    finally:
+        a.close()
+    [db] = (tmp_path / "data").rglob("memory.sqlite3")
+    with sqlite3.connect(db) as c:
+        names = sorted(r[0] for r in c.execute("SELECT name FROM memory_entities"))
+        aliases = sorted(r[0] for r in c.execute("SELECT alias FROM memory_aliases"))
+        facts = c.execute("SELECT count(*) FROM memory_facts").fetchone()[0]
+    assert names == ["RetryPolicy"]
+    assert "scratch-alias" not in aliases and facts == 0
+    b = App(root, settings)
+    try:
+        rec = call_method(b, "codesynapse/memory/recall", {"query": "RetryPolicy ScratchNote"})
+        assert [e["name"] for e in rec["entries"]] == ["RetryPolicy"]
+    finally:
+        b.close()
