@@ -122,6 +122,21 @@ def test_a_torn_page_fails_sqlite_integrity(clean_db, tmp_path):
     assert not rep.ok and rep.problems[0].startswith("sqlite:"), str(rep)
 
 
+def test_a_torn_schema_page_is_a_problem_not_a_crash(clean_db, tmp_path):
+    """Damage where PRAGMA integrity_check itself must read (the schema on page 1) makes the
+    check raise "database disk image is malformed"; the report names it (found when the torn
+    page above landed on such a page in CI)."""
+    db, _ = damaged(clean_db, tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    with open(db, "r+b") as f:  # past the 100-byte file header: the schema table's first page
+        f.seek(100)
+        f.write(b"\xde\xad\xbe\xef" * 256)
+    rep = check_graph(db)
+    assert not rep.ok and rep.problems[0].startswith("sqlite:"), str(rep)
+
+
 def test_diff_dumps_names_the_rows():
     a = {"calls": [("a.py", "f", "g")], "symbols": [("a.py", "f")]}
     b = {"calls": [("a.py", "f", "g"), ("a.py", "f", "g")], "symbols": [("a.py", "f")]}

@@ -71,7 +71,10 @@ def _connect_ro(path: str | Path) -> sqlite3.Connection:
 
 def _sqlite_integrity(conn: sqlite3.Connection, rep: IntegrityReport) -> bool:
     rep.checks.append("sqlite integrity_check")
-    rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as e:  # damage where the check itself must read (a torn schema page)
+        rows = [str(e)]
     if rows != ["ok"]:
         rep.fail("sqlite", "PRAGMA integrity_check failed", rows)
         return False
