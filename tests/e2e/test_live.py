@@ -32,6 +32,14 @@ async def card(client, selector: str):
     return await request(client, "codesynapse/symbolCard", {"selector": selector})
 
 
+async def card_when_found(client, selector: str):
+    """The card of ``selector`` once the index has it."""
+    async def found():
+        c = await card(client, selector)
+        return c if c["found"] else None
+    return await eventually(found)
+
+
 def did_open(client, uri: str, text: str) -> None:
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
@@ -59,11 +67,7 @@ async def test_unsaved_buffer_is_an_overlay_dropped_on_close(client, repo):
     edited = text + "\n\ndef loyalty_bonus(amount):\n    \"\"\"Bonus for loyal customers.\"\"\"\n    return with_tax(amount)\n"
     did_change(client, uri, 2, edited)
 
-    async def has_bonus():
-        c = await card(client, "shop.pricing.loyalty_bonus")
-        return c if c["found"] else None
-
-    c = await eventually(has_bonus)
+    c = await card_when_found(client, "shop.pricing.loyalty_bonus")
     check_budget(c)
     assert c["card"]["range"] == [16, 18]
     assert c["card"]["summary"] == "Bonus for loyal customers."
@@ -91,11 +95,7 @@ async def test_save_is_indexed(client, repo):
     path.write_text(text)
     did_save(client, uri)
 
-    async def renamed():
-        c = await card(client, "shop.cart.BaseCart.size")
-        return c if c["found"] else None
-
-    c = await eventually(renamed)
+    c = await card_when_found(client, "shop.cart.BaseCart.size")
     assert [x["qualifiedName"] for x in c["card"]["callers"]] == ["shop.cart.BaseCart.add"]
     assert not (await card(client, "shop.cart.BaseCart.count"))["found"]
 
@@ -146,11 +146,7 @@ async def test_watched_files_notification(client, repo):
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
         changes=[types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Changed)]))
 
-    async def seen():
-        c = await card(client, "shop.pricing.surcharge")
-        return c if c["found"] else None
-
-    c = await eventually(seen)
+    c = await card_when_found(client, "shop.pricing.surcharge")
     assert c["card"]["kind"] == "function"
 
 
@@ -159,35 +155,37 @@ def _lines(c) -> list[int]:
     return [r["startLine"], r["endLine"]] if isinstance(r, dict) else list(r)
 
 
+def _large_module(body: str) -> str:
+    """A module large enough to be updated a statement at a time (extract/incremental.py):
+    an import of ``with_tax`` (3 lines), then ``body``."""
+    text = "from shop.pricing import with_tax\n\n\n" + body
+    assert len(text.encode()) > 32 * 1024
+    return text
+
+
+def _insert_taxed(text: str, before: str, name: str) -> str:
+    """``text`` with ``def name(amount): return with_tax(amount)`` (4 lines) inserted above ``before``."""
+    return text.replace(before, f"def {name}(amount):\n    return with_tax(amount)\n\n\n{before}")
+
+
+# 800 functions of 5 lines each after the 3 import lines: step_i is on lines 3 + 5i + 1 to 3 + 5i + 3
+STEPS = "".join(f"def step_{i}(amount):\n    \"\"\"Step {i}.\"\"\"\n    return amount + {i}\n\n\n" for i in range(800))
+
+
 async def test_large_file_opened_then_edited_mid_file(client, repo):
     """A file large enough to be updated a statement at a time (extract/incremental.py):
     opened (its extraction is prepared), then a function inserted in its middle and saved;
     the new function, its call and the moved lines of the functions below are all answered."""
     path = repo / "shop" / "big.py"
-    body = "".join(f"def step_{i}(amount):\n    \"\"\"Step {i}.\"\"\"\n    return amount + {i}\n\n\n"
-                   for i in range(800))
-    text = "from shop.pricing import with_tax\n\n\n" + body
-    assert len(text.encode()) > 32 * 1024
+    text = _large_module(STEPS)
     path.write_text(text)
-
-    async def indexed():
-        c = await card(client, "shop.big.step_799")
-        return c if c["found"] else None
-
-    c = await eventually(indexed)
+    c = await card_when_found(client, "shop.big.step_799")
     assert _lines(c) == [3 + 799 * 5 + 1, 3 + 799 * 5 + 3]
     uri = path.as_uri()
     did_open(client, uri, text)
-    edited = text.replace("def step_400(amount):",
-                          "def taxed_step(amount):\n    return with_tax(amount)\n\n\ndef step_400(amount):")
-    path.write_text(edited)
+    path.write_text(_insert_taxed(text, "def step_400(amount):", "taxed_step"))
     did_save(client, uri)
-
-    async def inserted():
-        c = await card(client, "shop.big.taxed_step")
-        return c if c["found"] else None
-
-    c = await eventually(inserted)
+    c = await card_when_found(client, "shop.big.taxed_step")
     assert _lines(c) == [3 + 400 * 5 + 1, 3 + 400 * 5 + 2]
     below = await card(client, "shop.big.step_799")
     assert _lines(below) == [3 + 799 * 5 + 1 + 4, 3 + 799 * 5 + 3 + 4]
@@ -203,27 +201,13 @@ async def test_large_file_unsaved_buffer_then_closed(client, repo):
     """A large file's unsaved buffer is updated a statement at a time like a save; closing it
     without saving brings back the file on disk — the moved lines included."""
     path = repo / "shop" / "ledger.py"
-    body = "".join(f"def entry_{i}(amount):\n    return amount - {i}\n\n\n" for i in range(1000))
-    text = "from shop.pricing import with_tax\n\n\n" + body
-    assert len(text.encode()) > 32 * 1024
+    text = _large_module("".join(f"def entry_{i}(amount):\n    return amount - {i}\n\n\n" for i in range(1000)))
     path.write_text(text)
-
-    async def indexed():
-        c = await card(client, "shop.ledger.entry_999")
-        return c if c["found"] else None
-
-    await eventually(indexed)
+    await card_when_found(client, "shop.ledger.entry_999")
     uri = path.as_uri()
     did_open(client, uri, text)
-    edited = text.replace("def entry_500(amount):",
-                          "def taxed_entry(amount):\n    return with_tax(amount)\n\n\ndef entry_500(amount):")
-    did_change(client, uri, 2, edited)
-
-    async def inserted():
-        c = await card(client, "shop.ledger.taxed_entry")
-        return c if c["found"] else None
-
-    c = await eventually(inserted)
+    did_change(client, uri, 2, _insert_taxed(text, "def entry_500(amount):", "taxed_entry"))
+    c = await card_when_found(client, "shop.ledger.taxed_entry")
     assert _lines(c) == [3 + 500 * 4 + 1, 3 + 500 * 4 + 2]
     assert _lines(await card(client, "shop.ledger.entry_999")) == [3 + 999 * 4 + 1 + 4, 3 + 999 * 4 + 2 + 4]
 
@@ -250,8 +234,7 @@ def test_large_file_edited_while_the_daemon_was_down(tmp_path, repo):
 
     data = tmp_path / "data"
     path = repo / "shop" / "big.py"
-    body = "".join(f"def step_{i}(amount):\n    \"\"\"Step {i}.\"\"\"\n    return amount + {i}\n\n\n" for i in range(800))
-    text = "from shop.pricing import with_tax\n\n\n" + body
+    text = _large_module(STEPS)
     path.write_text(text)
 
     def card_of(d: RawLsp, qname: str, timeout: float = 60.0):
@@ -268,8 +251,7 @@ def test_large_file_edited_while_the_daemon_was_down(tmp_path, repo):
         assert _lines(card_of(d, "shop.big.step_799")) == [3 + 799 * 5 + 1, 3 + 799 * 5 + 3]
         d.close()
     assert len(list(data.rglob("*.kept"))) == 1  # big.py; the fixture's other files are small
-    path.write_text(text.replace("def step_400(amount):",
-                                 "def taxed_step(amount):\n    return with_tax(amount)\n\n\ndef step_400(amount):"))
+    path.write_text(_insert_taxed(text, "def step_400(amount):", "taxed_step"))
     with RawLsp(data, log=tmp_path / "second.log") as d:
         d.initialize(repo)
         c = card_of(d, "shop.big.taxed_step")
