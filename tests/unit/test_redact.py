@@ -225,7 +225,7 @@ KEPT_CONTEXT: dict[str, list[str]] = {
         "POSTGRES_PASSWORD=[REDACTED:password]\n",
     ],
     "service_account.json": [
-        '"private_key": "[REDACTED:private_key]\\n",',
+        '"private_key": "[REDACTED:private_key]",',  # the whole value: a key under its key
         '"client_email": "orders-uploader@orders-prod-412233.iam.gserviceaccount.com",',
         '"token_uri": "https://oauth2.googleapis.com/token",',
     ],
@@ -354,6 +354,39 @@ EXACT = [
     ("password: *db_password", "password: *db_password"),
     ("password=%DB_PASSWORD%", "password=%DB_PASSWORD%"),
     ('password: "{password}"', 'password: "{password}"'),
+    # URL credentials whatever names the host: a placeholder or an expression (issue 17 #4)
+    ('f"postgres://app:Tr0ub4dor@{host}/db"', 'f"postgres://[REDACTED:connection_string]@{host}/db"'),
+    ("postgres://app:Pg-S3cret@${DB_HOST}/app", "postgres://[REDACTED:connection_string]@${DB_HOST}/app"),
+    ('"mysql://root:R00tPw-9@%s/shop" % host', '"mysql://[REDACTED:connection_string]@%s/shop" % host'),
+    ("amqp://bus:Bus-Pw-42@<broker-host>/vhost", "amqp://[REDACTED:connection_string]@<broker-host>/vhost"),
+    ("redis://:r3disPw!@{{ redis_host }}:6379/0", "redis://[REDACTED:connection_string]@{{ redis_host }}:6379/0"),
+    ('"postgres://app:Ledger-Pw-7@" + host + "/ledger"', '"postgres://[REDACTED:connection_string]@" + host + "/ledger"'),
+    ("https://bot:Hook-Pw-3@%(host)s/hook", "https://[REDACTED:basic_auth_url]@%(host)s/hook"),
+    ("postgres://${DB_USER}:${DB_PASSWORD}@${DB_HOST}/app", "postgres://${DB_USER}:${DB_PASSWORD}@${DB_HOST}/app"),
+    ("postgres://user:pass@{host}/db", "postgres://user:pass@{host}/db"),  # the documentation's placeholder
+    # a value under a secret's key is a secret whatever it looks like (issue 17 #5)
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret]"),
+    ("SECRET_KEY=devkeydevkey", "SECRET_KEY=[REDACTED:generic_secret]"),
+    ('SECRET_KEY = "devkeydevkey"', 'SECRET_KEY = "[REDACTED:generic_secret]"'),
+    ("secret: letmein", "secret: [REDACTED:generic_secret]"),
+    ("  api_key: devkey  # local only", "  api_key: [REDACTED:generic_api_key]  # local only"),
+    ("GITHUB_TOKEN=devtoken123", "GITHUB_TOKEN=[REDACTED:generic_token]"),
+    ('"client_secret": "opensesame",', '"client_secret": "[REDACTED:generic_secret]",'),
+    ('const apiKey = "devkey1234";', 'const apiKey = "[REDACTED:generic_api_key]";'),
+    ("mysql --password=letmein", "mysql --password=[REDACTED:password]"),
+    ("deploy --api-key=devkey1", "deploy --api-key=[REDACTED:generic_api_key]"),
+    # ... and code, names, types, paths and the key's own name stay
+    ("SECRET_KEY = fallback", "SECRET_KEY = fallback"),
+    ("  privateKey: pem,", "  privateKey: pem,"),
+    ("apiKey: string", "apiKey: string"),
+    ("secret: Optional", "secret: Optional"),
+    ('API_KEY_HEADER = "X-Api-Key"', 'API_KEY_HEADER = "X-Api-Key"'),
+    ('api_key = "x-api-key"', 'api_key = "x-api-key"'),
+    ('unk_token = "unk"', 'unk_token = "unk"'),
+    ('api_key="hf_...",  # your token', 'api_key="hf_...",  # your token'),
+    ("secret: Keep it out of the repository", "secret: Keep it out of the repository"),
+    ("token: abc", "token: abc"),
+    ("credentials: include", "credentials: include"),
 ]
 
 

@@ -142,6 +142,11 @@ _TOKEN_RULES: Final[tuple[_TokenRule, ...]] = (
 # Every shaped token except a PEM block contains a run of 16+ of these characters; text
 # without such a run (most prose summaries) skips the per-rule scans entirely.
 _TOKEN_GATE_RE: Final = re.compile(r"[A-Za-z0-9_.~+/:=-]{16}")
+# The un-anchored rules as one alternation: one search tells whether any of them can match
+# (a short name or qualified name, the common case for stored names, then costs one scan
+# instead of one per rule).
+_TOKEN_ANY_RE: Final = re.compile("|".join(f"(?:{r.regex.pattern})" for r in _TOKEN_RULES if not r.anchors))
+_TOKEN_ANCHOR_RE: Final = re.compile("|".join(re.escape(a) for r in _TOKEN_RULES for a in r.anchors))
 
 # PEM / OpenSSH / PGP private key blocks
 _PEM_BEGIN_RE: Final = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -174,8 +179,15 @@ def _scan_tokens(text: str, out: list[Finding]) -> None:
         _scan_private_keys(text, out)
     if _TOKEN_GATE_RE.search(text) is None:
         return
+    any_plain = _TOKEN_ANY_RE.search(text) is not None
+    any_anchor = _TOKEN_ANCHOR_RE.search(text) is not None
+    if not (any_plain or any_anchor):
+        return
     for rule in _TOKEN_RULES:
-        if rule.anchors and not any(a in text for a in rule.anchors):
+        if rule.anchors:
+            if not (any_anchor and any(a in text for a in rule.anchors)):
+                continue
+        elif not any_plain:
             continue
         has_v = "v" in rule.regex.groupindex
         for m in rule.regex.finditer(text):
@@ -279,7 +291,11 @@ _SAS_RE: Final = re.compile(r"[?&;]sig=([A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})", 
 _URL_CRED_RE: Final = re.compile(
     # the password may contain an unescaped "@": the credentials end at the last "@"
     # before the host
-    r"://([^\s/@:'\"`<>?#]{0,256}:[^\s/'\"`<>?#]{1,256})@(?=[A-Za-z0-9\[._-])"
+    r"://([^\s/@:'\"`<>?#]{0,256}:[^\s/'\"`<>?#]{1,256})@"
+    # whatever names the host: a name or address, a placeholder ({host}, ${HOST}, %s,
+    # %(host)s, <host>, {{ host }}) or the end of a literal an expression continues
+    # ("postgres://app:pw@" + host)
+    r"(?=[A-Za-z0-9\[._{}$%<(+'\"`-]|$)"
 )
 _CLI_USER_RE: Final = re.compile(r"(?:-u|--user)[ \t=]+[\"']?([^\s:'\"@]+:[^\s'\"@]+?)[\"']?(?=\s|$)")
 _DSN_RE: Final = re.compile(r"([A-Za-z0-9_.-]{1,64}:[^\s@/:'\"`]{1,128})@(?:tcp|unix)\(")
@@ -298,7 +314,9 @@ _PLACEHOLDER_RE: Final = re.compile(
 _SIGIL_REF_RE: Final = re.compile(r"^(?:[!&*][A-Za-z_][\w.-]*|@[A-Za-z_./-]+|#.*)$")
 _TYPE_NAMES: Final = frozenset(
     {"str", "string", "bytes", "int", "bool", "any", "object", "optional", "none", "char",
-     "text", "secretstr", "secretbytes", "securestring", "list", "dict"}
+     "text", "secretstr", "secretbytes", "securestring", "list", "dict", "number", "boolean",
+     "float", "double", "long", "unknown", "never", "void", "symbol", "bigint", "buffer",
+     "uint8array", "bytearray", "memoryview", "tuple", "sequence", "mapping"}
 )
 # a.b, a?.b (optional chaining), a!.b, a::b, a->b
 _DOTTED_REF_RE: Final = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:(?:[?!]?\.|::|->)[A-Za-z_$][A-Za-z0-9_$]*)+$")
@@ -620,7 +638,7 @@ def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Find
                 and not _DOTTED_REF_RE.match(value)
                 and not _all_wordish(value)  # same-origin, client-secret
                 and kind != "generic_token"
-            )
+            ) or (_names_a_secret(key, kind, keyword) and _literal_secret(value, keyword))
         return (kind, v_start, v_end) if ok else None
     # unquoted value
     if m.end("val") < len(text) and text[m.end("val")] == "(":
@@ -629,16 +647,30 @@ def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Find
         return None
     if sep == ":" and (value.lower() in _TYPE_NAMES or _CAPWORDS_RE.match(value)):
         return None  # a type annotation: password: SecretStr
+    flag = key.startswith("-")  # a command-line option: --db-password x, --api-key=x
+    config_line = _line_start_context(text, key_start)
+    if (
+        _names_a_secret(key, kind, keyword)
+        and (flag or (config_line and _nothing_after(text, m.end("val"))))
+        # in code, ``KEY = name`` (blanks around "=", a bare name) is a variable
+        and not (sep == "=" and m.group("sep") != "=" and _IDENT_RE.match(value))
+        and not (sep == ":" and _WORDY_RE.match(value) and value[:1].isupper())
+        and not _NUMBER_RE.match(value)
+        and _literal_secret(value, keyword)
+    ):
+        # by the key, not by the value's looks: a literal written as the whole value of a
+        # config/env line or of an option (SECRET_KEY=devkey, secret: letmein,
+        # --api-key devkey); ``key: value,`` is an object member, not a config value
+        return (kind, v_start, v_end)
     if _IDENT_RE.match(value) and _KEY_ANCHOR_RE.search(value.lower()):
         return None  # a variable: password=password, self.db_password = db_pass
     if _NUMBER_RE.match(value):
         return None  # a number literal: USERNAME_PASSWORD: 0x02
-    config_line = _line_start_context(text, key_start)
     single_value = _rest_of_line_is_empty(text, m.end("val"))
     if bare_key in _WEAK_KEYS:
         ok = _looks_random(value, 12)
     elif kind == "password":
-        if config_line and (sep == "=" or single_value):
+        if (config_line and (sep == "=" or single_value)) or flag:
             ok = len(value) >= 3 and not (sep == ":" and _WORDY_RE.match(value) and value[:1].isupper())
         else:
             ok = _looks_random(value, 6)
@@ -647,6 +679,49 @@ def _check_assignment(text: str, key: str, key_start: int, key_end: int) -> Find
             config_line and single_value and len(value) >= 16 and not _IDENT_RE.match(value)
         )
     return (kind, v_start, v_end) if ok else None
+
+
+# Keywords that name a secret only together with another word (``auth`` and ``token`` alone
+# are flags and counters as often as secrets; ``credentials`` is also fetch()'s mode), and
+# the short password keywords, which have rules of their own.
+_NOT_ON_THEIR_OWN: Final = frozenset({"credential", "credentials", "pass", "pwd", "pswd", "auth"})
+_PATH_RE: Final = re.compile(r"^(?:~?/|\.{1,2}/|[A-Za-z]:[\\/])|^[^\s:]*/[^\s:]*/")
+_NORM_RE: Final = re.compile(r"[^a-z0-9]")
+
+
+def _names_a_secret(key: str, kind: str, keyword: str) -> bool:
+    """A key whose value is a secret whatever it looks like: ``SECRET_KEY``,
+    ``AWS_SECRET_ACCESS_KEY``, ``client_secret``, ``api_key``, ``GITHUB_TOKEN``; not a bare
+    ``token`` or ``auth``, nor ``credentials``."""
+    bare = key.lower().lstrip("_-.$@")
+    if kind == "password" or keyword in _NOT_ON_THEIR_OWN or bare in _WEAK_KEYS:
+        return False
+    return not (keyword == "token" and _NORM_RE.sub("", bare) == "token")
+
+
+def _literal_secret(value: str, keyword: str) -> bool:
+    """A literal value under a secret's key is the secret unless it is too short to be one,
+    a file path or URL (where the secret is kept), prose, the key's own name written as a
+    value (``API_KEY_HEADER: "X-Api-Key"``, ``SECRET_KEY = "secret-key"``), or, for a
+    ``…token`` key, a value made of words only (a parser's token: ``"?NoLineTerminator"``)."""
+    v = value.strip()
+    if len(v) < 4 or _DOTTED_REF_RE.match(v) or _PATH_RE.match(v) or "://" in v or v.endswith(("...", "…")):
+        return False  # ``"hf_..."``: an example cut short
+    if " " in v and _PROSE_HINT_RE.search(v):
+        return False
+    if _all_wordish(v) and _NORM_RE.sub("", keyword.lower()) in _NORM_RE.sub("", v.lower()):
+        return False
+    return not (keyword == "token" and not any(ch.isdigit() for ch in v) and _word_fraction(v) > 0.6)
+
+
+def _nothing_after(text: str, pos: int) -> bool:
+    """Only blanks or a comment after ``pos`` on its line: the value is the line's whole
+    value (``value,`` is a member of an object literal, not a config value)."""
+    end = text.find("\n", pos, pos + _LINE_WINDOW)
+    if end < 0:
+        end = min(len(text), pos + _LINE_WINDOW)
+    rest = text[pos:end].strip()
+    return not rest or rest.startswith(("#", "//"))
 
 
 _KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
@@ -889,6 +964,9 @@ def _lower_same_length(text: str) -> str:
     return "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text)
 
 
+_SEPARATOR_RE: Final = re.compile(r"[\s=:'\"`]")
+
+
 def find_secrets(text: str, extra: Sequence[re.Pattern[str]] = ()) -> list[Finding]:
     """Every secret in ``text`` as ``(kind, start, end)`` character offsets, sorted by
     start and non-overlapping."""
@@ -896,10 +974,13 @@ def find_secrets(text: str, extra: Sequence[re.Pattern[str]] = ()) -> list[Findi
         return []
     out: list[Finding] = []
     _scan_tokens(text, out)
-    lowered = _lower_same_length(text)
-    _scan_keys(text, lowered, out)
-    _scan_headers_and_urls(text, lowered, out)
-    _scan_entropy(text, out)
+    if _SEPARATOR_RE.search(text) is not None:
+        # every contextual finding needs a blank, "=", ":" or a quote between a key and
+        # its value (a name or a qualified name without one holds shaped tokens only)
+        lowered = _lower_same_length(text)
+        _scan_keys(text, lowered, out)
+        _scan_headers_and_urls(text, lowered, out)
+        _scan_entropy(text, out)
     if extra:
         _scan_extra(text, extra, out)
     if out and "[REDACTED:" in text:
