@@ -9,8 +9,9 @@ import {
 } from 'vscode-languageclient/node';
 import { currentSettings } from './config';
 import type { Method, ParamsByMethod } from './protocol';
+import { fixesFor, installServer, openSettings, selectInterpreter, type FixAction } from './interpreter';
 import {
-  installCommand,
+  bundledWheel,
   preflight,
   preflightMessage,
   resolveServerCommand,
@@ -60,7 +61,11 @@ export class ServerConnection implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   private generation = 0;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    /** Where the extension is installed: its dist/server holds the server wheel. */
+    private readonly extensionPath = '',
+  ) {}
 
   get state(): ConnectionState {
     return this._state;
@@ -103,7 +108,7 @@ export class ServerConnection implements vscode.Disposable {
         const message = preflightMessage(check, cmd);
         this.log.error(`${message} [${check.detail}]`);
         this.setState({ kind: 'failed', message });
-        void this.offerFix(message, check.reason === 'package-missing' ? installCommand(cmd.python) : undefined);
+        void this.offerFix(message, fixesFor(check.reason, cmd.python, bundledWheel(this.extensionPath) !== null));
         return;
       }
       this.log.info(`codesynapse package found${check.version ? ` (version ${check.version})` : ''}`);
@@ -148,20 +153,34 @@ export class ServerConnection implements vscode.Disposable {
       const message = spawnFailureMessage(cmd, error);
       this.log.error(message);
       this.setState({ kind: 'failed', message });
-      void this.offerFix(message);
+      void this.offerFix(message, fixesFor('spawn', cmd.python, false));
     }
   }
 
-  private async offerFix(message: string, install?: string): Promise<void> {
-    const actions = ['Open Settings', 'Show Log', ...(install ? ['Copy Install Command'] : [])];
-    const choice = await vscode.window.showErrorMessage(message, ...actions);
-    if (choice === 'Open Settings') {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'codesynapse.pythonPath');
+  /** The error toast of a failed start, with buttons that fix it. */
+  private async offerFix(message: string, fixes: { actions: FixAction[]; python: string | null }): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(message, ...fixes.actions);
+    if (choice === 'Install Server' && fixes.python) {
+      if (await installServer(fixes.python, this.extensionPath, this.log)) await this.restart();
+    } else if (choice === 'Select Interpreter') {
+      await selectInterpreter(); // the setting change restarts the server
+    } else if (choice === 'Open Settings') {
+      await openSettings('codesynapse.serverCommand');
     } else if (choice === 'Show Log') {
       this.log.show();
-    } else if (choice === 'Copy Install Command' && install) {
-      await vscode.env.clipboard.writeText(install);
     }
+  }
+
+  /** Install the bundled server into the interpreter the server command uses, then restart. */
+  async installServer(): Promise<void> {
+    const { settings } = currentSettings();
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const cmd = resolveServerCommand({ serverCommand: settings.serverCommand, pythonPath: settings.pythonPath, workspaceFolders: folders });
+    if (cmd.python === null) {
+      void vscode.window.showWarningMessage('"codesynapse.serverCommand" is set, so the server is not run by a Python interpreter this extension can install into.');
+      return;
+    }
+    if (await installServer(cmd.python, this.extensionPath, this.log)) await this.restart();
   }
 
   async stop(): Promise<void> {

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { ServerConnection } from './client';
 import { currentSettings } from './config';
 import { currentDiff } from './git';
+import { selectInterpreter } from './interpreter';
 import { estimateRawCost } from './rawCost';
 import { MAX_RECALL_QUERY_BYTES, Methods, asString, isRecord, looksLikeCard, type Selector } from './protocol';
 import {
@@ -31,6 +32,8 @@ export const COMMANDS = {
   showIndexStatus: 'codesynapse.showIndexStatus',
   restartServer: 'codesynapse.restartServer',
   showLog: 'codesynapse.showLog',
+  selectInterpreter: 'codesynapse.selectInterpreter',
+  installServer: 'codesynapse.installServer',
 } as const;
 
 function workspaceRoot(): string | undefined {
@@ -352,5 +355,7 @@ export function registerCommands(
     vscode.commands.registerCommand(COMMANDS.showIndexStatus, () => controller.indexStatus()),
     vscode.commands.registerCommand(COMMANDS.restartServer, () => connection.restart()),
     vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.selectInterpreter, () => selectInterpreter()),
+    vscode.commands.registerCommand(COMMANDS.installServer, () => connection.installServer()),
   ];
 }

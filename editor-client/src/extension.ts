@@ -16,7 +16,7 @@ export interface CodeSynapseExtensionApi {
 export function activate(context: vscode.ExtensionContext): CodeSynapseExtensionApi {
   const log = vscode.window.createOutputChannel('CodeSynapse', { log: true });
   const { settings } = currentSettings();
-  const connection = new ServerConnection(log);
+  const connection = new ServerConnection(log, context.extensionPath);
   const statusBar = new IndexStatusBar(connection, settings.refreshSeconds, log);
   const panel = new ContextPanel(context.extensionUri);
   const controller = new ContextController(connection, panel, statusBar, log);

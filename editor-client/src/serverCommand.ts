@@ -109,16 +109,51 @@ export function preflightMessage(result: Exclude<PreflightResult, { ok: true }>,
     case 'package-missing':
       return (
         `The codesynapse package is not installed for "${python}". ` +
-        `Install it with: ${installCommand(python)} — or point "codesynapse.pythonPath" at an interpreter that has it.`
+        'Click "Install Server" to install the server that ships with this extension into it, or "Select Interpreter" to pick one that has it.'
       );
     case 'python-error':
       return `CodeSynapse could not import its server with "${python}": ${result.detail}. See the CodeSynapse log.`;
   }
 }
 
-export function installCommand(python: string): string {
-  const quoted = /\s/.test(python) ? `"${python}"` : python;
-  return `${quoted} -m pip install codesynapse`;
+/**
+ * The command that installs the server into `python`: the wheel bundled with the extension
+ * (built from this repository when the extension is packaged, so it works without the package
+ * being published), else the CodeSynapse repository checkout the user names.
+ */
+export function installCommand(python: string, wheel: string): string {
+  return [python, '-m', 'pip', 'install', wheel].map(shellQuote).join(' ');
+}
+
+export function installArgs(wheel: string): string[] {
+  return ['-m', 'pip', 'install', wheel];
+}
+
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The server wheel packaged inside the extension (dist/server/codesynapse-*.whl), newest version first. */
+export function bundledWheel(extensionPath: string, readdir: (p: string) => string[] = (p) => fs.readdirSync(p)): string | null {
+  const dir = path.join(extensionPath, 'dist', 'server');
+  let names: string[];
+  try {
+    names = readdir(dir);
+  } catch {
+    return null;
+  }
+  const wheels = names.filter((n) => /^codesynapse-.+\.whl$/.test(n)).sort().reverse();
+  return wheels.length > 0 ? path.join(dir, wheels[0] as string) : null;
+}
+
+/** What a failed `pip install` printed, cut to what a person reads in a toast. */
+export function pipFailureMessage(python: string, output: string): string {
+  const lines = output.trim().split(/\r?\n/).filter((l) => l.trim());
+  if (/No module named pip/.test(output)) {
+    return `"${python}" has no pip, so the server cannot be installed into it. Select an interpreter with pip (or run "${python} -m ensurepip").`;
+  }
+  const error = lines.filter((l) => /error/i.test(l)).slice(-2).join(' ') || lines.slice(-2).join(' ');
+  return `Installing the server into "${python}" failed: ${error || 'pip exited with an error'}. See the CodeSynapse log.`;
 }
 
 function sourceLabel(cmd: ServerCommand): string {

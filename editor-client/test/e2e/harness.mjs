@@ -366,6 +366,17 @@ export class Workbench {
     return (await item.innerText()).trim();
   }
 
+  /** The toast whose message contains `text`. */
+  async notification(text, timeout = 30_000) {
+    const toast = this.page.locator('.notifications-toasts .notification-list-item', { has: this.page.locator('.notification-list-item-message', { hasText: text }) }).first();
+    await toast.waitFor({ state: 'visible', timeout });
+    return toast;
+  }
+
+  async notificationButtons(toast) {
+    return (await toast.locator('.notification-list-item-buttons-container .monaco-button').allInnerTexts()).map((t) => t.trim());
+  }
+
   async notifications() {
     return this.page.locator('.notifications-toasts .notification-list-item-message').allInnerTexts();
   }

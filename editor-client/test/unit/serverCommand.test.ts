@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preflight, preflightMessage, resolveServerCommand, spawnFailureMessage } from '../../src/serverCommand';
+import { bundledWheel, installArgs, installCommand, pipFailureMessage, preflight, preflightMessage, resolveServerCommand, spawnFailureMessage } from '../../src/serverCommand';
 
 describe('resolveServerCommand', () => {
   const none = (): boolean => false;
@@ -75,8 +75,9 @@ describe('preflight with real interpreters', () => {
     expect(result).toEqual({ ok: false, reason: 'package-missing', detail: "ModuleNotFoundError: No module named 'codesynapse'" });
     if (result.ok) return;
     const cmd = { command: bareVenvPython, args: ['-m', 'codesynapse', 'serve'], python: bareVenvPython, source: 'pythonPath' as const };
+    // No "pip install codesynapse": the package is not published; the fix is the bundled wheel.
     expect(preflightMessage(result, cmd)).toBe(
-      `The codesynapse package is not installed for "${bareVenvPython}". Install it with: ${bareVenvPython} -m pip install codesynapse — or point "codesynapse.pythonPath" at an interpreter that has it.`,
+      `The codesynapse package is not installed for "${bareVenvPython}". Click "Install Server" to install the server that ships with this extension into it, or "Select Interpreter" to pick one that has it.`,
     );
   });
 
@@ -91,5 +92,47 @@ describe('preflight with real interpreters', () => {
     expect(spawnFailureMessage(cmd, err)).toBe(
       'CodeSynapse could not find "codesynapse-missing" (from codesynapse.serverCommand). Fix the setting or install the package so that the command is on PATH.',
     );
+  });
+});
+
+describe('installing the bundled server', () => {
+  it('finds the wheel that packaging put in dist/server, and builds the pip command for it', () => {
+    const ext = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-ext-'));
+    expect(bundledWheel(ext)).toBeNull();
+    fs.mkdirSync(path.join(ext, 'dist', 'server'), { recursive: true });
+    fs.writeFileSync(path.join(ext, 'dist', 'server', 'README.txt'), '');
+    expect(bundledWheel(ext)).toBeNull();
+    const wheel = path.join(ext, 'dist', 'server', 'codesynapse-0.1.0-py3-none-any.whl');
+    fs.writeFileSync(wheel, '');
+    expect(bundledWheel(ext)).toBe(wheel);
+    expect(installArgs(wheel)).toEqual(['-m', 'pip', 'install', wheel]);
+    expect(installCommand('/home/a b/.venv/bin/python', '/x/codesynapse-0.1.0-py3-none-any.whl')).toBe(
+      "'/home/a b/.venv/bin/python' -m pip install /x/codesynapse-0.1.0-py3-none-any.whl",
+    );
+    fs.rmSync(ext, { recursive: true, force: true });
+  });
+
+  it('explains a pip install into an interpreter without pip (a real venv made --without-pip)', () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-pip-'));
+    execFileSync('python3', ['-m', 'venv', '--without-pip', path.join(tmp, 'venv')]);
+    const py = path.join(tmp, 'venv', 'bin', 'python');
+    let output = '';
+    try {
+      execFileSync(py, installArgs('/nonexistent/codesynapse-0.1.0-py3-none-any.whl'), { stdio: 'pipe', encoding: 'utf8' });
+    } catch (error) {
+      output = String((error as { stderr?: string }).stderr);
+    }
+    expect(pipFailureMessage(py, output)).toBe(
+      `"${py}" has no pip, so the server cannot be installed into it. Select an interpreter with pip (or run "${py} -m ensurepip").`,
+    );
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }, 60_000);
+
+  it('the packaging script builds the server wheel from this repository', () => {
+    const script = fs.readFileSync(path.resolve(__dirname, '../../scripts/build-wheel.mjs'), 'utf8');
+    expect(script).toContain("'pip', 'wheel'");
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['vscode:prepublish']).toContain('scripts/build-wheel.mjs');
+    expect(fs.readFileSync(path.resolve(__dirname, '../../.vscodeignore'), 'utf8')).toContain('!dist/server/*.whl');
   });
 });

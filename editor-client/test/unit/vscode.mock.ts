@@ -96,6 +96,9 @@ export class LanguageModelToolResult {
 /** Values keyed by full setting id, e.g. "codesynapse.budget.symbolCard". Tests set them. */
 export const settingsStore = new Map<string, unknown>();
 
+/** Configuration updates the extension made: [full id, value, target]. */
+export const configUpdates: [string, unknown, unknown][] = [];
+
 export const workspace = {
   workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
   textDocuments: [] as { isDirty: boolean; uri: Uri }[],
@@ -104,6 +107,12 @@ export const workspace = {
       get<T>(key: string, fallback?: T): T | undefined {
         const id = `${section}.${key}`;
         return settingsStore.has(id) ? (settingsStore.get(id) as T) : fallback;
+      },
+      update(key: string, value: unknown, target?: unknown): Promise<void> {
+        const id = `${section}.${key}`;
+        configUpdates.push([id, value, target]);
+        settingsStore.set(id, value);
+        return Promise.resolve();
       },
     };
   },
@@ -133,7 +142,7 @@ export interface RecordedStatusItem {
 }
 
 export const statusItems: RecordedStatusItem[] = [];
-export const messages: { level: 'info' | 'warning' | 'error'; text: string }[] = [];
+export const messages: { level: 'info' | 'warning' | 'error'; text: string; actions?: string[] }[] = [];
 
 export const window = {
   activeTextEditor: undefined as unknown,
@@ -159,19 +168,28 @@ export const window = {
     statusItems.push(item);
     return item;
   },
-  showInformationMessage(text: string) {
-    messages.push({ level: 'info', text });
-    return Promise.resolve(undefined);
+  showInformationMessage(text: string, ...actions: unknown[]) {
+    messages.push({ level: 'info', text, actions: actions.filter((a) => typeof a === 'string') });
+    return Promise.resolve(answers.message.shift());
   },
-  showWarningMessage(text: string) {
-    messages.push({ level: 'warning', text });
-    return Promise.resolve(undefined);
+  showWarningMessage(text: string, ...actions: unknown[]) {
+    messages.push({ level: 'warning', text, actions: actions.filter((a) => typeof a === 'string') });
+    return Promise.resolve(answers.message.shift());
   },
-  showErrorMessage(text: string) {
-    messages.push({ level: 'error', text });
-    return Promise.resolve(undefined);
+  showErrorMessage(text: string, ...actions: unknown[]) {
+    messages.push({ level: 'error', text, actions: actions.filter((a) => typeof a === 'string') });
+    return Promise.resolve(answers.message.shift());
   },
-  showInputBox: () => Promise.resolve(undefined as string | undefined),
+  showInputBox: () => Promise.resolve(answers.inputBox.shift()),
+  showQuickPick(items: unknown[], options?: unknown) {
+    shownQuickPicks.push({ items, options });
+    const answer = answers.quickPick.shift();
+    return Promise.resolve(answer ? answer(items) : undefined);
+  },
+  withProgress<R>(options: { title?: string }, task: (progress: { report(v: { message?: string; increment?: number }): void }, token: unknown) => Promise<R>): Promise<R> {
+    progressReports.push({ title: options.title });
+    return task({ report: (v) => progressReports.push(v) }, { isCancellationRequested: false, onCancellationRequested: () => new Disposable() });
+  },
   showTextDocument: () => Promise.resolve(undefined),
 };
 
@@ -200,7 +218,34 @@ export const lm = {
 
 export const env = {
   clipboard: { writeText: () => Promise.resolve() },
+  remoteName: undefined as string | undefined,
 };
+
+export enum ConfigurationTarget {
+  Global = 1,
+  Workspace = 2,
+  WorkspaceFolder = 3,
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+/** Installed extensions by id; tests add fakes of other extensions' APIs. */
+export const installedExtensions = new Map<string, { isActive: boolean; exports: unknown; activate(): Promise<unknown> }>();
+
+export const extensions = {
+  getExtension(id: string) {
+    return installedExtensions.get(id);
+  },
+};
+
+/** Answers queued for showQuickPick / showInputBox / message buttons, consumed in order. */
+export const answers = { quickPick: [] as ((items: unknown[]) => unknown)[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[] };
+export const shownQuickPicks: { items: unknown[]; options: unknown }[] = [];
+export const progressReports: { title?: string; message?: string; increment?: number }[] = [];
 
 /** Reset every recorded thing between tests. */
 export function resetMock(): void {
@@ -213,4 +258,12 @@ export function resetMock(): void {
   workspace.workspaceFolders = undefined;
   workspace.textDocuments = [];
   window.activeTextEditor = undefined;
+  env.remoteName = undefined;
+  installedExtensions.clear();
+  answers.quickPick.length = 0;
+  answers.inputBox.length = 0;
+  answers.message.length = 0;
+  shownQuickPicks.length = 0;
+  progressReports.length = 0;
+  configUpdates.length = 0;
 }
