@@ -198,11 +198,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_demo)
 
     sp = sub.add_parser("bench", help="benchmarks (results go to docs/)")
-    sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "all"))
+    sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "retrieval",
+                                     "all"))
     sp.add_argument("--corpus", action="append", default=[], help="corpus path (repeatable)")
     sp.add_argument("--workload")
     sp.add_argument("--out", default="docs")
     sp.add_argument("--quick", action="store_true")
+    sp.add_argument("--half", choices=("tune", "heldout", "both"), default="both",
+                    help="bench retrieval: which half of the plain-English set to run")
+    sp.add_argument("--repo", action="append", default=[], help="bench retrieval: only this repository (repeatable)")
+    sp.add_argument("--dense-wait", type=float, default=600.0,
+                    help="bench retrieval: seconds to wait for the dense vectors before the dense configurations")
     common(sp)
     sp.set_defaults(func=cmd_bench)
     return p

@@ -1,4 +1,4 @@
-"""``codesynapse bench {index,incremental,requests,tokens,accuracy,memory,all}``.
+"""``codesynapse bench {index,incremental,requests,tokens,accuracy,memory,retrieval,all}``.
 
 ``--corpus`` (repeatable) takes a corpus name (``python-stdlib``, ``django``, ``go-stdlib``,
 ``rxjs``; see :mod:`codesynapse.bench.corpora`) or a directory; ``--workload`` a workload
@@ -146,6 +146,12 @@ def memory_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_retrieval(args) -> int:
+    from codesynapse.bench.retrieval_eval import run_retrieval_cli
+
+    return run_retrieval_cli(args)
+
+
 def _all(args) -> int:
     failures: list[str] = []
     steps = [("index", run_index), ("incremental", run_incremental), ("requests", run_requests),
@@ -187,7 +193,7 @@ def run_bench(args) -> int:
     if kind == "all":
         return _all(args)
     fn = {"index": run_index, "incremental": run_incremental, "requests": run_requests, "tokens": run_tokens,
-          "accuracy": run_accuracy, "memory": run_memory}[kind]
+          "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval}[kind]
     out = fn(args)
     if isinstance(out, int):
         return out

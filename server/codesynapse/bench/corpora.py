@@ -13,6 +13,16 @@ Named corpora (``--corpus NAME``; anything else is a path):
 * ``rxjs`` — the TypeScript sources of the rxjs npm package (``npm pack``), unpacked in the
   cache; the prebuilt ``dist/`` is excluded by the default policy.
 
+Registry corpora at pinned versions (the retrieval evaluation's repositories), each fetched
+with the registry's own client into the cache and unpacked there (never into the repository):
+
+* ``pypi:NAME==VERSION`` — the sdist (``pip download --no-deps --no-binary :all:``);
+* ``npm:NAME@VERSION`` — the package tarball (``npm pack``); ``build/`` and ``dist/`` excluded;
+* ``go:MODULE@VERSION`` — the module zip from the module cache (``go mod download -json``);
+* ``maven:GROUP:ARTIFACT:VERSION`` — the ``-sources.jar`` (``mvn dependency:get``);
+* ``crate:NAME@VERSION`` — the ``.crate`` file (``cargo fetch`` of a throw-away manifest that
+  depends on exactly that version, with default features off).
+
 The cache is ``$CODESYNAPSE_BENCH_CACHE`` or ``~/.cache/codesynapse-bench``.
 """
 
@@ -141,6 +151,186 @@ def npm_package(name: str, version: str) -> Corpus:
                   languages=("typescript",))
 
 
+def _unpack_once(dest: Path, marker: str, unpack) -> None:
+    """Unpack into ``dest`` through a ``.partial`` folder unless ``dest/marker`` exists."""
+    if (dest / marker).exists():
+        return
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        top = unpack(tmp)
+        shutil.rmtree(dest, ignore_errors=True)
+        Path(top).rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    log.info("fetching %s: %s", what, " ".join(cmd))
+    try:
+        return subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, timeout=600, capture_output=True,
+                              text=True, cwd=cwd)
+    except FileNotFoundError as e:
+        raise SystemExit(f"cannot fetch {what}: {cmd[0]} is not installed") from e
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"cannot fetch {what}: {' '.join(cmd)} failed: {(e.stderr or e.stdout or '').strip()[-400:]}")
+
+
+def _single_top(tmp: Path) -> Path:
+    entries = [p for p in tmp.iterdir()]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
+
+
+def pypi_sdist(name: str, version: str) -> Corpus:
+    downloads = cache_dir() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    norm = name.lower().replace("-", "_")
+
+    def sdists() -> list[Path]:
+        return [p for p in downloads.glob("*.tar.gz")
+                if p.name.lower().replace("-", "_") == f"{norm}_{version}.tar.gz".lower()]
+
+    if not sdists():
+        _run([sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps", "--no-binary", ":all:",
+              "-d", str(downloads)], f"{name}=={version}")
+    found = sdists()
+    if not found:
+        raise SystemExit(f"pip download {name}=={version} left no sdist in {downloads}")
+    dest = cache_dir() / "corpora" / f"pypi-{norm}-{version}"
+
+    def unpack(tmp: Path) -> Path:
+        with tarfile.open(found[0]) as tar:
+            _safe_extract(tar, tmp)
+        return _single_top(tmp)
+
+    _unpack_once(dest, "PKG-INFO", unpack)
+    return Corpus(f"{norm}-{version}", dest, f"{name} {version} (PyPI sdist)",
+                  f"pip download {name}=={version} --no-deps --no-binary :all:", languages=("python",))
+
+
+def npm_source(name: str, version: str) -> Corpus:
+    """An npm package that ships its TypeScript source: the tarball without its prebuilt
+    ``build/`` and ``dist/`` output."""
+    c = npm_package(name, version)
+    return Corpus(name.rsplit("/", 1)[-1] + "-" + version, c.path, c.version, c.source, exclude=("build/", "dist/"),
+                  languages=("typescript",))
+
+
+def go_module(module: str, version: str) -> Corpus:
+    out = _run(["go", "mod", "download", "-json", f"{module}@{version}"], f"{module}@{version}")
+    info = json.loads(out.stdout)
+    if info.get("Error") or not info.get("Zip"):
+        raise SystemExit(f"go mod download {module}@{version}: {info.get('Error') or 'no zip'}")
+    dest = cache_dir() / "corpora" / ("go-" + module.replace("/", "_") + "-" + version)
+
+    def unpack(tmp: Path) -> Path:
+        import zipfile
+
+        with zipfile.ZipFile(info["Zip"]) as z:
+            _safe_unzip(z, tmp)
+        # a module zip holds MODULE@VERSION/... under the module path
+        top = tmp / f"{module}@{version}"
+        return top if top.is_dir() else tmp
+
+    _unpack_once(dest, "go.mod", unpack)
+    parts = module.split("/")
+    short = parts[-2] if len(parts) > 1 and parts[-1][:1] == "v" and parts[-1][1:].isdigit() else parts[-1]
+    return Corpus(f"{short}-{version}", dest, f"{module} {version} (Go module)", f"go mod download -json {module}@{version}",
+                  exclude=("testdata/",), languages=("go",))
+
+
+def _safe_unzip(z, dest: Path) -> None:
+    root = os.path.realpath(dest)
+    for m in z.infolist():
+        target = os.path.realpath(os.path.join(dest, m.filename))
+        if not (target + os.sep).startswith(root + os.sep) and target != root:
+            raise ValueError(f"refusing to extract {m.filename!r}")
+    z.extractall(dest)
+    for dirpath, dirnames, filenames in os.walk(dest):  # module-cache zips unpack read-only elsewhere; keep writable
+        for n in filenames:
+            os.chmod(os.path.join(dirpath, n), 0o644)
+
+
+def maven_sources(group: str, artifact: str, version: str) -> Corpus:
+    m2 = Path(os.path.expanduser("~")) / ".m2" / "repository" / Path(*group.split(".")) / artifact / version
+    jar = m2 / f"{artifact}-{version}-sources.jar"
+    if not jar.exists():
+        _run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={group}:{artifact}:{version}:jar:sources",
+              "-Dtransitive=false"], f"{group}:{artifact}:{version} sources")
+    if not jar.exists():
+        raise SystemExit(f"mvn dependency:get left no {jar}")
+    dest = cache_dir() / "corpora" / f"maven-{group}-{artifact}-{version}"
+
+    def unpack(tmp: Path) -> Path:
+        import zipfile
+
+        with zipfile.ZipFile(jar) as z:
+            _safe_unzip(z, tmp)
+        (tmp / ".sources-jar").write_text(f"{group}:{artifact}:{version}\n")
+        return tmp
+
+    _unpack_once(dest, ".sources-jar", unpack)
+    return Corpus(f"{artifact}-{version}", dest, f"{group}:{artifact} {version} (Maven Central sources jar)",
+                  f"mvn dependency:get -Dartifact={group}:{artifact}:{version}:jar:sources", exclude=("META-INF/",),
+                  languages=("java",))
+
+
+def crate_source(name: str, version: str) -> Corpus:
+    cargo_home = Path(os.environ.get("CARGO_HOME") or Path(os.path.expanduser("~")) / ".cargo")
+
+    def crates() -> list[Path]:
+        return sorted((cargo_home / "registry" / "cache").glob(f"*/{name}-{version}.crate"))
+
+    if not crates():
+        proj = cache_dir() / "downloads" / f"crate-fetch-{name}-{version}"
+        (proj / "src").mkdir(parents=True, exist_ok=True)
+        (proj / "src" / "main.rs").write_text("fn main() {}\n")
+        (proj / "Cargo.toml").write_text(
+            f'[package]\nname = "fetch-only"\nversion = "0.0.0"\nedition = "2021"\n\n'
+            f'[dependencies]\n{name} = {{ version = "={version}", default-features = false }}\n')
+        _run(["cargo", "fetch", "--manifest-path", str(proj / "Cargo.toml")], f"crate {name}@{version}")
+    found = crates()
+    if not found:
+        raise SystemExit(f"cargo fetch left no {name}-{version}.crate under {cargo_home}/registry/cache")
+    dest = cache_dir() / "corpora" / f"crate-{name}-{version}"
+
+    def unpack(tmp: Path) -> Path:
+        with tarfile.open(found[0]) as tar:
+            _safe_extract(tar, tmp)
+        return _single_top(tmp)
+
+    _unpack_once(dest, "Cargo.toml", unpack)
+    return Corpus(f"{name}-{version}", dest, f"{name} {version} (crates.io crate)", f"cargo fetch ({name} ={version})",
+                  languages=("rust",))
+
+
+def registry(spec: str) -> Corpus | None:
+    """A registry corpus (``pypi:``, ``npm:``, ``go:``, ``maven:``, ``crate:``) or None."""
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        return None
+    kind = kind.lower()
+    if kind == "pypi" and "==" in rest:
+        name, version = rest.split("==", 1)
+        return pypi_sdist(name, version)
+    if kind == "npm" and "@" in rest[1:]:
+        name, version = rest.rsplit("@", 1)
+        return npm_source(name, version)
+    if kind == "go" and "@" in rest:
+        module, version = rest.rsplit("@", 1)
+        return go_module(module, version)
+    if kind == "maven" and rest.count(":") == 2:
+        return maven_sources(*rest.split(":"))
+    if kind == "crate" and "@" in rest:
+        name, version = rest.split("@", 1)
+        return crate_source(name, version)
+    if kind in ("pypi", "npm", "go", "maven", "crate"):
+        raise SystemExit(f"corpus {spec!r}: write pypi:NAME==VERSION, npm:NAME@VERSION, go:MODULE@VERSION, "
+                         "maven:GROUP:ARTIFACT:VERSION or crate:NAME@VERSION")
+    return None
+
+
 ALIASES = {"stdlib": "python-stdlib", "python": "python-stdlib", "python-stdlib": "python-stdlib",
            "django": "django", "go": "go-stdlib", "go-stdlib": "go-stdlib", "rxjs": "rxjs"}
 
@@ -156,6 +346,9 @@ def resolve(spec: str, exclude: tuple[str, ...] = ()) -> Corpus:
         return go_stdlib()
     if key == "rxjs":
         return npm_package(*RXJS)
+    reg = registry(spec) if spec and not Path(spec).expanduser().is_dir() else None
+    if reg is not None:
+        return reg
     path = Path(spec).expanduser()
     if not path.is_dir():
         raise SystemExit(f"corpus {spec!r} is neither a known name ({', '.join(sorted(set(ALIASES.values())))}) "

@@ -1,0 +1,212 @@
+"""The retrieval evaluation's arithmetic and checks, with written-out numbers: recall@8, MRR,
+the charged reduction, the split, the task-text leak check and the line-range check (on a real
+index of a two-file tree). No corpus is downloaded and no timing is asserted."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codesynapse.bench import retrieval_eval as ev
+
+
+def card(path: str, start: int, end: int, qname: str = "x") -> dict:
+    return {"qualifiedName": qname, "kind": "function", "path": path, "range": [start, end]}
+
+
+# ---- recall@8 and MRR -----------------------------------------------------------------------------
+
+
+def test_recall_at_8_counts_evidence_units_in_the_first_eight_cards():
+    cards = [card("a.py", 1, 5), card("b.py", 10, 20), card("c.py", 30, 40)]
+    evidence = [("b.py", 10, 20), ("d.py", 1, 2)]
+    assert ev.recall_at_k(cards, evidence) == (1, 2)
+    assert ev.recall_at_k(cards, [("a.py", 3, 3), ("c.py", 35, 50)]) == (2, 2)  # overlapping ranges count
+
+
+def test_recall_at_8_ignores_a_ninth_card():
+    cards = [card(f"f{i}.py", 1, 2) for i in range(8)] + [card("answer.py", 5, 9)]
+    assert ev.recall_at_k(cards, [("answer.py", 5, 9)]) == (0, 1)
+    assert ev.recall_at_k(cards, [("answer.py", 5, 9)], k=9) == (1, 1)
+
+
+def test_a_whole_module_card_does_not_point_at_a_function_in_it():
+    # a 900-line module range starting before the function is not evidence of the function
+    assert ev.recall_at_k([card("m.py", 1, 900)], [("m.py", 400, 420)]) == (0, 1)
+
+
+def test_reciprocal_rank_is_one_over_the_first_card_holding_any_unit():
+    cards = [card("a.py", 1, 5), card("b.py", 1, 5), card("c.py", 1, 5), card("d.py", 1, 5)]
+    assert ev.reciprocal_rank(cards, [("c.py", 2, 2), ("d.py", 1, 5)]) == pytest.approx(1 / 3)
+    assert ev.reciprocal_rank(cards, [("a.py", 1, 1)]) == 1.0
+    assert ev.reciprocal_rank(cards, [("z.py", 1, 1)]) == 0.0
+    assert ev.reciprocal_rank([], [("a.py", 1, 1)]) == 0.0
+
+
+# ---- aggregate: recall, MRR, complete, reductions -------------------------------------------------
+
+
+def test_summary_reports_complete_and_charged_reductions():
+    rows = [
+        {"ok": True, "unitsFound": 1, "units": 1, "rr": 1.0, "tokens": 100, "baselineA": 1000},
+        {"ok": False, "unitsFound": 0, "units": 2, "rr": 0.0, "tokens": 200, "baselineA": 500},
+        {"ok": True, "unitsFound": 2, "units": 2, "rr": 0.5, "tokens": 300, "baselineA": 2000},
+    ]
+    s = ev.summarize(rows)
+    assert s["tasks"] == 3
+    assert s["complete"] == 2
+    assert s["completePct"] == pytest.approx(200 / 3)
+    assert s["recallAt8"] == pytest.approx(0.6)  # (1 + 0 + 2) / (1 + 2 + 2)
+    assert s["mrr"] == pytest.approx(0.5)  # (1 + 0 + 0.5) / 3
+    assert s["tokensReturned"] == 600
+    assert s["baselineA"] == 3500
+    # complete tasks only: raw 3000, returned 400
+    assert s["reductionCompletePct"] == pytest.approx(86.66666666666667)
+    # charged: raw 3500; returned 100 + 300 + (500 + 200) for the failed task = 1100
+    assert s["reductionChargedPct"] == pytest.approx(68.57142857142857)
+
+
+def test_summary_of_no_tasks_is_not_applicable():
+    s = ev.summarize([])
+    assert s["tasks"] == 0 and s["recallAt8"] is None and s["mrr"] is None and s["reductionChargedPct"] is None
+
+
+# ---- split ----------------------------------------------------------------------------------------
+
+
+def test_split_is_by_sha256_of_the_id_and_even():
+    # sha256 prefixes: t1 628b49…, t2 c44474…, t3 cece8a…, t4 a2f1a6…, t5 f413e4…, t6 8a37b8…
+    # order t1 t6 t4 t2 t3 t5: the first three are tune
+    assert ev.assign_splits(["t1", "t2", "t3", "t4", "t5", "t6"]) == {
+        "t1": "tune", "t6": "tune", "t4": "tune", "t2": "heldout", "t3": "heldout", "t5": "heldout"}
+    # an odd count: the extra task is held out (order t1 t4 t2 t3 t5)
+    assert ev.assign_splits(["t5", "t3", "t1", "t2", "t4"]) == {
+        "t4": "tune", "t1": "tune", "t2": "heldout", "t3": "heldout", "t5": "heldout"}
+
+
+def test_split_does_not_depend_on_the_order_of_the_ids():
+    ids = [f"task-{i}" for i in range(11)]
+    assert ev.assign_splits(ids) == ev.assign_splits(list(reversed(ids)))
+
+
+# ---- the task-text leak check ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Why is parse_header called twice?",
+    "Why is ParseHeader called twice?",
+    "Why is parseHeader called twice?",
+    "why do we parse header lines twice?",
+    "Parse-Header runs twice",
+])
+def test_a_task_naming_the_unit_is_rejected(text):
+    assert ev.leaks(text, ["pkg.http.parse_header"])
+
+
+@pytest.mark.parametrize("text", [
+    "Why is every header parsed twice?",
+    "We parse the header twice",
+    "A header line is read twice",
+])
+def test_plain_words_that_are_one_sub_word_are_fine(text):
+    assert ev.leaks(text, ["pkg.http.parse_header"]) == []
+
+
+def test_a_one_word_name_may_not_appear_as_a_word_but_an_inflection_may():
+    assert ev.leaks("Why does increment give up early?", ["urllib3.util.retry.Retry.increment"])
+    assert ev.leaks("Why is the counter incremented twice?", ["urllib3.util.retry.Retry.increment"]) == []
+
+
+def test_unit_names_across_languages():
+    assert ev.unit_name("ureq::unit::connect") == "connect"
+    assert ev.unit_name("src/mutation.Mutation.#dispatch") == "dispatch"
+    assert ev.unit_name("github.com/go-chi/chi/v5.Mux.routeHTTP") == "routeHTTP"
+    assert ev.subwords("routeHTTP") == ["route", "http"]
+    assert ev.subwords("URLParam") == ["url", "param"]
+    assert ev.leaks("Where does route HTTP find the handler?", ["github.com/go-chi/chi/v5.Mux.routeHTTP"])
+    assert ev.leaks("Where is the route for an http request found?", ["github.com/go-chi/chi/v5.Mux.routeHTTP"]) == []
+    assert ev.leaks("A DELETE is retried by the dispatcher", ["src/mutation.Mutation.#dispatch"]) == []
+
+
+# ---- loading: split and leaks are checked before anything runs -----------------------------------
+
+
+def _write(root: Path, half: str, body: str) -> None:
+    (root / half).mkdir(parents=True, exist_ok=True)
+    (root / half / "r.yaml").write_text(textwrap.dedent(body), encoding="utf-8")
+
+
+def _task(tid: str, split: str, text: str) -> str:
+    return f"""
+      - id: {tid}
+        split: {split}
+        group: plain_english
+        kind: lookup
+        request: {{method: codesynapse/minimalContext, params: {{task: "{text}"}}}}
+        units: [pkg.mod.parse_header]
+        evidence: ["pkg/mod.py:3-9"]
+    """
+
+
+def test_the_set_rejects_a_wrong_split_and_a_leaking_task(tmp_path):
+    # t1 (628b…) sorts before t4 (a2f1…): with two tasks, t1 is tune and t4 held out
+    _write(tmp_path, "tune", "corpus: x\ntasks:" + _task("t4", "tune", "Why is every header read twice?"))
+    _write(tmp_path, "heldout", "corpus: x\ntasks:" + _task("t1", "heldout", "Why is parse_header slow?"))
+    with pytest.raises(ev.EvalSetError) as e:
+        ev.load_eval_set(tmp_path)
+    msg = str(e.value)
+    assert "t4: recorded split 'tune', computed 'heldout'" in msg
+    assert "t1: recorded split 'heldout', computed 'tune'" in msg
+    assert "t1: the task text names 'parse_header'" in msg
+
+
+def test_the_set_accepts_a_correct_split(tmp_path):
+    _write(tmp_path, "tune", "corpus: x\ntasks:" + _task("t1", "tune", "Why is every header read twice?"))
+    _write(tmp_path, "heldout", "corpus: x\ntasks:" + _task("t4", "heldout", "Which code reads a header line?"))
+    tasks = ev.load_eval_set(tmp_path)
+    assert {(t.id, t.split) for t in tasks} == {("t1", "tune"), ("t4", "heldout")}
+    assert tasks[0].unit_locations() == [("pkg.mod.parse_header", ("pkg/mod.py", 3, 9))]
+
+
+def test_the_shipped_set_passes_its_own_checks():
+    tasks = ev.load_eval_set()
+    pe = [t for t in tasks if t.group == "plain_english"]
+    assert len(pe) >= 60
+    assert len({t.repo for t in tasks}) >= 6
+    assert all(not ev.leaks(t.text, t.units) for t in pe)
+
+
+# ---- the line-range check, on a real index ---------------------------------------------------------
+
+
+def test_units_must_sit_at_their_lines_in_the_index(tmp_path):
+    from codesynapse.bench.apps import open_app
+
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "mod.py").write_text(textwrap.dedent('''\
+        import re
+
+
+        def parse_header(line):
+            name, _, value = line.partition(":")
+            return name.strip().lower(), value.strip()
+
+
+        def other():
+            return 1
+        '''))
+    app = open_app(root, tmp_path / "data", watch=False)
+    try:
+        app.index()
+        good = [("pkg.mod.parse_header", ("pkg/mod.py", 4, 6))]
+        assert ev.check_units(app.store, root, good) == []
+        shifted = ev.check_units(app.store, root, [("pkg.mod.parse_header", ("pkg/mod.py", 5, 6))])
+        assert shifted == ["pkg.mod.parse_header: not at pkg/mod.py:5-6 in the index (it is at pkg/mod.py:4-6)"]
+        missing = ev.check_units(app.store, root, [("pkg.mod.parse_headers", ("pkg/mod.py", 4, 6))])
+        assert missing == ["pkg.mod.parse_headers: no such symbol in the index"]
+    finally:
+        app.close()
