@@ -4,7 +4,10 @@ Only structure is kept, never values: a Markdown heading becomes a ``section`` s
 (qname ``docs/guide.md#Install > From source``, lines from the heading to the line before the
 next heading of the same or a higher level, summary = first sentence of its first paragraph);
 a config key becomes a ``key`` symbol (qname ``deploy/app.yaml#server.tls.cert``, list items as
-``[i]``, summary = the comment lines directly above it). Summaries pass the redactor. A key's
+``[i]``, summary = the comment lines directly above it). Every string of the result (headings,
+key names and paths, signatures, summaries) passes the redaction gate
+(``extract.redact.RecordGate``), so a heading or a key that holds a credential is stored
+redacted, like the snippet of the same lines. A key's
 ``hash`` is the SHA-1 of the file's content hash followed by the pair's bytes, so it changes
 when the value changes but cannot be checked against guessed values without the whole file.
 
@@ -25,16 +28,16 @@ from tree_sitter import Node, Point, Range
 from codesynapse.extract import engine
 from codesynapse.extract.hooks import first_sentence, squash, text
 from codesynapse.extract.model import FileExtraction, Symbol
+from codesynapse.extract.redact import RecordGate
 
 MAX_DEPTH = 6
 MAX_KEYS = 2000
 _WS = re.compile(r"\s+")
 
 
-def _redactor(extra):
-    from codesynapse.extract.redact import redact
-
-    return lambda s: redact(s, extra) if s else s
+def _gated(fx: FileExtraction, extra) -> FileExtraction:
+    """``fx`` with every string through the redaction gate."""
+    return RecordGate(extra).record(fx)
 
 
 def _line_count(src: bytes) -> int:
@@ -69,7 +72,6 @@ class _DocHooks:
 class MarkdownHooks(_DocHooks):
     def extract(self, *, relpath: str, src: bytes, parser, module: str, file_hash: str, language: str,
                 redact_extra=()) -> FileExtraction:
-        redact = _redactor(redact_extra)
         lines = src.split(b"\n")
         n_lines = _line_count(src)
         heads, partial, rest_line = self._heads(src, parser)
@@ -107,7 +109,7 @@ class MarkdownHooks(_DocHooks):
                 qname=qname, name=title[:256], kind="section", signature=squash(f"{'#' * level} {title}"),
                 start_line=start, end_line=end, start_col=col, end_col=0,
                 hash=hashlib.sha1(b"\n".join(lines[start - 1:end])).hexdigest(),
-                summary=redact(summary), parent=parent,
+                summary=summary, parent=parent,
             ))
         notes = []
         if rest_line:
@@ -116,8 +118,9 @@ class MarkdownHooks(_DocHooks):
         if any(h[1] for h in heads[MAX_KEYS:]) and symbols:
             notes.append(f"sections limit ({MAX_KEYS:,} a file): sections after line {symbols[-1].start_line:,} "
                          f"left out")
-        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=n_lines,
-                              module=module, symbols=symbols, partial=partial or bool(notes), error="; ".join(notes))
+        return _gated(FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=n_lines,
+                                     module=module, symbols=symbols, partial=partial or bool(notes),
+                                     error="; ".join(notes)), redact_extra)
 
     def _heads(self, src: bytes, parser) -> tuple[list[tuple], bool, int]:
         """The headings (level, title, row, column, start byte, first sentence below), whether
@@ -223,11 +226,10 @@ class MarkdownHooks(_DocHooks):
 class _KeyCollector:
     """Accumulates key symbols for one file, with the caps and the comment-above summaries."""
 
-    def __init__(self, module: str, src: bytes, file_hash: str, redact, comments: dict[int, str]):
+    def __init__(self, module: str, src: bytes, file_hash: str, comments: dict[int, str]):
         self.module = module
         self.src = src
         self.file_hash = file_hash
-        self.redact = redact
         self.comments = comments  # 0-based row → comment text, for whole-line comments
         self.symbols: list[Symbol] = []
         self.seen: set[str] = set()
@@ -294,7 +296,7 @@ class _KeyCollector:
             start_line=node.start_point[0] + 1, end_line=_end_line(node),
             start_col=node.start_point[1], end_col=node.end_point[1],
             hash=_node_hash(self.file_hash, node, self.src),
-            summary=self.redact(self.summary(node.start_point[0])) if summary else "",
+            summary=self.summary(node.start_point[0]) if summary else "",
             parent=parent,
         ))
 
@@ -344,12 +346,12 @@ class _ConfigHooks(_DocHooks):
                                   error=f"a {language.upper()} file over {engine.MAX_PIECE_BYTES:,} bytes is not "
                                         f"parsed: its keys are left out")
         tree = parser.parse(src)
-        keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, src))
+        keys = _KeyCollector(module, src, file_hash, _comments(tree.root_node, src))
         self.walk(tree.root_node, src, keys)
         note = keys.finish()
-        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src),
-                              lines=_line_count(src), module=module, symbols=keys.symbols,
-                              partial=tree.root_node.has_error or bool(note), error=note)
+        return _gated(FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src),
+                                     lines=_line_count(src), module=module, symbols=keys.symbols,
+                                     partial=tree.root_node.has_error or bool(note), error=note), redact_extra)
 
     def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
         raise NotImplementedError
@@ -384,13 +386,13 @@ class YamlHooks(_ConfigHooks):
             cut = j + 1 if j >= 0 else 0
         head = src[:cut]
         tree = parser.parse(head)
-        keys = _KeyCollector(module, src, file_hash, _redactor(redact_extra), _comments(tree.root_node, head))
+        keys = _KeyCollector(module, src, file_hash, _comments(tree.root_node, head))
         self.walk(tree.root_node, src, keys)
         lines, first = _line_count(src), src.count(b"\n", 0, cut) + 1
         note = keys.finish() or f"tree-sitter-yaml reads at most 32,767 lines: lines {first:,}-{lines:,} not read"
-        return FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=lines,
-                              module=module, symbols=keys.symbols, partial=tree.root_node.has_error or bool(note),
-                              error=note)
+        return _gated(FileExtraction(path=relpath, language=language, hash=file_hash, size=len(src), lines=lines,
+                                     module=module, symbols=keys.symbols,
+                                     partial=tree.root_node.has_error or bool(note), error=note), redact_extra)
 
     def walk(self, root: Node, src: bytes, keys: _KeyCollector) -> None:
         docs = [c for c in root.named_children if c.type == "document"]

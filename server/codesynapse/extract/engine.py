@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, Parser, Point, Query, QueryCursor, Range
 
 from codesynapse.extract.hooks import LanguageHooks, text
+from codesynapse.extract.redact import RecordGate
 from codesynapse.extract.model import (
     TYPE_KINDS,
     UNIT_KINDS,
@@ -60,10 +61,8 @@ class _Def:
     children: list["_Def"] = field(default_factory=list)
 
 
-def _redactor(extra):
-    from codesynapse.extract.redact import redact
-
-    return lambda s: redact(s, extra) if s else s
+def _gate(extra) -> RecordGate:
+    return RecordGate(extra)
 
 
 @dataclass
@@ -75,7 +74,7 @@ class _File:
     hooks: LanguageHooks
     relpath: str
     module: str
-    redact: object
+    gate: RecordGate  # every string of what is extracted passes it (extract/redact.py), at the end
     path_module: str = ""
     symbols: list[Symbol] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
@@ -92,6 +91,23 @@ class _File:
     rest_line: int = 0  # line from which the rest of the file is left out (one statement too large)
     # (unit start byte, top-level names its receiver hints were learnt from), when traced
     consults: list | None = None
+    gated: bool = False
+
+    def pass_gate(self) -> None:
+        """Every string of what was extracted through the redaction gate (once): symbols
+        (qualified names, names, signatures, summaries), calls, imports and bases, and the
+        names the incremental extractor keeps."""
+        if self.gated:
+            return
+        g = self.gate
+        self.symbols = g.records(self.symbols)
+        self.calls = g.records(self.calls)
+        self.imports = g.records(self.imports)
+        self.inherits = g.records(self.inherits)
+        self.module = g.ref(self.module)
+        if self.consults:
+            self.consults = [(byte, frozenset(g.text(n) for n in names)) for byte, names in self.consults]
+        self.gated = True
 
     def notes(self, lines: int) -> str:
         """Why the file is partial, naming what was left out ("" when nothing was)."""
@@ -130,7 +146,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
     or a piece's tree whose statements from ``hi`` on are parsed again with the next piece.
     Pieces are cut between top-level statements and every definition lies inside one, so
     containment never crosses a piece."""
-    src, hooks, module, relpath, redact = f.src, f.hooks, f.module, f.relpath, f.redact
+    src, hooks, module, relpath = f.src, f.hooks, f.module, f.relpath
     sep = hooks.sep
     cursor = QueryCursor(f.query)
     defs: list[_Def] = []
@@ -220,7 +236,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
                 qname=d.qname,
                 name=d.name,
                 kind=d.kind,
-                signature=redact(hooks.signature(d.node, src)),
+                signature=hooks.signature(d.node, src),
                 start_line=d.node.start_point[0] + 1,
                 # a node that ends at column 0 ends with its newline (C ``#define``): its last
                 # line is the one before
@@ -229,7 +245,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
                 start_col=d.node.start_point[1],
                 end_col=d.node.end_point[1],
                 hash=hashlib.sha1(src[d.node.start_byte:d.node.end_byte]).hexdigest(),
-                summary=redact(hooks.summary(d.node, src)),
+                summary=hooks.summary(d.node, src),
                 parent=parent_q,
                 is_test=is_test,
                 exported=hooks.exported(d.name, d.node, src),
@@ -350,7 +366,7 @@ def _start(f: _File, root: Node, lines: int, file_hash: str) -> None:
     sym = Symbol(
         qname=module, name=mod_name, kind="module", signature="", start_line=1,
         end_line=max(lines, 1), start_col=0, end_col=0, hash=file_hash,
-        summary=f.redact(hooks.summary_module(root, src) if hasattr(hooks, "summary_module") else ""),
+        summary=hooks.summary_module(root, src) if hasattr(hooks, "summary_module") else "",
     )
     if f.symbols:
         f.symbols[0] = sym
@@ -467,7 +483,7 @@ def extract_file(
         return extract_tree(tree=parser.parse(src), src=src, query=query, hooks=hooks, relpath=relpath,
                             language=language, module=module, file_hash=file_hash, redact_extra=redact_extra)
     f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, path_module=module,
-              redact=_redactor(redact_extra))
+              gate=_gate(redact_extra))
     lines = _line_count(src)
     n = len(src)
     lo, lo_point, size = 0, (0, 0), PIECE_BYTES
@@ -563,6 +579,7 @@ def _line_count(src: bytes) -> int:
 
 
 def _finish(f: _File, language: str, file_hash: str, lines: int) -> FileExtraction:
+    f.pass_gate()
     notes = f.notes(lines)
     if notes:
         log.info("%s: partial extraction: %s", f.relpath, notes)
@@ -596,7 +613,7 @@ def extract_tree(
 ) -> FileExtraction:
     """Extract a whole file's tree in one segment."""
     f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, path_module=module,
-              redact=_redactor(redact_extra))
+              gate=_gate(redact_extra))
     lines = _line_count(src)
     root = tree.root_node
     _start(f, root, lines, file_hash)
@@ -668,7 +685,7 @@ def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageH
     hold (what is extracted from them is for the caller to drop); the file's module symbol
     comes first in ``file.symbols`` when the range starts the file."""
     f = _File(src=src, query=query, hooks=hooks, relpath=relpath, module=module, path_module=module,
-              redact=_redactor(redact_extra), consults=[])
+              gate=_gate(redact_extra), consults=[])
     whole = lo == 0 and (hi is None or hi == len(src)) and not context
     hi = len(src) if hi is None else hi
     ranges = sorted([(lo, hi, lo_row), *context])
@@ -685,6 +702,8 @@ def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageH
     f.partial = root.has_error
     _segment(f, root, None)
     starts, defines = _blocks(root, src, hooks, [(a, row) for a, _b, row in ranges])
+    f.pass_gate()
+    defines = [tuple(f.gate.text(n) for n in d) for d in defines]
     return Blocks(file=f, starts=starts, defines=defines, consults=f.consults or [], error=root.has_error)
 
 

@@ -43,11 +43,14 @@ import binascii
 import math
 import re
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
+
+import msgspec
 
 __all__ = [
     "CUSTOM_KIND",
     "KINDS",
+    "RecordGate",
     "compile_patterns",
     "contains_secret",
     "find_secrets",
@@ -1029,3 +1032,111 @@ def compile_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
             raise ValueError(f"redact pattern {pattern!r}: matches the empty string")
         compiled.append(rx)
     return tuple(compiled)
+
+
+# --------------------------------------------------------------------------------------
+# 5. The gate: every string of a record before it is stored
+# --------------------------------------------------------------------------------------
+
+# Fields kept as they are: what identifies a file on disk (the index must read it again),
+# digests, and the closed vocabularies the code itself writes.
+VERBATIM_FIELDS: Final = frozenset({"path", "hash", "base_hash", "language", "kind", "status", "id"})
+# Fields that hold a qualified name: redacted as the symbol of that name was (see ``RecordGate``).
+QNAME_FIELDS: Final = frozenset({"qname", "parent", "caller", "child", "module"})
+
+R = TypeVar("R")
+
+
+class RecordGate:
+    """The one gate every string passes before a store keeps it: symbol names, qualified
+    names, headings, key paths, signatures, summaries, call and import text (extraction),
+    entity names, aliases, types, predicates and sources (memory). Each string is redacted
+    with :func:`redact` and the repository policy's patterns; ordinary names come out
+    byte for byte the same.
+
+    A qualified name is redacted the way its symbol is shown: the parent's redacted
+    qualified name, then the rest, in which the symbol's own name reads as it does alone
+    (a heading ``password: hunter2`` under ``notes.md`` gives the name
+    ``password: [REDACTED:password]`` and the qualified name
+    ``notes.md#password: [REDACTED:password]``, where the whole string alone would not
+    give the context that finds it). References to a qualified name (``parent``,
+    ``caller``, ``child``, ``module``) map to the same redacted name, so links between
+    records hold. One gate serves one batch of records (a file's extraction, a request);
+    it remembers what it redacted."""
+
+    __slots__ = ("extra", "_qnames", "_texts")
+
+    def __init__(self, extra: Sequence[re.Pattern[str]] = ()):
+        self.extra = tuple(extra)
+        self._texts: dict[str, str] = {}
+        self._qnames: dict[str, str] = {}
+
+    def text(self, s: str) -> str:
+        if not s:
+            return s
+        out = self._texts.get(s)
+        if out is None:
+            out = self._texts[s] = redact(s, self.extra)
+        return out
+
+    def ref(self, qname: str) -> str:
+        """A qualified name written in another record."""
+        out = self._qnames.get(qname)
+        return out if out is not None else self.text(qname)
+
+    def qname(self, qname: str, name: str, parent: str) -> str:
+        """A symbol's own qualified name (its parent's first, when it has one)."""
+        out = self._qnames.get(qname)
+        if out is not None:
+            return out
+        if parent and len(qname) > len(parent) and qname.startswith(parent):
+            head, tail = self.ref(parent), qname[len(parent):]
+        else:
+            head, tail = "", qname
+        if name and name in tail:
+            shown = self.text(name)
+            if shown != name:
+                tail = tail.replace(name, shown)
+        out = self._qnames[qname] = head + self.text(tail)
+        return out
+
+    def value(self, field: str, v: Any) -> Any:
+        if isinstance(v, str):
+            if field in VERBATIM_FIELDS:
+                return v
+            return self.ref(v) if field in QNAME_FIELDS else self.text(v)
+        if isinstance(v, msgspec.Struct):
+            return self.record(v)
+        if isinstance(v, list):
+            if v and isinstance(v[0], msgspec.Struct):
+                return self.records(v)
+            return [self.value(field, x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(self.value(field, x) for x in v)
+        return v
+
+    def record(self, rec: R) -> R:
+        """``rec`` (a msgspec Struct) with every string field, and the strings of nested
+        records and lists, through the gate; the same object when nothing changed."""
+        names = rec.__struct_fields__  # type: ignore[attr-defined]
+        changes: dict[str, Any] = {}
+        own = "qname" in names and "name" in names and "parent" in names
+        # nested records first: the symbols a file's ``module`` or a call's ``caller`` name
+        for f in sorted(names, key=lambda f: isinstance(getattr(rec, f), str)):
+            v = getattr(rec, f)
+            if own and f == "qname":
+                new = self.qname(v, getattr(rec, "name"), getattr(rec, "parent"))
+            else:
+                new = self.value(f, v)
+            if new is not v and new != v:
+                changes[f] = new
+        return msgspec.structs.replace(rec, **changes) if changes else rec  # type: ignore[type-var]
+
+    def records(self, recs: Sequence[R]) -> list[R]:
+        """Records in their order, symbols redacted parents first (a parent's qualified name
+        is a prefix of its children's)."""
+        order = sorted(range(len(recs)), key=lambda i: len(getattr(recs[i], "qname", "")))
+        out: list[Any] = [None] * len(recs)
+        for i in order:
+            out[i] = self.record(recs[i])
+        return out
