@@ -5,7 +5,17 @@ import { currentSettings } from './config';
 import { currentDiff } from './git';
 import { selectInterpreter } from './interpreter';
 import { estimateRawCost } from './rawCost';
-import { MAX_RECALL_QUERY_BYTES, Methods, asString, isRecord, looksLikeCard, type Selector } from './protocol';
+import {
+  MAX_RECALL_QUERY_BYTES,
+  Methods,
+  asString,
+  budgetCanHelp,
+  isRecord,
+  looksLikeCard,
+  readEnvelope,
+  readSearchResults,
+  type Selector,
+} from './protocol';
 import {
   checkSelector,
   describeSelector,
@@ -18,7 +28,7 @@ import {
 } from './queries';
 import type { IndexStatusBar } from './statusBar';
 import type { ContextPanel, PanelMessage } from './views/panel';
-import { renderBusy, renderError, renderResult } from './views/render';
+import { renderBusy, renderError, renderResult, type Candidate, type ResultView } from './views/render';
 
 export const COMMANDS = {
   showSymbolCard: 'codesynapse.showSymbolCard',
@@ -63,14 +73,19 @@ export class ContextController implements vscode.Disposable {
     this.disposables.push(panel.onDidReceiveMessage((m) => void this.onMessage(m)));
   }
 
+  /** What the panel shows now, kept so that it can be redrawn (a candidate added, a result gone stale). */
+  private view: { id: number; query: Query; result: unknown; render: ResultView } | undefined;
+
   async run(query: Query): Promise<unknown> {
     const id = ++this.seq;
     this.last = query;
+    this.view = undefined;
     await this.panel.show(renderBusy(query.title));
     try {
       const result = await this.connection.request(query.method, query.params);
       if (id !== this.seq) return result;
-      const more = loadMoreQuery(query);
+      const env = readEnvelope(result);
+      const more = loadMoreQuery(query, budgetCanHelp(env));
       let subtitle = query.subtitle;
       if (isRecord(result)) {
         const subject: unknown = looksLikeCard(result) ? result : result.card;
@@ -79,16 +94,18 @@ export class ContextController implements vscode.Disposable {
       }
       const root = workspaceRoot();
       const rawEstimate = root ? estimateRawCost(result, root) : null;
-      await this.panel.show(
-        renderResult({
-          title: query.title,
-          subtitle,
-          result,
-          budget: queryBudget(query),
-          more: more ? { label: more.label } : null,
-          rawEstimate,
-        }),
-      );
+      const render: ResultView = {
+        title: query.title,
+        subtitle,
+        result,
+        budget: queryBudget(query),
+        more: more ? { label: more.label } : null,
+        rawEstimate,
+      };
+      this.view = { id, query, result, render };
+      if (query.method === Methods.minimalContext) render.candidates = await this.taskCandidates(query, result);
+      if (id !== this.seq) return result;
+      await this.panel.show(renderResult(render));
       return result;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -98,9 +115,52 @@ export class ContextController implements vscode.Disposable {
     }
   }
 
+  /**
+   * The symbols a task's answer left out, so that they can be seen and added: the names the
+   * server lists with its omissions, else the search results for the task's words that the
+   * answer does not show (as many as it says it left out).
+   */
+  private async taskCandidates(query: Query, result: unknown): Promise<Candidate[]> {
+    const env = readEnvelope(result);
+    const shown = new Set<string>();
+    if (isRecord(result) && Array.isArray(result.cards)) {
+      for (const c of result.cards) if (isRecord(c) && typeof c.qualifiedName === 'string') shown.add(c.qualifiedName);
+    }
+    const listed = env.omitted.flatMap((o) => o.items).filter((n) => !shown.has(n));
+    if (listed.length > 0) return [...new Set(listed)].map((selector) => ({ selector, kind: null, path: null, line: null, summary: null }));
+    const left = env.omitted.filter((o) => /candidate/i.test(o.what)).reduce((n, o) => n + (o.count ?? 0), 0);
+    if (left === 0) return [];
+    try {
+      const task = (query.params as { task: string }).task;
+      const found = await this.connection.request(Methods.search, { query: task, limit: Math.min(200, shown.size + left + 10) });
+      return readSearchResults(found)
+        .filter((r) => !shown.has(r.selector))
+        .slice(0, left);
+    } catch (error) {
+      this.log.debug(`search for the task's candidates failed: ${error instanceof Error ? error.message : String(error)}`);
+      return [];
+    }
+  }
+
+  /** Add a left-out candidate's card to the task answer shown. */
+  async addCandidate(selector: string): Promise<void> {
+    const view = this.view;
+    if (!view) return;
+    const { settings } = currentSettings();
+    try {
+      const answer = await this.connection.request(Methods.symbolCard, { selector, maxTokens: settings.budgets.symbolCard });
+      if (this.view !== view) return;
+      const card: unknown = isRecord(answer) && isRecord(answer.card) ? answer.card : answer;
+      view.render.added = [...(view.render.added ?? []), { card, tokens: readEnvelope(answer).tokens }];
+      await this.panel.show(renderResult(view.render));
+    } catch (error) {
+      void vscode.window.showWarningMessage(`Could not add ${selector}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   async loadMore(): Promise<void> {
     if (!this.last) return;
-    const next = loadMoreQuery(this.last);
+    const next = loadMoreQuery(this.last, this.view ? budgetCanHelp(readEnvelope(this.view.result)) : true);
     if (next) await this.run(next.query);
   }
 
@@ -111,6 +171,9 @@ export class ContextController implements vscode.Disposable {
         break;
       case 'more':
         await this.loadMore();
+        break;
+      case 'add':
+        await this.addCandidate(message.selector);
         break;
       case 'task':
         await this.task(message.task);

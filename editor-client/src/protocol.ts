@@ -147,6 +147,8 @@ export interface Omission {
   what: string;
   count: number | null;
   hint: string | null;
+  /** Names of what was left out, when the server lists them (under the `what` key, or `items`). */
+  items: string[];
 }
 
 /** The budget envelope every context answer carries. Fields the server did not send are null. */
@@ -230,6 +232,28 @@ function asStringList(value: unknown): string[] {
   return out;
 }
 
+/** Names from a list of strings or of records that carry a `qualifiedName` / `name`. */
+function asNameList(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const out: string[] = [];
+  for (const item of value) {
+    const s = asString(item) ?? (isRecord(item) ? (asString(item.qualifiedName) ?? asString(item.name)) : null);
+    if (s) out.push(s);
+  }
+  return out;
+}
+
+/**
+ * True when a larger budget can bring back what was left out: the server's hint for some
+ * omission says to raise `maxTokens`, or the answer was cut without saying what it left out.
+ * Omissions such as "weaker candidates" ("name an identifier, or search the words") are not
+ * a matter of budget, and asking again with twice the budget shows the same answer.
+ */
+export function budgetCanHelp(env: Envelope): boolean {
+  if (env.omitted.length === 0) return env.truncated;
+  return env.omitted.some((o) => o.hint === null || /maxTokens|budget/i.test(o.hint));
+}
+
 export function readIndexStatus(value: unknown): IndexStatus | null {
   if (!isRecord(value)) return null;
   const languages: Record<string, number> = {};
@@ -262,19 +286,22 @@ export function readEnvelope(value: unknown): Envelope {
     const hint = asString(r.omitted.howToGetMore) ?? asString(r.omitted.hint);
     for (const [what, count] of Object.entries(r.omitted)) {
       const n = asNumber(count);
-      if (n !== null && n > 0) omitted.push({ what, count: n, hint: hint || null });
+      if (n !== null && n > 0) omitted.push({ what, count: n, hint: hint || null, items: [] });
     }
   } else if (Array.isArray(r.omitted)) {
     for (const item of r.omitted) {
       if (isRecord(item)) {
+        const what = asString(item.what) ?? asString(item.kind) ?? 'items';
+        const listed = Array.isArray(item[what]) ? item[what] : item.items;
         omitted.push({
-          what: asString(item.what) ?? asString(item.kind) ?? 'items',
+          what,
           count: asNumber(item.count),
           hint: asString(item.hint),
+          items: asNameList(listed),
         });
       } else {
         const s = asString(item);
-        if (s !== null) omitted.push({ what: s, count: null, hint: null });
+        if (s !== null) omitted.push({ what: s, count: null, hint: null, items: [] });
       }
     }
   }
@@ -480,6 +507,19 @@ export function readFact(value: unknown): Fact | null {
     object: name(value.object),
     confidence: value.confidence === undefined ? 1 : asNumber(value.confidence),
   };
+}
+
+/** The results of a `search` answer, as candidates to show. */
+export function readSearchResults(value: unknown): { selector: string; kind: string | null; path: string | null; line: number | null; summary: string | null }[] {
+  if (!isRecord(value) || !Array.isArray(value.results)) return [];
+  const out: { selector: string; kind: string | null; path: string | null; line: number | null; summary: string | null }[] = [];
+  for (const r of value.results) {
+    if (!isRecord(r)) continue;
+    const selector = asString(r.qualifiedName) ?? asString(r.name);
+    if (!selector) continue;
+    out.push({ selector, kind: asString(r.kind), path: asString(r.path), line: readRange(r.range).start ?? asNumber(r.line), summary: asString(r.summary) });
+  }
+  return out;
 }
 
 /** Clamp a budget to what the server accepts. */

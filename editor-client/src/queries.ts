@@ -71,12 +71,13 @@ export const CALL_LIMIT_MAX = MAX_CALL_LIMIT;
 /**
  * The next, larger request for "load more": double the budget up to the server's maximum;
  * a call graph already at the maximum budget doubles its node limit instead. Null when
- * nothing can grow.
+ * nothing can grow, or when `budgetHelps` is false (what was left out does not depend on the
+ * budget: see `budgetCanHelp`).
  */
-export function loadMoreQuery(query: Query): { query: Query; label: string } | null {
+export function loadMoreQuery(query: Query, budgetHelps = true): { query: Query; label: string } | null {
   const params = query.params as { maxTokens?: number };
   const budget = typeof params.maxTokens === 'number' ? params.maxTokens : null;
-  if (budget !== null && budget < MAX_TOKENS) {
+  if (budget !== null && budget < MAX_TOKENS && budgetHelps) {
     const next = clampTokens(budget * 2);
     return {
       query: { ...query, params: { ...query.params, maxTokens: next } },

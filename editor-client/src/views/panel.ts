@@ -9,6 +9,7 @@ export type PanelMessage =
   | { type: 'card'; selector: string }
   | { type: 'open'; path: string; line: number | null }
   | { type: 'more' }
+  | { type: 'add'; selector: string }
   | { type: 'task'; task: string };
 
 export function parsePanelMessage(value: unknown): PanelMessage | null {
@@ -19,7 +20,8 @@ export function parsePanelMessage(value: unknown): PanelMessage | null {
     case 'more':
       return { type: m.type };
     case 'card':
-      return typeof m.selector === 'string' && m.selector ? { type: 'card', selector: m.selector } : null;
+    case 'add':
+      return typeof m.selector === 'string' && m.selector ? { type: m.type, selector: m.selector } : null;
     case 'open':
       return typeof m.path === 'string' && m.path
         ? { type: 'open', path: m.path, line: typeof m.line === 'number' && Number.isFinite(m.line) ? m.line : null }

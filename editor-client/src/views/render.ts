@@ -7,6 +7,7 @@
 import {
   ENVELOPE_KEYS,
   asString,
+  budgetCanHelp,
   callGraphEdges,
   isRecord,
   looksLikeCard,
@@ -316,7 +317,35 @@ function renderFields(value: Record<string, unknown>, skip: ReadonlySet<string>,
   return (scalars.length ? `<dl class="fields">${scalars.join('')}</dl>` : '') + blocks.join('');
 }
 
-export function renderOmitted(env: Envelope, more: LoadMore | null): string {
+/** A symbol the answer left out that the user can add to it (a task's weaker candidates). */
+export interface Candidate {
+  selector: string;
+  kind: string | null;
+  path: string | null;
+  line: number | null;
+  summary: string | null;
+}
+
+function renderCandidates(candidates: readonly Candidate[]): string {
+  if (candidates.length === 0) return '';
+  const rows = candidates
+    .map(
+      (c) =>
+        `<li class="candidate">` +
+        `<button class="add" data-action="add" data-selector="${escapeHtml(c.selector)}" title="Add its card to this answer" aria-label="Add ${escapeHtml(c.selector)}">+ Add</button> ` +
+        (c.kind ? `<span class="kind">${escapeHtml(c.kind)}</span> ` : '') +
+        `<button class="link symbol" data-action="card" data-selector="${escapeHtml(c.selector)}" title="${escapeHtml(c.selector)}">${escapeHtml(c.selector)}</button>` +
+        (c.path !== null
+          ? ` <button class="link location" data-action="open" data-path="${escapeHtml(c.path)}" data-line="${c.line ?? ''}">${escapeHtml(locationLabel(c.path, c.line, null))}</button>`
+          : '') +
+        (c.summary ? `<span class="candidate-summary detail">${escapeHtml(c.summary)}</span>` : '') +
+        `</li>`,
+    )
+    .join('');
+  return `<details class="candidates" open><summary>Omitted candidates (${candidates.length}) — add the ones you need</summary><ul>${rows}</ul></details>`;
+}
+
+export function renderOmitted(env: Envelope, more: LoadMore | null, candidates: readonly Candidate[] = []): string {
   if (env.omitted.length === 0 && !env.truncated) return '';
   const items = env.omitted
     .map(
@@ -328,10 +357,13 @@ export function renderOmitted(env: Envelope, more: LoadMore | null): string {
     .join('');
   const button = more
     ? `<button class="more" data-action="more">${escapeHtml(more.label)}</button>`
-    : '<p class="muted">This is the largest budget the server accepts; narrow the request to see the rest.</p>';
+    : budgetCanHelp(env)
+      ? '<p class="muted">This is the largest budget the server accepts; narrow the request to see the rest.</p>'
+      : '';
   return (
     `<section class="omitted"><h3>Omitted${env.truncated ? ' <span class="badge">truncated</span>' : ''}</h3>` +
     (items ? `<ul>${items}</ul>` : '') +
+    renderCandidates(candidates) +
     button +
     `</section>`
   );
@@ -365,6 +397,20 @@ export interface ResultView {
   more: LoadMore | null;
   /** The editor's estimate of the raw-file cost, used when the server sends no `rawTokens`. */
   rawEstimate?: RawCost | null;
+  /** Left-out symbols the user can add (a task's weaker candidates). */
+  candidates?: readonly Candidate[];
+  /** Cards the user added to the answer, with what each cost. */
+  added?: readonly { card: unknown; tokens: number | null }[];
+}
+
+function renderAdded(added: readonly { card: unknown; tokens: number | null }[]): string {
+  if (added.length === 0) return '';
+  const tokens = added.reduce((sum, a) => sum + (a.tokens ?? 0), 0);
+  return (
+    `<section class="added"><h3>Added by you (${added.length}) <span class="muted">+${fmt(tokens)} tokens</span></h3>` +
+    added.map((a) => renderValue(a.card)).join('') +
+    `</section>`
+  );
 }
 
 /**
@@ -418,7 +464,11 @@ export function renderResult(view: ResultView): string {
     (view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : '') +
     `</header>`;
   const budget = view.budget ?? env.maxTokens;
-  const meter = budget !== null ? renderMeter(env, budget, view.rawEstimate ?? null) : '';
+  const added = view.added ?? [];
+  const addedTokens = added.reduce((sum, a) => sum + (a.tokens ?? 0), 0);
+  // cards the user added count against what the answer now costs
+  const metered = addedTokens > 0 && env.tokens !== null ? { ...env, tokens: env.tokens + addedTokens } : env;
+  const meter = budget !== null ? renderMeter(metered, budget, view.rawEstimate ?? null) : '';
   let body: string;
   if (isRecord(view.result)) {
     body = renderBody(view.result) || '<p class="muted">The answer is empty.</p>';
@@ -431,8 +481,8 @@ export function renderResult(view: ResultView): string {
     `<div class="result">` +
     head +
     meter +
-    `<div class="body">${body}</div>` +
-    renderOmitted(env, view.more) +
+    `<div class="body">${body}${renderAdded(added)}</div>` +
+    renderOmitted(env, view.more, (view.candidates ?? []).filter((c) => !added.some((a) => isRecord(a.card) && a.card.qualifiedName === c.selector))) +
     renderProvenance(env) +
     `</div>`
   );

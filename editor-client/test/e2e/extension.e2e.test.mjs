@@ -260,6 +260,18 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const m = await meter(result);
       assert.equal(m.budget, 1500);
       assert.ok(m.tokens > 0 && m.tokens <= 1500, `tokens ${m.tokens} within (0, 1500]`);
+      // The candidates the answer left out are listed, and one can be added to it.
+      const adds = result.locator('.candidates button.add');
+      await adds.first().waitFor({ timeout: 10_000 });
+      const before = await adds.count();
+      const pick = await adds.first().getAttribute('data-selector');
+      const shown = await result.locator('.result .body .card').evaluateAll((els) => els.map((e) => e.getAttribute('data-qualified-name')));
+      assert.ok(!shown.includes(pick), `${pick} is not among the cards shown: ${shown.join(', ')}`);
+      await adds.first().click();
+      await result.locator(`.added .card[data-qualified-name="${pick}"]`).waitFor({ timeout: 10_000 });
+      assert.equal(await result.locator('.candidates button.add').count(), before - 1);
+      assert.ok((await meter(result)).tokens > m.tokens, 'the meter counts the added card');
+      await wb.screenshot('codesynapse-task.png');
     }),
   );
 

@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from './vscode.mock';
 import type { ServerConnection } from '../../src/client';
@@ -20,6 +22,11 @@ function recordingConnection(answer: (method: string, params: Record<string, unk
 }
 
 beforeEach(() => vscode.resetMock());
+
+/** Answers the real server gave on fixtures/python_repo (test/unit/fixtures/record.sh). */
+function recorded(name: string): Record<string, unknown> {
+  return JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.json`), 'utf8')) as Record<string, unknown>;
+}
 
 describe('ContextController', () => {
   it('shows a card with its meter, then asks again with double the budget on "load more"', async () => {
@@ -56,5 +63,54 @@ describe('ContextController', () => {
     expect(panel.html).toBe(
       '<div class="result error-result"><header class="result-head"><h2>Callers</h2></header><p class="error" role="alert">Unknown symbol: nope</p></div>',
     );
+  });
+
+  it('lists a task\'s omitted candidates, adds a picked one, and offers no useless "load more"', async () => {
+    const byMethod: Record<string, string> = {
+      'codesynapse/minimalContext': 'minimalContext',
+      'codesynapse/search': 'search',
+      'codesynapse/symbolCard': 'symbolCard',
+    };
+    const { sent, connection } = recordingConnection((m) => recorded(byMethod[m] as string));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
+
+    await controller.task('apply a discount to the cart total');
+    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext', 'codesynapse/search']);
+    // "8 weaker candidates ... name an identifier, or search the words": twice the budget would
+    // answer the same 4 cards, so there is no Load more button; the 8 candidates are listed instead.
+    expect(panel.html).not.toContain('data-action="more"');
+    expect(panel.html).toContain('Omitted candidates (8)');
+    const listed = [...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1]);
+    expect(listed).toEqual([
+      'test_cart.test_total',
+      'shop.cart.Cart',
+      'shop.cart',
+      'shop.cart.Cart.checkout',
+      'shop.cart.BaseCart',
+      'shop.cart.BaseCart.__init__',
+      'shop.cart.BaseCart.add',
+      'shop.cart.BaseCart.count',
+    ]);
+    expect(panel.html).toContain('data-tokens="294" data-budget="1500"');
+
+    await controller.addCandidate('shop.cart.Cart.checkout');
+    expect(sent[2]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'shop.cart.Cart.checkout', maxTokens: 2000 } });
+    expect(panel.html).toContain('Added by you (1) <span class="muted">+166 tokens</span>');
+    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.checkout">');
+    expect(panel.html).toContain('Omitted candidates (7)');
+    expect(panel.html).not.toContain('data-action="add" data-selector="shop.cart.Cart.checkout"');
+    // the meter counts the added card: 294 + 166
+    expect(panel.html).toContain('data-tokens="460" data-budget="1500"');
+  });
+
+  it('uses the names the server lists with an omission instead of searching', async () => {
+    const answer = { ...recorded('minimalContext') };
+    answer.omitted = [{ what: 'weaker candidates', count: 2, hint: 'name an identifier', 'weaker candidates': ['shop.cart.Cart', 'test_cart.test_total'] }];
+    const { sent, connection } = recordingConnection(() => answer);
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    await new ContextController(connection, panel, {} as IndexStatusBar, log).task('apply a discount');
+    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
+    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.cart.Cart', 'test_cart.test_total']);
   });
 });

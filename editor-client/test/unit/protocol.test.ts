@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { callGraphEdges, clampTokens, confidenceOf, readCard, readEnvelope, readFact, readIndexStatus, readRef } from '../../src/protocol';
+import { budgetCanHelp, callGraphEdges, clampTokens, confidenceOf, readCard, readEnvelope, readFact, readIndexStatus, readRef } from '../../src/protocol';
 
 describe('readIndexStatus', () => {
   it('reads every documented field', () => {
@@ -67,8 +67,8 @@ describe('readEnvelope', () => {
       rawTokens: 9812,
       truncated: true,
       omitted: [
-        { what: 'callers', count: 12, hint: 'raise maxTokens' },
-        { what: 'tests', count: null, hint: null },
+        { what: 'callers', count: 12, hint: 'raise maxTokens', items: [] },
+        { what: 'tests', count: null, hint: null, items: [] },
       ],
       resultBytes: 1648,
       provenance: { legs: ['exact', 'bm25'], freshness: 'fresh' },
@@ -81,7 +81,7 @@ describe('readEnvelope', () => {
       maxTokens: null,
       rawTokens: null,
       truncated: false,
-      omitted: [{ what: '42', count: null, hint: null }],
+      omitted: [{ what: '42', count: null, hint: null, items: [] }],
       resultBytes: 120,
       provenance: null,
     });
@@ -210,8 +210,20 @@ describe('server shape variants', () => {
 
   it('reads the omitted object of recall answers', () => {
     expect(readEnvelope({ omitted: { entries: 2, facts: 0, howToGetMore: 'ask a narrower query' } }).omitted).toEqual([
-      { what: 'entries', count: 2, hint: 'ask a narrower query' },
+      { what: 'entries', count: 2, hint: 'ask a narrower query', items: [] },
     ]);
+  });
+
+  it('reads the names an omission lists, and whether a larger budget can bring anything back', () => {
+    const env = readEnvelope({
+      truncated: true,
+      omitted: [{ what: 'alternatives', count: 2, hint: 'name the symbol', alternatives: ['a.b', { qualifiedName: 'c.d' }] }],
+    });
+    expect(env.omitted[0]?.items).toEqual(['a.b', 'c.d']);
+    expect(budgetCanHelp(env)).toBe(false);
+    expect(budgetCanHelp(readEnvelope({ truncated: true, omitted: [{ what: 'callers', count: 3, hint: 'raise maxTokens or name the symbol' }] }))).toBe(true);
+    expect(budgetCanHelp(readEnvelope({ truncated: true }))).toBe(true);
+    expect(budgetCanHelp(readEnvelope({ truncated: false }))).toBe(false);
   });
 });
 
