@@ -155,6 +155,13 @@ def cmd_serve(args) -> int:
     return run_stdio(_settings(args))
 
 
+def cmd_findings(args) -> int:
+    """``codesynapse findings import FILE.sarif``: the findings of a SARIF 2.1.0 log (findings/cli.py)."""
+    from codesynapse.findings.cli import run_import
+
+    return run_import(args, _settings(args))
+
+
 def cmd_bench(args) -> int:
     from codesynapse.bench.cli import run_bench
 
@@ -197,9 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_demo)
 
+    sp = sub.add_parser("findings", help="import analyzer findings (SARIF 2.1.0) into the index")
+    sp.add_argument("action", choices=("import",))
+    sp.add_argument("files", nargs="+", metavar="FILE.sarif")
+    sp.add_argument("--root", default=".")
+    sp.add_argument("--no-index", action="store_true", help="use the index as it is (no catch-up)")
+    common(sp)
+    sp.set_defaults(func=cmd_findings)
+
     sp = sub.add_parser("bench", help="benchmarks (results go to docs/)")
     sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "retrieval",
-                                     "all"))
+                                     "findings", "all"))
     sp.add_argument("--corpus", action="append", default=[], help="corpus path (repeatable)")
     sp.add_argument("--workload")
     sp.add_argument("--out", default="docs")

@@ -12,6 +12,7 @@ from typing import Any
 from codesynapse.codec import decode
 from codesynapse.context import models as cm
 from codesynapse.context.budget import finalize
+from codesynapse.context.deps import ModulesParams, modules_answer
 from codesynapse.context.service import ContextService
 from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
 
@@ -48,6 +49,7 @@ METHODS: dict[str, Callable[[Any, Any], dict[str, Any]]] = {
     "codesynapse/prContext": _context("pr_context", cm.PrContextParams),
     "codesynapse/search": _context("search", cm.SearchParams),
     "codesynapse/snippet": _context("snippet", cm.SnippetParams),
+    "codesynapse/modules": lambda app, params: modules_answer(_ctx(app), decode(params, ModulesParams)),
 }
 
 

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 
 from codesynapse.context import literals
 from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
+from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
 from codesynapse.context.models import (
     DIFF_MAX,
     PATHS_MAX,
@@ -235,6 +236,7 @@ class ContextService:
         if rel["tests"] and top:
             card["tests"] = [{"qualifiedName": t.qname, "path": t.path, "line": t.start_line}
                              for t in rel["tests"][:top]]
+        card_findings(store, card, s, top)  # counts.findings and the top findings (context/deps.py)
         if s.kind == "module" and top:
             imps = store.imports(s.path)
             if imps:
@@ -311,6 +313,7 @@ class ContextService:
             p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens, echo_budget=echo)
             n = sum(min(TOP_N, card["counts"].get(k, 0)) for k in ("callers", "callees", "implementations", "tests"))
             p.omit("card relations", n, "raise maxTokens or ask codesynapse/callGraph")
+            p.omit("card findings", min(TOP_N, card["counts"].get("findings", 0)), "raise maxTokens")
             return p
 
     def symbol_context(self, prm: SymbolParams) -> dict[str, Any]:
@@ -581,6 +584,8 @@ class ContextService:
         if (answer["hasMore"] and not (cut and shown == len(page))) or shown < len(page):
             nxt = prm.offset + shown
             answer["paginationHint"] = f"more results: ask again with offset {nxt}"
+        if prm.offset == 0 and prm.kind is None:  # modules whose name holds the query (context/deps.py)
+            add_search_modules(self, p, q)
         return self._done(p)
 
     def snippet(self, prm: SnippetParams) -> dict[str, Any]:
@@ -852,6 +857,7 @@ class ContextService:
             if unresolved:
                 item["unresolvedCandidates"] = unresolved
             p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")
+        pr_dependencies(self, p, changes, diff, prm.base, prm.head)  # findings, modules (context/deps.py)
         answer["publicCallers"] = {"checked": checked}
         if omitted_callers:  # absent: 0
             answer["publicCallers"]["omitted"] = omitted_callers

@@ -27,7 +27,10 @@ from pathlib import Path
 
 from codesynapse.extract import content_hash, extract_source, incremental, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
+from codesynapse.extract.manifests import is_dependency_file
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
+from codesynapse.findings.sarif import sync_policy_findings
+from codesynapse.graph import deps
 from codesynapse.graph.model import FileRow, Resolution
 from codesynapse.graph.resolve import Resolver, SymbolIndex
 from codesynapse.graph.store import GraphStore, base_keys, module_keys
@@ -57,6 +60,7 @@ class WalkResult:
     candidates: list[Candidate] = field(default_factory=list)
     skipped: list[FileRow] = field(default_factory=list)
     ignored: Counter = field(default_factory=Counter)  # not stored: unsupported, excluded
+    manifests: list[str] = field(default_factory=list)  # dependency manifests and lockfiles (graph/deps.py)
 
 
 @dataclass
@@ -126,6 +130,8 @@ def walk(root: Path, policy=None) -> WalkResult:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
+            if is_dependency_file(rel) and not _policy_excluded(policy, rel, False):
+                out.manifests.append(rel)
             override = policy.language_override(rel) if policy is not None else None
             spec = BY_NAME.get(override) if override else detect(rel)
             if spec is None:
@@ -393,6 +399,8 @@ class Indexer:
             walked = walk(self.root, self.policy)
             changed, deleted, skipped = self.plan(walked)
             report = self.update(changed, deleted, skipped, progress=progress)
+            deps.sync_manifests(self.store, self.root, walked.manifests, self.policy)
+            sync_policy_findings(self.store, self.root, self.policy)
         if report.parsed > 200 and hasattr(self.store, "optimize"):
             self.store.optimize()
         report.files = len(walked.candidates)

@@ -38,6 +38,7 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
+from codesynapse.graph.sqlite_deps import DEPS_SCHEMA, SqliteDepsMixin
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ WRITER_WAIT_S = 600.0  # how long a writer waits for another process' write of t
 WAL_KEEP_BYTES = 64 << 20  # the WAL is cut back to this after a checkpoint (a full index is one transaction)
 
 
-class SqliteGraphStore:
+class SqliteGraphStore(SqliteDepsMixin):
     """GraphStore on one SQLite file. Thread-safe: per-thread connections, one writer."""
 
     def __init__(self, path: Path | str, graph_id: str):
@@ -192,7 +193,7 @@ class SqliteGraphStore:
                     # the index is derived data: rebuild it rather than refuse to start
                     log.warning("index schema version %s != %s: rebuilding the index", version, SCHEMA_VERSION)
                     self._drop_all(conn)
-                conn.executescript(_SCHEMA)
+                conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: graph/sqlite_deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
         except sqlite3.Error as e:

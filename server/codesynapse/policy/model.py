@@ -232,6 +232,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True, rename="camel", dict=Tru
     languages: tuple[LanguageOverride, ...] = ()
     annotations: tuple[Annotation, ...] = ()
     redact: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()  # globs of SARIF files whose results are imported (findings/sarif.py)
     fingerprint: str = ""
 
     def __post_init__(self) -> None:
@@ -240,6 +241,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True, rename="camel", dict=Tru
         force_setattr(self, "exclude", tuple(sorted({normalize_path_glob(p) for p in self.exclude})))
         force_setattr(self, "include", tuple(sorted({normalize_path_glob(p) for p in self.include})))
         force_setattr(self, "redact", tuple(sorted(set(self.redact))))
+        force_setattr(self, "findings", tuple(sorted({normalize_path_glob(p) for p in self.findings})))
         force_setattr(self, "fingerprint", _fingerprint(self))
 
     # -- matching ----------------------------------------------------------------------
@@ -327,7 +329,7 @@ def _canonical(p: Policy) -> dict[str, Any]:
             for a in p.annotations
         ],
         "redact": list(p.redact),
-    }
+    } | ({"findings": list(p.findings)} if p.findings else {})  # absent: fingerprints of older policies stay
 
 
 def _fingerprint(p: Policy) -> str:

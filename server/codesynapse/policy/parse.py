@@ -45,7 +45,7 @@ MAX_REDACT: Final = 100
 MAX_NOTE_CHARS: Final = 1000
 MAX_NESTING: Final = 64
 
-_TOP_KEYS: Final = ("version", "exclude", "include", "maxFileBytes", "languages", "annotations", "redact")
+_TOP_KEYS: Final = ("version", "exclude", "include", "maxFileBytes", "languages", "annotations", "redact", "findings")
 _ANNOTATION_KEYS: Final = ("path", "symbol", "note")
 # Keys that would choose or widen the request scope. A policy lives in the repository, so
 # anyone who can commit could set them: they are rejected wherever they appear.
@@ -430,7 +430,7 @@ def _parse(text: str, fallback: Policy) -> tuple[Policy, list[PolicyDiagnostic]]
         values["redact"] = patterns
         if patterns:
             redact_extra = compile_patterns(patterns)
-    for name in ("exclude", "include"):
+    for name in ("exclude", "include", "findings"):
         if name in fields:
             values[name] = _string_list(fields[name][1], name, diags, MAX_GLOBS, _check_path_glob, "glob")
     if "maxFileBytes" in fields:
@@ -451,6 +451,7 @@ def _parse(text: str, fallback: Policy) -> tuple[Policy, list[PolicyDiagnostic]]
         languages=tuple(_as(values.get("languages"), [])),
         annotations=tuple(_as(values.get("annotations"), [])),
         redact=tuple(_as(values.get("redact"), [])),
+        findings=tuple(_as(values.get("findings"), [])),
     )
     return policy, diags.items
 

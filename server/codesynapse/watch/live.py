@@ -21,6 +21,10 @@ import time
 from collections.abc import Callable
 
 from codesynapse.extract.languages import BY_NAME, detect
+from codesynapse.extract.manifests import is_dependency_file
+from codesynapse.findings.sarif import sync_policy_findings
+from codesynapse.findings.sarif import watched as sarif_watched
+from codesynapse.graph.deps import sync_paths as sync_dependency_paths
 from codesynapse.graph.indexer import Candidate
 from codesynapse.graph.model import FileRow
 
@@ -177,7 +181,7 @@ class LiveUpdater:
             for i in range(1, len(parts)):
                 if policy is not None and policy.excluded("/".join(parts[:i]), is_dir=True):
                     return False
-            return detect(rel) is not None
+            return detect(rel) is not None or is_dependency_file(rel) or sarif_watched(rel, self.app.policy)
 
         try:
             # a change is handed on after 5 ms without another (one file write is a few events
@@ -256,6 +260,7 @@ class LiveUpdater:
         skipped: list[FileRow] = []
         overlays: dict[str, bytes] = {}
         policy = app.policy
+        self._apply_dependencies(sorted(batch), policy)
         for rel, kind in sorted(batch.items()):
             override = policy.language_override(rel) if policy is not None else None
             spec = BY_NAME.get(override) if override else detect(rel)
@@ -296,6 +301,22 @@ class LiveUpdater:
             app.touch()
             if self.on_change:
                 self.on_change({c.path for c in changed} | set(deleted))
+
+    def _apply_dependencies(self, paths: list[str], policy) -> None:
+        """Manifests, lockfiles and the policy's SARIF files among ``paths``: modules and
+        findings follow them (graph/deps.py, findings/sarif.py), in one store write."""
+        deps_paths = [p for p in paths if is_dependency_file(p)]
+        sarif = [p for p in paths if sarif_watched(p, policy)]
+        if not deps_paths and not sarif:
+            return
+        app = self.app
+        with app.indexer.lock, app.store.transaction():
+            n = sync_dependency_paths(app.store, app.workspace.root, deps_paths, policy)
+            n += sync_policy_findings(app.store, app.workspace.root, policy, sarif)
+        if n:
+            app.touch()
+            if self.on_change:
+                self.on_change(set(deps_paths) | set(sarif))
 
     def _reload_policy(self) -> None:
         from codesynapse.app import load_policy_for
