@@ -55,8 +55,14 @@ def memory_settings(app: Any) -> dict[str, Any]:
                    hugegraph_user=s.hugegraph_user, hugegraph_password=s.hugegraph_password)
     patterns = getattr(getattr(app, "policy", None), "redact_patterns", None)
     if patterns:
-        out["redact_patterns"] = tuple(patterns)
+        out["redact_patterns"] = tuple(p.pattern for p in patterns)  # the setting holds their text
     return out
+
+
+def _policy_patterns(app: Any) -> Callable[[], tuple]:
+    """The App's current policy's redaction patterns (the policy can change while a session
+    runs)."""
+    return lambda: tuple(getattr(getattr(app, "policy", None), "redact_patterns", None) or ())
 
 
 def memory_service(app: Any, scope: Scope) -> MemoryService:
@@ -68,6 +74,7 @@ def memory_service(app: Any, scope: Scope) -> MemoryService:
             from codesynapse.memory.factory import open_memory
 
             svc = open_memory(app.workspace.data_dir / "memory", scope, memory_settings(app))
+            svc.follow_redact_patterns(_policy_patterns(app))
             app.services[key] = svc
         return svc
 

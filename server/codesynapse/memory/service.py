@@ -153,6 +153,8 @@ def settings_from_dict(raw: dict[str, Any] | None) -> MemorySettings:
         if name not in fields:
             log.warning("memory setting %r is unknown; ignored", key)
             continue
+        if name == "redact_patterns" and isinstance(value, (list, tuple)):
+            value = [getattr(x, "pattern", x) for x in value]  # compiled (a policy's) or written out
         try:
             conv = msgspec.convert({name: value}, MemorySettings)
             v = getattr(conv, name)
@@ -209,17 +211,18 @@ def exact_terms(query: str) -> list[str]:
     return out[:MAX_EXACT_TERMS]
 
 
-def _load_redactor(patterns: Sequence[str]) -> Callable[[str], str]:
+def _compile_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
     try:
-        from codesynapse.extract.redact import compile_patterns, redact
+        from codesynapse.extract.redact import compile_patterns
     except ImportError as e:  # fail closed: never store unredacted free text
         raise CodeSynapseError("the redactor (codesynapse.extract.redact) is unavailable") from e
-    extra = compile_patterns(list(patterns)) if patterns else ()
+    return compile_patterns(list(patterns)) if patterns else ()
 
-    def run(text: str) -> str:
-        return redact(text, extra)
 
-    return run
+def _gate(extra: Sequence[re.Pattern[str]], redactor: Callable[[str], str] | None) -> Any:
+    from codesynapse.extract.redact import RecordGate
+
+    return RecordGate(extra, redactor=redactor)
 
 
 class _LegResults(msgspec.Struct, kw_only=True):
@@ -270,6 +273,8 @@ class MemoryService:
         self.hybrid = hybrid
         self._clock = clock
         self._redactor = redactor
+        self._compiled: tuple[re.Pattern[str], ...] | None = None
+        self._patterns_source: Callable[[], Sequence[re.Pattern[str]]] | None = None
         self._unavailable = dict(unavailable or {})
         self._on_close = list(on_close)
         self._lex = LexicalIndex()
@@ -367,10 +372,23 @@ class MemoryService:
 
     # ---- helpers ------------------------------------------------------------------------
 
-    def _redact(self, text: str) -> str:
-        if self._redactor is None:
-            self._redactor = _load_redactor(self.settings.redact_patterns)
-        return self._redactor(text)
+    def follow_redact_patterns(self, source: Callable[[], Sequence[re.Pattern[str]]]) -> None:
+        """Redact with the patterns ``source`` gives at each write (the repository policy's
+        ``redact:`` list, which can change while the service runs) instead of the
+        ``redact_patterns`` setting."""
+        self._patterns_source = source
+
+    def _gate(self) -> Any:
+        """The redaction gate of one request: every string of it (entity names, aliases and
+        types; fact endpoints, predicates and sources) passes it before the store sees it,
+        with the policy's patterns."""
+        if self._patterns_source is not None:
+            extra = tuple(self._patterns_source())
+        else:
+            if self._compiled is None:
+                self._compiled = _compile_patterns(self.settings.redact_patterns)
+            extra = self._compiled
+        return _gate(extra, self._redactor)
 
     @property
     def dense_available(self) -> str:
@@ -411,12 +429,13 @@ class MemoryService:
 
     def remember(self, p: RememberParams) -> RememberResult:
         now = self._clock()
+        p = self._gate().record(p)
         outcomes: list[RememberedEntity] = []
         touched: dict[str, EntityRecord] = {}
         by_name: dict[tuple[str, bool], EntityRecord] = {}
         for i, e in enumerate(p.entities):
-            name = self._redact(e.name.strip())
-            aliases = [self._redact(a.strip()) for a in e.aliases]
+            name = e.name.strip()
+            aliases = [a.strip() for a in e.aliases]
             try:
                 out = self.store.upsert_entity(self.scope, name=name, aliases=aliases,
                                                type=e.type, durable=e.durable, now=now)
@@ -432,8 +451,7 @@ class MemoryService:
             durable = bool(f.durable)
             ends: list[EntityRecord] = []
             for term in (f.subject, f.object):
-                rec, made = self._resolve_endpoint(self._redact(term.strip()), durable, by_name,
-                                                   now)
+                rec, made = self._resolve_endpoint(term.strip(), durable, by_name, now)
                 if made is not None:
                     touched[rec.id] = rec
                     outcomes.append(made)
@@ -442,7 +460,7 @@ class MemoryService:
                 _, was_created = self.store.upsert_fact(
                     self.scope, subject_id=ends[0].id, predicate=f.predicate,
                     object_id=ends[1].id, confidence=float(f.confidence),
-                    source_client=self._redact(f.source_client) if f.source_client else "",
+                    source_client=f.source_client,
                     durable=durable, now=now)
             except StoreError as err:
                 raise InvalidParams(f"facts[{i}]", str(err)) from err
@@ -845,6 +863,7 @@ class MemoryService:
 
     def forget(self, p: ForgetParams) -> ForgetResult:
         now = self._clock()
+        p = self._gate().record(p)  # names and facts as they were stored
         not_found: list[str] = []
         entity_ids: list[str] = []
         fact_ids: list[str] = []
@@ -855,7 +874,7 @@ class MemoryService:
             not_found += [i for i in entity_ids if i not in live]
             entity_ids = [i for i in entity_ids if i in live]
         for n in p.names:
-            name = self._redact(n.strip())
+            name = n.strip()
             hits = [r for r in self.store.find_exact(self.scope, [name], limit=EXACT_LIMIT)
                     if r.name == name]
             if not hits:
@@ -867,8 +886,8 @@ class MemoryService:
             n_facts += len(done)
             not_found += [i for i in fact_ids if i not in done]
         for f in p.facts:
-            subj = self.store.find_exact(self.scope, [self._redact(f.subject.strip())])
-            obj = self.store.find_exact(self.scope, [self._redact(f.object.strip())])
+            subj = self.store.find_exact(self.scope, [f.subject.strip()])
+            obj = self.store.find_exact(self.scope, [f.object.strip()])
             got = 0
             for s in subj:
                 for o in obj:
