@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codesynapse.context.retrieval import RetrievalConfig
 from codesynapse.extract import incremental
 from codesynapse.graph.indexer import IndexReport, Indexer, Progress
 from codesynapse.graph.sqlite import SqliteGraphStore
@@ -60,6 +61,7 @@ class App:
         self._state_lock = threading.Lock()
         self._head: tuple[float, str | None, bool | None] | None = None
         self.services: dict[str, Any] = {}
+        self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
         self._stats_cache = None
 
     # -- indexing --------------------------------------------------------------------------

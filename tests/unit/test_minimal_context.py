@@ -23,9 +23,10 @@ FILES = {
         "class QueueAction(AsyncAction):\n    def request_id(self, delay):\n        return 0\n\n\n"
         "class AsapAction(AsyncAction):\n    def request_id(self, delay):\n        return 2\n"
     ),
-    # the word "runtime" only in comments, and in the code of one function
-    "notes.py": ("def explain():\n    # the runtime decides\n    return 'x'\n\n\n"
-                 "def boot():\n    # runtime comes up here\n    return 1\n\n\n"
+    # the word "ready" only in comments, and in the code of one function (in no symbol's name,
+    # signature or summary: the lexical leg cannot find it, the literal leg reads the files)
+    "notes.py": ("def explain():\n    # the runtime is ready\n    return 'x'\n\n\n"
+                 "def boot():\n    # ready comes up here\n    return 1\n\n\n"
                  "def probe(runtime):\n    return runtime.ready\n"),
 }
 
@@ -51,12 +52,14 @@ def test_homonyms_are_told_apart_by_the_tasks_other_identifiers(app):
                     {"task": "Which action asks for a timer with set_timer (request_id)?"})
     # request_id is written in three actions; only AsyncAction's calls set_timer. "action" is
     # a word of AsyncAction's name: it describes the symbols found, it is not looked up in the
-    # code (where flush writes it)
-    assert names(a) == ["timers.set_timer", "actions.AsyncAction.request_id"]
-    assert a["provenance"]["legs"] == ["exact", "bm25"]
+    # code (where flush writes it: no literal leg). The lexical leg adds flush, a symbol of
+    # timers.py ("timer" in its path), after the two the task names
+    assert names(a) == ["timers.set_timer", "actions.AsyncAction.request_id", "timers.flush"]
+    assert a["cards"][2]["legs"] == ["lexical"]
+    assert "literal" not in a["provenance"]["legs"]
 
 
 def test_a_plain_word_is_looked_up_where_the_code_writes_it_not_in_comments(app):
-    a = call_method(app, "codesynapse/minimalContext", {"task": "where is the runtime checked"})
+    a = call_method(app, "codesynapse/minimalContext", {"task": "where is ready checked"})
     assert names(a) == ["notes.probe"]
-    assert a["cards"][0]["legs"] == ["literal"] and a["cards"][0]["line"] == 11  # def probe(runtime)
+    assert a["cards"][0]["legs"] == ["literal"] and a["cards"][0]["line"] == 12  # return runtime.ready

@@ -69,7 +69,7 @@ class Packer:
 
     answer: dict[str, Any]
     max_tokens: int
-    omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint]
+    omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint, items?]
     # False when the request left maxTokens to its default: the answer then gives the
     # budget (``maxTokens``) only when something was left out, where it tells how to get more
     echo_budget: bool = True
@@ -116,7 +116,9 @@ class Packer:
         self._used += cost
         return True
 
-    def omit(self, what: str, count: int, hint: str = "") -> None:
+    def omit(self, what: str, count: int, hint: str = "", items: list | None = None) -> None:
+        """Count ``count`` more of ``what`` as left out; ``items`` (names of what was left
+        out, e.g. a bare name's alternatives) are listed in the note under ``what``."""
         if count <= 0:
             return
         if what not in self.omitted:
@@ -126,13 +128,19 @@ class Packer:
         entry[0] += count
         if hint:
             entry[1] = hint
+        if items:
+            self._used += math.ceil((len(dumps(items)) + len(what) + 4) / 4)
+            if len(entry) < 3:
+                entry.append([])
+            entry[2].extend(items)
 
     def _notes(self, truncated: bool = False) -> None:
         """Write ``omitted`` (only when something was left out), ``truncated`` and, when the
         budget was not asked for, ``maxTokens`` only for an answer that was cut."""
         a = self.answer
         if self.omitted:
-            a["omitted"] = [{"what": w, "count": c, "hint": h} for w, (c, h) in sorted(self.omitted.items())]
+            a["omitted"] = [{"what": w, "count": e[0], "hint": e[1], **({w: e[2]} if len(e) > 2 else {})}
+                            for w, e in sorted(self.omitted.items())]
         else:
             a.pop("omitted", None)
         a["truncated"] = truncated or bool(self.omitted) or bool(a.get("truncated"))
@@ -158,8 +166,9 @@ class Packer:
                     dropped = True
                     break
             self._notes(truncated=True)
-            if not dropped and any(h for _, h in self.omitted.values()):
+            if not dropped and any(e[1] or len(e) > 2 for e in self.omitted.values()):
                 for entry in self.omitted.values():  # last resort: keep the counts, drop the hints
+                    del entry[2:]
                     entry[1] = ""
                 self._notes(truncated=True)
                 dropped = True

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from codesynapse.context import literals
+from codesynapse.context import lexical, literals
 from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
 from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
 from codesynapse.context.models import (
@@ -26,9 +25,19 @@ from codesynapse.context.models import (
     check_len,
     check_selector,
 )
+from codesynapse.context.retrieval import (
+    LEG_LIMIT,
+    LEG_POOL,
+    LIBRARY,
+    Retriever,
+    asked_roles,
+    prior,
+    row_role,
+)
 from codesynapse.errors import BudgetError, InvalidParams
 from codesynapse.extract.redact import redact
 from codesynapse.graph.model import CallRow, SymbolRow
+from codesynapse.memory.rrf import RRF_K, rrf
 
 DEFAULT_CONTEXT = 20_000
 DEFAULT_MINIMAL = 1_500
@@ -36,14 +45,14 @@ TOP_N = 5
 MAX_DEPTH = 3
 MAX_LIMIT = 200
 CANDIDATES = 10
+ROLE_POOL = 51  # a bare name is decided by role only when all the symbols it names were read
+ALTERNATIVES = "alternatives"  # omitted: other symbols of a bare name (tests, docs...) the answer is not for
+ALTERNATIVES_HINT = "other symbols of that name, not library code; ask with a qualified name for one of them"
 RELATED_ROOM = 96  # symbolContext keeps the card's lists only with this much room left for related cards
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
-# a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
-_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
-_CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
 MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
-BM25_KEPT = 3  # minimalContext always shows this many of the best BM25 matches
-WEAK_FRACTION = 0.25  # minimalContext shows candidates scoring at least this share of the best
+NEAR_WITH_SURE = 3  # minimalContext shows this many approximate candidates beside the symbols the task names
+WEAK_FRACTION = 0.25  # approximate candidates scoring under this share of the best one are counted, not shown
 UNREAD = "files not searched for the phrase (time budget)"
 # a call site's resolution is given unless it was bound through an import, the usual case;
 # DESIGN calls heuristic what is "matched by name rather than by import" (docs/PROTOCOL.md)
@@ -53,10 +62,6 @@ DEFAULT_CONFIDENCE = {"local": 1.0, "import": 0.95, "module": 0.95, "self": 0.95
                       "external": 0.0, "unresolved": 0.0}
 UNREAD_HINT = "pass paths, or name the symbol"
 NEAR = "approximate matches after the exact ones"
-LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
-_STOP = frozenset("""a an the and or of to in on for with by is are be it this that from as at into how why what
-where which when who do does did can should would could fix add make use using get set find show change update
-remove new all any not no we i you they our my their its code file function method class""".split())
 
 
 def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
@@ -164,17 +169,23 @@ class ContextService:
                 if rows:
                     extra = {"resolvedFrom": text}
         if not rows:
-            rows = store.symbols_by_name(text, limit=CANDIDATES + 1)
+            rows = store.symbols_by_name(text, limit=ROLE_POOL)
         if not rows and ("." in text or "::" in text):
             last = re.split(r"\.|::", text)[-1]
             rows = [r for r in store.symbols_by_name(last, limit=500)
-                    if r.qname.endswith("." + text) or r.qname.endswith("::" + text)][: CANDIDATES + 1]
+                    if r.qname.endswith("." + text) or r.qname.endswith("::" + text)][:ROLE_POOL]
         if len(rows) == 1:
             return rows[0], extra
         if len(rows) > 1:
             # a definition and its re-definitions under one qname: take the first, say so
             if len({r.qname for r in rows}) == 1:
                 return rows[0], {"alsoDefinedAt": [f"{r.path}:{r.start_line}" for r in rows[1:CANDIDATES]]}
+            # one library symbol among tests, examples, docs, config (context/retrieval.py
+            # role_of): the library one is meant; the others are listed as alternatives
+            library = [r for r in rows if row_role(r) == LIBRARY]
+            if len(library) == 1 and len(rows) < ROLE_POOL:
+                return library[0], {**extra, "alternatives": [self.ref(r) for r in rows
+                                                              if r is not library[0]][:CANDIDATES]}
             cands = [self.ref(r) for r in rows[:CANDIDATES]]
             return None, {"ambiguous": True, "candidates": cands,
                           "hint": "several symbols match; ask again with a qualified name"}
@@ -292,9 +303,10 @@ class ContextService:
         legs = ["exact"]
         if s is None:
             return self._not_found(extra, max_tokens, legs, prm.max_tokens is not None)
+        alternatives = extra.pop(ALTERNATIVES, [])
         answer = {"found": True, "maxTokens": max_tokens, "provenance": self._provenance(legs), **extra}
-        return self._done(self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids,
-                                          echo=prm.max_tokens is not None))
+        p = self._pack_card(answer, s, self.relations(s), max_tokens, prm.include_ids, echo=prm.max_tokens is not None)
+        return self._done(_with_alternatives(p, alternatives))
 
     def _pack_card(self, answer: dict[str, Any], s: SymbolRow, rel: dict[str, Any], max_tokens: int,
                    include_ids: bool, spare: int = 0, echo: bool = True) -> Packer:
@@ -323,9 +335,11 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         rel = self.relations(s)
-        p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])},
-                            s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM,
+        alternatives = extra.pop(ALTERNATIVES, [])
+        p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"]),
+                             **extra}, s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM,
                             echo=prm.max_tokens is not None)
+        _with_alternatives(p, alternatives)
         answer = p.answer
         related: list[tuple[str, str]] = []
         for c in rel["callees"]:
@@ -385,8 +399,11 @@ class ContextService:
         if limit != prm.limit:
             answer.update({"limit": limit, "limitRequested": prm.limit})
         answer.update({"maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"])})
+        alternatives = extra.pop(ALTERNATIVES, [])
+        answer.update(extra)
         dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
-        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
+        p = _with_alternatives(Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None),
+                               alternatives)
         for d in dirs:
             nodes: dict[str, int] = {}
             edges: list[dict[str, Any]] = []
@@ -461,46 +478,14 @@ class ContextService:
                 p.omit(f"{d} nodes over limit", more, f"raise limit (max {MAX_LIMIT})")
         return self._done(p)
 
-    def _literal_rows(self, needles: list[literals.Needle], dl: Deadline, keep_saturated: bool = True
-                      ) -> tuple[list[tuple[literals.Needle, SymbolRow, list[int], int]], int]:
-        """(needle, enclosing symbol, hit lines in it, hits of that needle in all) for each
-        symbol in whose range a needle is written (the literal leg, see context/literals.py);
-        production code first, then path and line. A hit outside every symbol counts for
-        the file's module."""
-        store = self.store
-        files = [(f.path, f.language) for f in store.files() if f.status != "skipped"]
-        extra = getattr(self.app.policy, "redact_patterns", ()) if self.app.policy is not None else ()
-        scan = literals.find(str(self.app.workspace.root), files, needles, extra,
-                             seconds=min(literals.BUDGET_S, dl.remaining))
-        hits = scan.hits
-        if not keep_saturated:
-            hits = [h for h in hits if h.needle not in scan.saturated]
-        by: dict[tuple[str, int], tuple[literals.Needle, SymbolRow, list[int]]] = {}
-        total: Counter[str] = Counter()
-        modules: dict[str, SymbolRow | None] = {}
-        kinds = {n.text: n for n in needles}
-        for h in hits:
-            total[h.needle] += 1
-            r = store.symbol_at(h.path, h.line)
-            if r is None:
-                if h.path not in modules:
-                    modules[h.path] = next((x for x in store.symbols_in_file(h.path) if x.kind == "module"), None)
-                r = modules[h.path]
-            if r is None:
-                continue
-            key = (h.needle, r.id)
-            if key not in by:
-                by[key] = (kinds[h.needle], r, [])
-            by[key][2].append(h.line)
-        out = [(n, r, lines, total[n.text]) for n, r, lines in by.values()]
-        out.sort(key=lambda x: (literals.is_test_path(x[1].path), x[1].path, x[2][0]))
-        return out, scan.unread
-
     def search(self, prm: SearchParams) -> dict[str, Any]:
         check_len("query", prm.query, 4096)
+        if not prm.query.strip():
+            raise InvalidParams("query", "is empty; give a name or words to search for")
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
         store = self.store
         q = prm.query.strip()
+        retriever = Retriever(self.app, store)
         exact: list[SymbolRow] = []
         seen: set[int] = set()
         for r in store.symbols_by_qname(q) + store.symbols_by_name(q, limit=200):
@@ -516,33 +501,30 @@ class ContextService:
         if len(exact) < need and len(phrase) >= literals.MIN_NEEDLE and \
                 (not _IDENT.fullmatch(phrase) or not exact):
             needle = literals.Needle(phrase, word=bool(_IDENT.fullmatch(phrase)))
-            found, unread = self._literal_rows([needle], Deadline())
+            found, unread = retriever.literal_rows([needle], Deadline())
             for _n, r, lines, _t in found:
                 if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
                     literal.append((r, lines[0]))
                     seen.add(r.id)
-        # a phrase found verbatim is the answer; BM25 over names would only add words that
+        # a phrase found verbatim is the answer; the approximate legs would only add words that
         # happen to match (README headings, package keys)
         verbatim = bool(literal) and not _IDENT.fullmatch(phrase)
-        total_bm25 = 0 if verbatim else store.count_search(q)
-        ranked: list[tuple[SymbolRow, float]] = []
-        if len(exact) + len(literal) < need and not verbatim:
-            for r, score in store.search(q, limit=min(need + len(exact), 5000)):
-                if r.id not in seen and (prm.kind is None or r.kind == prm.kind):
-                    ranked.append((r, score))
-                    seen.add(r.id)
+        ranked, legs_of, leg_report, total_approx = [], {}, [], 0
+        if not verbatim:
+            ranked, legs_of, leg_report, total_approx = self._approximate(
+                retriever, q, need + len(exact) + len(literal), seen, prm.kind, len(exact) + len(literal) < need)
         lines = {r.id: line for r, line in literal}
-        combined = [(r, "exact", None) for r in exact] + [(r, "literal", None) for r, _ in literal] + \
-            [(r, "bm25", sc) for r, sc in ranked]
-        total = len(exact) + len(literal) + max(0, total_bm25 - sum(1 for r in exact if True))
-        total = max(total, len(combined))
+        combined = [(r, "exact") for r in exact] + [(r, "literal") for r, _ in literal] + \
+            [(r, "approximate") for r in ranked]
+        # the exact matches are among the lexical ones too: counted once
+        total = max(len(exact) + len(literal) + max(0, total_approx - len(exact)), len(combined))
         # offset and limit are the request's own (paginationHint and omitted give the next offset)
         answer: dict[str, Any] = {"total": total, "maxTokens": max_tokens,
                                   "provenance": self._provenance(["exact"] + (["literal"] if literal else [])
-                                                                 + ([] if verbatim else ["bm25"]))}
+                                                                 + leg_report)}
         if prm.mode == "summary":
-            by_kind = Counter(r.kind for r, _, _ in combined)
-            by_file = Counter(r.path for r, _, _ in combined)
+            by_kind = Counter(r.kind for r, _ in combined)
+            by_file = Counter(r.path for r, _ in combined)
             answer["byKind"] = dict(sorted(by_kind.items()))
             answer["byFileTop20"] = dict(by_file.most_common(20))
             answer["hasMore"] = False
@@ -564,7 +546,7 @@ class ContextService:
             p.omit(NEAR, total - sure, f"ask again with offset {sure}")
         answer["results"] = []
         shown = 0
-        for r, leg, score in page:
+        for r, leg in page:
             item: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "path": r.path,
                                     "range": [r.start_line, r.end_line], "match": leg}
             if leg == "literal":
@@ -575,8 +557,8 @@ class ContextService:
                 item["signature"] = r.signature
                 if r.summary:
                     item["summary"] = r.summary
-            if score is not None:
-                item["score"] = round(score, 2)
+            if leg == "approximate":
+                item["legs"] = legs_of[r.id]
             if prm.include_ids:
                 item["id"] = f"{store.graph_id}:{r.id}"
             if p.add("results", item, "results", "raise maxTokens or use a smaller limit"):
@@ -587,6 +569,45 @@ class ContextService:
         if prm.offset == 0 and prm.kind is None:  # modules whose name holds the query (context/deps.py)
             add_search_modules(self, p, q)
         return self._done(p)
+
+    def _approximate(self, retriever: Retriever, q: str, need: int, seen: set[int], kind: str | None,
+                     run: bool) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int]:
+        """The approximate part of a search: the lexical leg (BM25 over stemmed fields) and the
+        dense leg fused by RRF (k = 60, at most 10 candidates each, role priors applied) for
+        the first ranks, then the rest of the lexical ranking for further pages. Returns the
+        rows (not in ``seen``, of ``kind``), each one's legs, the provenance entries and the
+        approximate total. ``run`` False: only the count and provenance (the page is full)."""
+        cfg = retriever.config
+        terms = lexical.query_terms(q) if cfg.lexical else []
+        report: list[Any] = ["lexical"] if cfg.lexical else []
+        total = retriever.count_lexical(terms) if terms else 0
+        if not run:
+            return [], {}, report, total
+        ok = lambda r: r.id not in seen and (kind is None or r.kind == kind)
+        lex = [r for r, _ in retriever.lexical_search(terms, min(need + LEG_LIMIT * LEG_POOL, 5000))] if terms else []
+        asked = asked_roles(q) if cfg.priors else set()
+        pri = (lambda r: prior(row_role(r), asked)) if cfg.priors else (lambda r: 1.0)
+        head = sorted(enumerate(lex[:LEG_LIMIT * LEG_POOL]), key=lambda x: (-pri(x[1]) / (RRF_K + x[0] + 1), x[0]))
+        lex_ids = [r.id for _, r in head if ok(r)][:LEG_LIMIT]
+        rows = {r.id: r for r in lex}
+        dense_ids: list[int] = []
+        if cfg.dense:
+            dense_ids, entry = retriever.dense_leg(q, rows, Deadline())
+            dense_ids = [i for i in dense_ids if ok(rows[i])]
+            report.append(entry)
+        fused = rrf([[str(i) for i in lex_ids], [str(i) for i in dense_ids]], RRF_K)
+        order = sorted((int(k) for k, _ in fused),
+                       key=lambda i: (-dict(fused)[str(i)] * pri(rows[i]), rows[i].qname, rows[i].path))
+        legs_of = {i: sorted({"lexical"} if i in lex_ids else set()) + (["dense"] if i in dense_ids else [])
+                   for i in order}
+        tail = [r for r in lex if r.id not in legs_of and ok(r)]
+        for r in tail:
+            legs_of[r.id] = ["lexical"]
+        out = [rows[i] for i in order] + tail
+        for r in out:
+            seen.add(r.id)
+        total += sum(1 for i in dense_ids if i not in lex_ids and rows[i] not in lex)
+        return out, legs_of, report, total
 
     def snippet(self, prm: SnippetParams) -> dict[str, Any]:
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
@@ -631,6 +652,8 @@ class ContextService:
 
     def minimal_context(self, prm: MinimalContextParams) -> dict[str, Any]:
         check_len("task", prm.task, TASK_MAX)
+        if not prm.task.strip():
+            raise InvalidParams("task", "is empty; describe the task in words or name a symbol")
         if len(prm.paths) > PATHS_MAX:
             raise InvalidParams("paths", f"has {len(prm.paths)} entries; the limit is {PATHS_MAX}")
         for i, pth in enumerate(prm.paths):
@@ -639,108 +662,26 @@ class ContextService:
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_MINIMAL)
         rels = [self._rel(pth, f"paths[{i}]") for i, pth in enumerate(prm.paths)]
         store = self.store
-        idents = list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(prm.task)))
-        scores: dict[int, float] = {}
-        legs: dict[int, set[str]] = {}
-        rows: dict[int, SymbolRow] = {}
-        lit_lines: dict[int, int] = {}
-        module_rep: dict[str, int] = {}  # a package's module symbol once, not once per file
-
-        def bump(r: SymbolRow, w: float, leg: str) -> None:
-            if r.kind == "module":
-                rid = module_rep.setdefault(r.qname, r.id)
-                if rid != r.id:
-                    r = rows.get(rid, r)
-            scores[r.id] = scores.get(r.id, 0.0) + w
-            legs.setdefault(r.id, set()).add(leg)
-            rows[r.id] = r
-
-        unnamed: list[str] = []  # words that name no symbol: looked up where written
-        by_ident: dict[str, dict[int, float]] = {}  # what each identifier gave each symbol
-        for ident in idents[:64]:
-            dl.check()
-            if ident.lower() in _STOP:
-                continue
-            hit = False
-            modules: set[str] = set()  # a package of many files counts once per identifier
-            for r in store.symbols_by_qname(ident):
-                hit = True
-                if r.kind == "module":
-                    if r.qname in modules:
-                        continue
-                    modules.add(r.qname)
-                bump(r, 3.0 if r.kind == "module" else 10.0, "exact")
-                if r.kind != "module":
-                    got = by_ident.setdefault(ident, {})
-                    got[r.id] = got.get(r.id, 0.0) + 10.0
-            named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
-            # a name many definitions share ("error", "run") singles out less than a rare one
-            # ("cgoLookupHostIP"); a plain word of the task less than a code-like identifier
-            rarity = 1.0 / (1.0 + math.log2(max(1, len({r.qname for r in named}))))
-            if not _CODE_LIKE.search(ident):
-                rarity *= 0.5
-            for r in named:
-                hit = True
-                if r.kind == "module":
-                    if r.qname in modules:
-                        continue
-                    modules.add(r.qname)
-                full = ident in (r.qname, r.name) or r.qname.endswith("." + ident)
-                w = 1.0 if r.kind == "module" else (6.0 if full else 2.0) * rarity
-                bump(r, w, "exact")
-                if r.kind != "module":
-                    got = by_ident.setdefault(ident, {})
-                    got[r.id] = got.get(r.id, 0.0) + w
-            if not hit:
-                unnamed.append(ident)
-        homonyms_not_meant = self._disambiguate(by_ident, rows, scores, dl)
-        # the literal leg: phrases quoted in the task and words no symbol is named by (an SQL
-        # table, a C function called through cgo), where the code writes them; code-like
-        # words first, common words (saturated, or in many symbols) single nothing out. A plain
-        # word of the task that is a word of the names of the symbols its identifiers found
-        # ("scheduler action" for AsyncAction.requestAsyncId) describes them: it is not looked
-        # up again (a plain word that is code, "dlopen", still is)
-        described = {w for i in by_ident.values() for rid in i for w in _name_words(rows[rid])}
-        needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(prm.task)]
-        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not _CODE_LIKE.search(x))
-                    if len(x) >= literals.MIN_NEEDLE and (_CODE_LIKE.search(x) or x.lower() not in described)]
-        needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
-        used_literal = False
-        unread = 0
-        if needles:
-            found, unread = self._literal_rows(needles, dl, keep_saturated=False)
-            spread = Counter(n.text for n, _r, _l, _t in found)
-            for n, r, lines, total in found:
-                if spread[n.text] > LITERAL_SYMBOLS:
-                    continue  # written everywhere: it singles nothing out
-                w = 16.0 if not n.word else 8.0 if _CODE_LIKE.search(n.text) else 4.0  # a plain word: less
-                bump(r, w * math.sqrt(len(lines) / total), "literal")
-                lit_lines.setdefault(r.id, lines[0])
-                used_literal = True
-        words = " ".join(w for w in re.findall(r"\w+", prm.task) if w.lower() not in _STOP)
-        top_bm25: set[int] = set()
-        for rank, (r, _sc) in enumerate(store.search(words, 10) if words else []):
-            bump(r, 1.0 / (60 + rank + 1) * 60, "bm25")
-            if rank < BM25_KEPT and r.id not in homonyms_not_meant:
-                top_bm25.add(r.id)
-        for rel in rels:
-            for r in store.symbols_in_file(rel):
-                if r.kind != "module":
-                    bump(r, 0.5, "path")
-        ranked = sorted(scores, key=lambda i: (-scores[i], rows[i].qname, rows[i].path))
-        # candidates far weaker than the best (a word of the task that names many symbols) are
-        # counted, not shown: they cost tokens and rarely carry the evidence. The best BM25
-        # matches of all the task's words are always shown.
-        floor = scores[ranked[0]] * WEAK_FRACTION if ranked else 0.0
-        strong = [i for i in ranked if scores[i] >= floor or i in top_bm25]
+        got = Retriever(self.app, store).rank(prm.task, dl, rels)
+        rows = got.rows
+        order = got.order
+        # what is shown: the exact current matches, then the best approximate candidates —
+        # all of them up to the card limit when the task names nothing, the NEAR_WITH_SURE
+        # best when it does; candidates far weaker than the best approximate one (a word that
+        # names many symbols, a test the role prior set back) are counted, not shown
+        sure = [i for i in order if i in got.sure]
+        approx = [i for i in order if i not in got.sure and i not in got.set_back]
+        best = got.score.get(approx[0], 0.0) if approx else 0.0
+        approx = [i for i in approx if got.score.get(i, 0.0) >= best * WEAK_FRACTION]
+        if sure:
+            approx = approx[:NEAR_WITH_SURE]
+        strong = sure + approx
         # a module's card says less than a card of a symbol in it, which names the same file
         member_files = {rows[i].path for i in strong if rows[i].kind != "module"}
         strong = [i for i in strong if rows[i].kind != "module" or rows[i].path not in member_files]
-        answer: dict[str, Any] = {"maxTokens": max_tokens,
-                                  "provenance": self._provenance(["exact"] + (["literal"] if used_literal else [])
-                                                                 + ["bm25"] + (["path"] if rels else []))}
+        answer: dict[str, Any] = {"maxTokens": max_tokens, "provenance": self._provenance(got.provenance)}
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
-        p.omit(UNREAD, unread, UNREAD_HINT)
+        p.omit(UNREAD, got.unread, UNREAD_HINT)
         answer["cards"] = []
         for i in strong[:MINIMAL_CARDS]:
             dl.check()
@@ -748,9 +689,9 @@ class ContextService:
             card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind}
             if r.signature:
                 card["signature"] = r.signature
-            card.update({"path": r.path, "range": [r.start_line, r.end_line], "legs": sorted(legs[i])})
-            if i in lit_lines:
-                card["line"] = lit_lines[i]  # where the quoted phrase / identifier is written
+            card.update({"path": r.path, "range": [r.start_line, r.end_line], "legs": sorted(got.legs.get(i, ()))})
+            if i in got.lines:
+                card["line"] = got.lines[i]  # where the quoted phrase / identifier is written
             if r.summary:
                 card["summary"] = r.summary
             callers = store.callers(r.qname, limit=3)
@@ -761,46 +702,11 @@ class ContextService:
             p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol")
         if len(strong) > MINIMAL_CARDS:
             p.omit("candidate symbols", len(strong) - MINIMAL_CARDS, "narrow the task or pass paths")
-        if len(ranked) > len(strong):
-            p.omit("weaker candidates", len(ranked) - len(strong),
-                   "name an identifier, or search the words")
-        if not ranked:
+        if len(order) > len(strong):
+            p.omit("weaker candidates", len(order) - len(strong), "name an identifier, or search the words")
+        if not order:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self._done(p)
-
-    def _disambiguate(self, by_ident: dict[str, dict[int, float]], rows: dict[int, SymbolRow],
-                      scores: dict[int, float], dl: Deadline) -> set[int]:
-        """Homonyms told apart by the task's other identifiers: when a name of the task is
-        shared by several symbols (``requestAsyncId`` in five scheduler actions) and some of
-        them call, are called by or are members of a symbol another identifier of the task
-        names (``setInterval``), the others lose what that name gave them: the task's words
-        together say which one is meant. Nothing changes when none or all of them are linked.
-        Returns the symbols set back (not shown among the best BM25 matches either)."""
-        store = self.store
-        demoted: set[int] = set()
-        for ident, got in by_ident.items():
-            homonyms = [rows[i] for i in got]
-            if len({r.qname for r in homonyms}) < 2:
-                continue
-            others = {rows[i].qname for other, g in by_ident.items() if other != ident for i in g}
-            others -= {r.qname for r in homonyms}
-            if not others:
-                continue
-            linked: set[int] = set()
-            for r in homonyms:
-                dl.check()
-                near = {c.target for c in store.callees(r.qname, limit=200) if c.target}
-                near |= {c.caller for c in store.callers(r.qname, limit=200)}
-                if r.parent:
-                    near.add(r.parent)
-                if near & others:
-                    linked.add(r.id)
-            if 0 < len(linked) < len(homonyms):
-                for r in homonyms:
-                    if r.id not in linked:
-                        scores[r.id] -= got[r.id]
-                        demoted.add(r.id)
-        return demoted
 
     def pr_context(self, prm: PrContextParams) -> dict[str, Any]:
         if prm.diff is not None:
@@ -887,14 +793,12 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
 
 
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
-
-
-def _name_words(s: SymbolRow) -> set[str]:
-    """The words of a symbol's name and its container's (``AsyncAction.requestAsyncId``:
-    async, action, request, id), lower case."""
-    names = [s.name, re.split(r"\.|::|/", s.parent)[-1] if s.parent else ""]
-    return {w.lower() for n in names for w in _WORD.findall(n)}
+def _with_alternatives(p: Packer, alternatives: list[dict[str, Any]]) -> Packer:
+    """List the other symbols of an ambiguous bare name that the answer is not for (tests,
+    docs... beside the one library symbol) in ``omitted``, as ``alternatives``."""
+    if alternatives:
+        p.omit(ALTERNATIVES, len(alternatives), ALTERNATIVES_HINT, items=alternatives)
+    return p
 
 
 def names_itself(qname: str, name: str) -> bool:

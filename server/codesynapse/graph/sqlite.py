@@ -26,6 +26,7 @@ try:
 except ImportError:  # not POSIX: writers of one process still serialize on the thread lock
     fcntl = None  # type: ignore[assignment]
 
+from codesynapse.context.lexical import FIELD_WEIGHTS, fts_query, symbol_fields
 from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.extract.model import CallSite, FileExtraction
 from codesynapse.graph.model import (
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS symbols(
   id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, qname TEXT NOT NULL,
   name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT, start_line INTEGER, end_line INTEGER,
   start_col INTEGER, end_col INTEGER, hash TEXT, summary TEXT, parent TEXT, is_test INTEGER,
-  exported INTEGER, language TEXT, terms TEXT);
+  exported INTEGER, language TEXT, terms TEXT,
+  lex_name TEXT, lex_qname TEXT, lex_sig TEXT, lex_doc TEXT, lex_path TEXT);
 CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname, path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name, qname, path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(graph_id, path, start_line);
@@ -65,6 +67,16 @@ END;
 CREATE TRIGGER IF NOT EXISTS symbols_ad AFTER DELETE ON symbols BEGIN
   INSERT INTO symbols_fts(symbols_fts, rowid, name, qname, terms)
   VALUES ('delete', old.id, old.name, old.qname, old.terms);
+END;
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_lex USING fts5(
+  lex_name, lex_qname, lex_sig, lex_doc, lex_path, content='symbols', content_rowid='id', tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS symbols_lex_ai AFTER INSERT ON symbols BEGIN
+  INSERT INTO symbols_lex(rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path)
+  VALUES (new.id, new.lex_name, new.lex_qname, new.lex_sig, new.lex_doc, new.lex_path);
+END;
+CREATE TRIGGER IF NOT EXISTS symbols_lex_ad AFTER DELETE ON symbols BEGIN
+  INSERT INTO symbols_lex(symbols_lex, rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path)
+  VALUES ('delete', old.id, old.lex_name, old.lex_qname, old.lex_sig, old.lex_doc, old.lex_path);
 END;
 CREATE TABLE IF NOT EXISTS calls(
   id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
@@ -125,7 +137,8 @@ def _fts_query(text: str) -> str:
 
 # column order of the symbol and call rows write_files builds
 _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
-                "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms")
+                "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms",
+                "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path")
 _CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
               "target", "resolution", "confidence")
 
@@ -151,7 +164,8 @@ def _file_row(g: str, fx: FileExtraction, mtime: int, now: float) -> tuple:
 
 def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
     return (g, fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col, s.end_col,
-            s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language, name_terms(s.name, s.qname))
+            s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language, name_terms(s.name, s.qname),
+            *symbol_fields(s.name, s.qname, s.signature, s.summary, fx.path))
 
 
 def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
@@ -211,7 +225,8 @@ class SqliteGraphStore(SqliteDepsMixin):
     @staticmethod
     def _drop_all(conn: sqlite3.Connection) -> None:
         rows = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') "
-                            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'symbols_fts_%'").fetchall()
+                            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'symbols_fts_%' "
+                            "AND name NOT LIKE 'symbols_lex_%'").fetchall()
         for kind, name in rows:
             if kind == "trigger":
                 conn.execute(f'DROP TRIGGER IF EXISTS "{name}"')
@@ -653,6 +668,30 @@ class SqliteGraphStore(SqliteDepsMixin):
         rows = self._q(
             "SELECT count(*) AS n FROM symbols_fts JOIN symbols s ON s.id = symbols_fts.rowid "
             "WHERE symbols_fts MATCH ? AND s.graph_id=?", (q, self.graph_id))
+        return rows[0]["n"]
+
+    def lexical_search(self, terms: Sequence[str], limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        """Symbols by BM25 over their stemmed lexical fields (context/lexical.py: name
+        sub-words, qualified-name parts, signature, summary, path words; column weights
+        ``FIELD_WEIGHTS``) for ``terms`` OR-ed (already split and stemmed), best first, ties
+        by (qname, path, start_line)."""
+        q = fts_query(list(terms))
+        if not q or limit <= 0:
+            return []
+        rows = self._q(
+            f"SELECT s.*, bm25(symbols_lex, {', '.join(str(w) for w in FIELD_WEIGHTS)}) AS score FROM symbols_lex "
+            "JOIN symbols s ON s.id = symbols_lex.rowid "
+            "WHERE symbols_lex MATCH ? AND s.graph_id=? "
+            "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
+            (q, self.graph_id, limit, offset))
+        return [(self._sym(r), -float(r["score"])) for r in rows]
+
+    def count_lexical(self, terms: Sequence[str]) -> int:
+        q = fts_query(list(terms))
+        if not q:
+            return 0
+        rows = self._q("SELECT count(*) AS n FROM symbols_lex JOIN symbols s ON s.id = symbols_lex.rowid "
+                       "WHERE symbols_lex MATCH ? AND s.graph_id=?", (q, self.graph_id))
         return rows[0]["n"]
 
     def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:

@@ -30,7 +30,8 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 
-SCHEMA_VERSION = 3  # 3: import rows keep their module's first/last segment, inherit rows their base's
+SCHEMA_VERSION = 4  # 3: import rows keep their module's first/last segment, inherit rows their base's
+# 4: SQLite symbols carry stemmed lexical fields (context/lexical.py) in an FTS5 table
 
 
 def module_keys(module: str) -> tuple[str, str]:

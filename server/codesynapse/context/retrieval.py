@@ -1,0 +1,505 @@
+"""Retrieval for tasks in plain words (DESIGN "Retrieval for tasks in plain words").
+
+``minimalContext`` and plain-English ``search`` run legs over code-symbol metadata, never
+bodies:
+
+- exact: the task's identifiers, by qualified name and by name (case and punctuation kept);
+  a name many definitions share singles out less than a rare one, and homonyms are told apart
+  by the task's other identifiers (``_disambiguate``);
+- literal: phrases quoted in the task, and identifiers no symbol is named by, where the code
+  writes them (context/literals.py);
+- lexical: BM25 with field weights over stemmed sub-words of each symbol's name, qualified
+  name, signature, summary and path (context/lexical.py; the store's full-text table);
+- dense: the task embedded locally against the symbols' metadata vectors
+  (``app.symbol_vectors``, context/dense.py), when present and ready.
+
+Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg before it is
+cut); they are fused by reciprocal-rank fusion (k = 60). Exact current matches (a symbol
+the task names, a phrase found where it is written) come before approximate ranks. Then one
+hop along call edges: a share of a top hit's score (``DECAY``, split over its callees or its
+callers) goes to the function that does its work and to the dispatcher that calls it. Role
+priors put tests, examples, docs, config, generated and vendored code below library code
+unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
+expansion and priors off one by one (the evaluation's ablations).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from codesynapse.context import lexical, literals
+from codesynapse.context.budget import Deadline
+from codesynapse.graph.model import SymbolRow
+from codesynapse.memory.rrf import RRF_K, rrf
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    exact: bool = True
+    lexical: bool = True
+    dense: bool = True
+    expand: bool = True  # one-hop score propagation along call edges
+    priors: bool = True  # role priors
+
+
+LEG_LIMIT = 10  # candidates per leg (DESIGN: at most 10 per leg, fused with RRF k = 60)
+LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role prior can order them before the cut
+EXPAND_FROM = 5  # the top candidates whose callees and callers receive a share of their score
+DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
+EXPAND_FANOUT = 16  # a hop with more distinct neighbours only reinforces candidates already found
+ROLE_PRIOR = 0.25  # the factor of a symbol in test, example, docs, config, generated or vendored code
+LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
+DENSE_UNAVAILABLE = "dense leg not available"
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*")
+# a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
+_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
+CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
+# words of a task that are no identifier of it (the exact leg skips them)
+_STOP = frozenset("""
+a an the and or of to in on for with by is are be it this that from as at into how why what where
+which when who do does did can should would could fix add make use using get set find show change
+update remove new all any not no we i you they our my their its code file function method class
+""".split())  # noqa: SIM905
+
+# ---- roles ------------------------------------------------------------------------------------
+LIBRARY, TEST, EXAMPLE, DOCS, CONFIG, GENERATED, VENDORED = (
+    "library", "test", "example", "docs", "config", "generated", "vendored")
+_DOC_LANGS = frozenset({"markdown", "rst", "asciidoc", "text"})
+_CONFIG_LANGS = frozenset({"yaml", "json", "toml", "ini", "xml", "properties"})
+_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)(/|$)", re.IGNORECASE)
+_DOC_PATH = re.compile(r"(^|/)(docs?|documentation)(/|$)", re.IGNORECASE)
+_VENDOR_PATH = re.compile(r"(^|/)(vendor|third[_-]?party|node_modules|external|extern)(/|$)", re.IGNORECASE)
+_GENERATED_PATH = re.compile(r"(^|/)(gen|generated|__generated__)(/|$)|_pb2(_grpc)?\.py$|\.pb(\.gw)?\.go$"
+                             r"|_generated\.\w+$|\.generated\.\w+$|\.g\.\w+$|\.min\.js$|_string\.go$",
+                             re.IGNORECASE)
+# the words by which a task asks about a role (lower case; matched whole or as their stem)
+ROLE_WORDS: dict[str, frozenset[str]] = {
+    TEST: frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture", "fixtures", "mock", "mocks",
+                     "unittest", "pytest", "assert", "assertion"}),
+    EXAMPLE: frozenset({"example", "examples", "sample", "samples", "demo", "demos", "tutorial"}),
+    DOCS: frozenset({"doc", "docs", "documentation", "documented", "readme", "guide", "manual", "docstring"}),
+    CONFIG: frozenset({"config", "configs", "configuration", "configure", "configured", "settings", "setting",
+                       "manifest", "yaml", "json", "toml", "ini"}),
+    GENERATED: frozenset({"generated", "codegen", "generator"}),
+    VENDORED: frozenset({"vendor", "vendored", "vendoring", "third-party"}),
+}
+_ROLE_STEMS = {role: frozenset(lexical.stem(w) for w in ws) for role, ws in ROLE_WORDS.items()}
+
+
+def role_of(path: str, is_test: bool = False, kind: str = "", language: str = "") -> str:
+    """What a symbol's code is for, from its path, test flag, kind and language: ``test``,
+    ``example``, ``docs``, ``config``, ``generated``, ``vendored`` or ``library`` (everything
+    else). One definition for ranking and for choosing among homonyms."""
+    if _VENDOR_PATH.search(path):
+        return VENDORED
+    if is_test or kind == "test" or literals.is_test_path(path):
+        return TEST
+    if language in _DOC_LANGS or kind == "section":
+        return DOCS
+    if language in _CONFIG_LANGS or kind == "key":
+        return CONFIG
+    if _GENERATED_PATH.search(path):
+        return GENERATED
+    if _EXAMPLE_PATH.search(path):
+        return EXAMPLE
+    if _DOC_PATH.search(path):
+        return DOCS
+    return LIBRARY
+
+
+def row_role(r: SymbolRow) -> str:
+    return role_of(r.path, r.is_test, r.kind, r.language)
+
+
+def asked_roles(text: str) -> set[str]:
+    """The roles a task asks about by name ("why does the retry test fail" asks about tests)."""
+    raw = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", text)}
+    stems = {lexical.stem(w) for w in raw}
+    return {role for role, ws in ROLE_WORDS.items() if raw & ws or stems & _ROLE_STEMS[role]}
+
+
+def prior(role: str, asked: set[str]) -> float:
+    return 1.0 if role == LIBRARY or role in asked else ROLE_PRIOR
+
+
+# ---- the answer of the legs -----------------------------------------------------------------------
+@dataclass
+class Ranked:
+    """Candidates, best first: ``order`` lists ``sure`` ones (exact current matches) first."""
+
+    rows: dict[int, SymbolRow] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+    sure: set[int] = field(default_factory=set)
+    score: dict[int, float] = field(default_factory=dict)
+    legs: dict[int, set[str]] = field(default_factory=dict)
+    lines: dict[int, int] = field(default_factory=dict)  # where a literal needle is written
+    set_back: set[int] = field(default_factory=set)  # homonyms the task's other identifiers did not mean
+    provenance: list[Any] = field(default_factory=list)  # legs that ran; a dict for a leg that did not
+    unread: int = 0  # files the literal leg left unread (time budget)
+
+
+class Retriever:
+    """The legs, fusion, expansion and priors over one store, for one request."""
+
+    def __init__(self, app, store, config: RetrievalConfig | None = None):
+        self.app = app
+        self.store = store
+        self.config = config or getattr(app, "retrieval_config", None) or RetrievalConfig()
+        self._module_rep: dict[str, int] = {}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _key(self, r: SymbolRow, rows: dict[int, SymbolRow]) -> int:
+        """A package's module symbol counts once, not once per file."""
+        if r.kind == "module":
+            rid = self._module_rep.setdefault(r.qname, r.id)
+            if rid != r.id and rid in rows:
+                return rid
+        rows.setdefault(r.id, r)
+        return r.id
+
+    def _prior(self, r: SymbolRow, asked: set[str]) -> float:
+        return prior(row_role(r), asked) if self.config.priors else 1.0
+
+    # -- exact ----------------------------------------------------------------------------------
+    def exact_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline):
+        """(score by id, sure ids, what each identifier gave each symbol, identifiers naming
+        no symbol). A qualified name or a code-like name (``_``, camelCase, dots) the task
+        writes in full is a sure match; a plain word that is a name counts less, and a name
+        many definitions share less than a rare one."""
+        store = self.store
+        scores: Counter[int] = Counter()
+        sure: set[int] = set()
+        by_ident: dict[str, dict[int, float]] = {}
+        unnamed: list[str] = []
+        idents = list(dict.fromkeys(m.group(0) for m in _IDENT.finditer(task)))
+        for ident in idents[:64]:
+            dl.check()
+            if ident.lower() in _STOP:
+                continue
+            hit = False
+            modules: set[str] = set()  # a package of many files counts once per identifier
+            code_like = bool(CODE_LIKE.search(ident))
+            for r in store.symbols_by_qname(ident):
+                hit = True
+                if r.kind == "module":
+                    if r.qname in modules:
+                        continue
+                    modules.add(r.qname)
+                rid = self._key(r, rows)
+                scores[rid] += 3.0 if r.kind == "module" else 10.0
+                if r.kind != "module":
+                    sure.add(rid)
+                    got = by_ident.setdefault(ident, {})
+                    got[rid] = got.get(rid, 0.0) + 10.0
+            named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
+            # a name many definitions share ("error", "run") singles out less than a rare one
+            rarity = 1.0 / (1.0 + math.log2(max(1, len({r.qname for r in named}))))
+            if not code_like:
+                rarity *= 0.5
+            for r in named:
+                hit = True
+                if r.kind == "module":
+                    if r.qname in modules:
+                        continue
+                    modules.add(r.qname)
+                full = ident in (r.qname, r.name) or r.qname.endswith("." + ident)
+                w = 1.0 if r.kind == "module" else (6.0 if full else 2.0) * rarity
+                rid = self._key(r, rows)
+                scores[rid] += w
+                if r.kind != "module":
+                    if full and code_like:
+                        sure.add(rid)
+                    got = by_ident.setdefault(ident, {})
+                    got[rid] = got.get(rid, 0.0) + w
+            if not hit:
+                unnamed.append(ident)
+        return scores, sure, by_ident, unnamed
+
+    def disambiguate(self, by_ident: dict[str, dict[int, float]], rows: dict[int, SymbolRow],
+                     scores: Counter[int], dl: Deadline) -> set[int]:
+        """Homonyms told apart by the task's other identifiers: when a name of the task is
+        shared by several symbols (``requestAsyncId`` in five scheduler actions) and some of
+        them call, are called by or are members of a symbol another identifier of the task
+        names (``setInterval``), the others lose what that name gave them: the task's words
+        together say which one is meant. Nothing changes when none or all of them are linked.
+        Returns the symbols set back."""
+        store = self.store
+        demoted: set[int] = set()
+        for ident, got in by_ident.items():
+            homonyms = [rows[i] for i in got]
+            if len({r.qname for r in homonyms}) < 2:
+                continue
+            others = {rows[i].qname for other, g in by_ident.items() if other != ident for i in g}
+            others -= {r.qname for r in homonyms}
+            if not others:
+                continue
+            linked: set[int] = set()
+            for r in homonyms:
+                dl.check()
+                near = {c.target for c in store.callees(r.qname, limit=200) if c.target}
+                near |= {c.caller for c in store.callers(r.qname, limit=200)}
+                if r.parent:
+                    near.add(r.parent)
+                if near & others:
+                    linked.add(r.id)
+            if 0 < len(linked) < len(homonyms):
+                for r in homonyms:
+                    if r.id not in linked:
+                        scores[r.id] -= got[r.id]
+                        demoted.add(r.id)
+        return demoted
+
+    # -- literal -----------------------------------------------------------------------------
+    def literal_rows(self, needles: list[literals.Needle], dl: Deadline, keep_saturated: bool = True
+                     ) -> tuple[list[tuple[literals.Needle, SymbolRow, list[int], int]], int]:
+        """(needle, enclosing symbol, hit lines in it, hits of that needle in all) for each
+        symbol in whose range a needle is written (context/literals.py); production code
+        first, then path and line. A hit outside every symbol counts for the file's module."""
+        store = self.store
+        files = [(f.path, f.language) for f in store.files() if f.status != "skipped"]
+        policy = self.app.policy
+        extra = getattr(policy, "redact_patterns", ()) if policy is not None else ()
+        scan = literals.find(str(self.app.workspace.root), files, needles, extra,
+                             seconds=min(literals.BUDGET_S, dl.remaining))
+        hits = scan.hits
+        if not keep_saturated:
+            hits = [h for h in hits if h.needle not in scan.saturated]
+        by: dict[tuple[str, int], tuple[literals.Needle, SymbolRow, list[int]]] = {}
+        total: Counter[str] = Counter()
+        modules: dict[str, SymbolRow | None] = {}
+        kinds = {n.text: n for n in needles}
+        for h in hits:
+            total[h.needle] += 1
+            r = store.symbol_at(h.path, h.line)
+            if r is None:
+                if h.path not in modules:
+                    modules[h.path] = next((x for x in store.symbols_in_file(h.path) if x.kind == "module"), None)
+                r = modules[h.path]
+            if r is None:
+                continue
+            key = (h.needle, r.id)
+            if key not in by:
+                by[key] = (kinds[h.needle], r, [])
+            by[key][2].append(h.line)
+        out = [(n, r, lines, total[n.text]) for n, r, lines in by.values()]
+        out.sort(key=lambda x: (literals.is_test_path(x[1].path), x[1].path, x[2][0]))
+        return out, scan.unread
+
+    def literal_leg(self, task: str, unnamed: list[str], described: set[str], rows: dict[int, SymbolRow],
+                    dl: Deadline, known=lambda w: False):
+        """(score by id, sure ids, first line by id, unread files). Phrases quoted in the task
+        and words no symbol is named by, where the code writes them; code-like words first;
+        a word written in many symbols singles nothing out. A plain word that is a word of the
+        names the identifiers found ("scheduler action" for ``AsyncAction.requestAsyncId``)
+        describes them: it is not looked up; nor is a plain word the lexical leg finds in
+        the symbols' metadata (``known``): the files are read only for what it cannot find."""
+        needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(task)]
+        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not CODE_LIKE.search(x))
+                    if len(x) >= literals.MIN_NEEDLE
+                    and (CODE_LIKE.search(x) or (x.lower() not in described and not known(x)))]
+        needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
+        scores: Counter[int] = Counter()
+        sure: set[int] = set()
+        lines: dict[int, int] = {}
+        if not needles:
+            return scores, sure, lines, 0
+        found, unread = self.literal_rows(needles, dl, keep_saturated=False)
+        spread = Counter(n.text for n, _r, _l, _t in found)
+        for n, r, hit_lines, total in found:
+            if spread[n.text] > LITERAL_SYMBOLS:
+                continue  # written everywhere: it singles nothing out
+            code = not n.word or bool(CODE_LIKE.search(n.text))
+            w = 16.0 if not n.word else 8.0 if code else 4.0  # a plain word: less
+            rid = self._key(r, rows)
+            scores[rid] += w * math.sqrt(len(hit_lines) / total)
+            lines.setdefault(rid, hit_lines[0])
+            if code and r.kind != "module":
+                sure.add(rid)  # a quoted phrase or an identifier, where the code writes it
+        return scores, sure, lines, unread
+
+    # -- lexical -------------------------------------------------------------------------------
+    def lexical_search(self, terms: list[str], limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        """The store's BM25 over the stemmed fields; a store without them (Neo4j, HugeGraph)
+        answers from its name search over the same words and their stems."""
+        fn = getattr(self.store, "lexical_search", None)
+        if fn is not None:
+            return fn(terms, limit, offset)
+        return self.store.search(" ".join(terms), limit, offset)
+
+    def count_lexical(self, terms: list[str]) -> int:
+        fn = getattr(self.store, "count_lexical", None)
+        if fn is not None:
+            return fn(terms)
+        return self.store.count_search(" ".join(terms))
+
+    def lexical_leg(self, task: str, rows: dict[int, SymbolRow], asked: set[str]) -> list[int]:
+        terms = lexical.query_terms(task)
+        if not terms:
+            return []
+        got = self.lexical_search(terms, LEG_LIMIT * LEG_POOL)
+        ranked = sorted(enumerate(got), key=lambda x: (-x[1][1] * self._prior(x[1][0], asked), x[0]))
+        out: list[int] = []
+        for _i, (r, _s) in ranked:
+            rid = self._key(r, rows)
+            if rid not in out:
+                out.append(rid)
+            if len(out) >= LEG_LIMIT:
+                break
+        return out
+
+    # -- dense -----------------------------------------------------------------------------------
+    def dense_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline) -> tuple[list[int], Any]:
+        """(ids, provenance entry): the metadata vectors' nearest symbols, mapped to current
+        rows by (qualified name, path) — a hit whose symbol is gone or moved is dropped. The
+        entry is ``"dense"`` when the leg is ready, else ``{leg, state, reason}``."""
+        sv = getattr(self.app, "symbol_vectors", None)
+        if sv is None:
+            return [], {"leg": "dense", "state": "unavailable", "reason": DENSE_UNAVAILABLE}
+        try:
+            res = sv.search(task, LEG_LIMIT, timeout=min(2.0, max(0.1, dl.remaining)))
+        except Exception as e:  # a broken model or store must not fail the request
+            log.warning("dense leg failed: %s", e, exc_info=True)
+            return [], {"leg": "dense", "state": "unavailable", "reason": f"{e.__class__.__name__}: {e}"[:200]}
+        out: list[int] = []
+        for h in getattr(res, "hits", [])[:LEG_LIMIT]:
+            match = next((r for r in self.store.symbols_by_qname(h.qname) if r.path == h.path), None)
+            if match is None:
+                continue  # stale: the symbol is gone or moved since it was embedded
+            rid = self._key(match, rows)
+            if rid not in out:
+                out.append(rid)
+        state = getattr(res, "state", "ready")
+        if state == "ready":
+            return out, "dense"
+        entry = {"leg": "dense", "state": state}
+        if getattr(res, "reason", ""):
+            entry["reason"] = res.reason
+        return out, entry
+
+    # -- everything -----------------------------------------------------------------------------
+    def rank(self, task: str, dl: Deadline, paths: list[str] = ()) -> Ranked:
+        cfg = self.config
+        out = Ranked()
+        rows = out.rows
+        asked = asked_roles(task) if cfg.priors else set()
+        rankings: list[list[int]] = []
+        leg_names: list[str] = []
+        sure_score: Counter[int] = Counter()
+
+        def add_leg(name: str, ids: list[int]) -> None:
+            rankings.append(ids)
+            leg_names.append(name)
+            for i in ids:
+                out.legs.setdefault(i, set()).add(name)
+
+        def cut(scores: Counter[int]) -> list[int]:
+            live = [i for i, s in scores.items() if s > 0]
+            live.sort(key=lambda i: (-scores[i] * self._prior(rows[i], asked), rows[i].qname, rows[i].path))
+            return live[:LEG_LIMIT]
+
+        if cfg.exact:
+            escores, sure, by_ident, unnamed = self.exact_leg(task, rows, dl)
+            out.set_back = self.disambiguate(by_ident, rows, escores, dl)
+            sure -= out.set_back
+            out.provenance.append("exact")
+            add_leg("exact", cut(escores))
+            for i in sure:
+                sure_score[i] += escores[i]
+            described = {w for got in by_ident.values() for rid in got for w in _name_words(rows[rid])}
+            known = (lambda w: self.count_lexical(lexical.query_terms(w)) > 0) if cfg.lexical else (lambda w: False)
+            lscores, lsure, out.lines, out.unread = self.literal_leg(task, unnamed, described, rows, dl, known)
+            if lscores:
+                out.provenance.append("literal")
+                add_leg("literal", cut(lscores))
+                for i in lsure:
+                    sure_score[i] += lscores[i]
+            out.sure = {i for i in sure | lsure if sure_score[i] > 0}
+        if cfg.lexical:
+            dl.check()
+            out.provenance.append("lexical")
+            add_leg("lexical", self.lexical_leg(task, rows, asked))
+        if cfg.dense:
+            dl.check()
+            ids, entry = self.dense_leg(task, rows, dl)
+            out.provenance.append(entry)
+            if ids:
+                add_leg("dense", ids)
+        if paths:
+            # the files the request names are its scope, not a search: all their symbols
+            ids = [self._key(r, rows) for rel in paths for r in self.store.symbols_in_file(rel) if r.kind != "module"]
+            out.provenance.append("path")
+            add_leg("path", list(dict.fromkeys(ids)))
+        fused = dict(rrf([[str(i) for i in ids] for ids in rankings], RRF_K))
+        score = {int(k): v * self._prior(rows[int(k)], asked) for k, v in fused.items()}
+        if cfg.expand and score:
+            if self._expand(score, rows, out.legs, asked, dl):
+                out.provenance.append("graph")
+        out.score = score
+        sure_order = sorted(out.sure, key=lambda i: (-sure_score[i] * self._prior(rows[i], asked), -score.get(i, 0.0),
+                                                     rows[i].qname, rows[i].path))
+        rest = sorted((i for i in score if i not in out.sure),
+                      key=lambda i: (-score[i], rows[i].qname, rows[i].path, rows[i].start_line))
+        out.order = sure_order + rest
+        return out
+
+    def _expand(self, score: dict[int, float], rows: dict[int, SymbolRow], legs: dict[int, set[str]],
+                asked: set[str], dl: Deadline) -> bool:
+        """One hop along call edges from the ``EXPAND_FROM`` best candidates: each callee and
+        each caller gets ``DECAY`` times the hit's score, divided by the square root of the
+        number of distinct callees (callers) — the one function a wrapper calls gets much,
+        one of thirty gets little. A hop with more than ``EXPAND_FANOUT`` neighbours only
+        reinforces candidates already found. Returns whether anything changed."""
+        store = self.store
+        by_qname: dict[str, list[int]] = {}
+        for i in score:
+            by_qname.setdefault(rows[i].qname, []).append(i)
+        top = sorted(score, key=lambda i: (-score[i], rows[i].qname, rows[i].path))[:EXPAND_FROM]
+        gain: Counter[int] = Counter()
+        for h in top:
+            r = rows[h]
+            if r.kind == "module":
+                continue
+            dl.check()
+            callees = list(dict.fromkeys(c.target for c in store.callees(r.qname, limit=200)
+                                         if c.target and c.target != r.qname))
+            callers = list(dict.fromkeys(c.caller for c in store.callers(r.qname, limit=200) if c.caller != r.qname))
+            for names in (callees, callers):
+                if not names:
+                    continue
+                share = DECAY * score[h] / math.sqrt(len(names))
+                for q in names:
+                    ids = by_qname.get(q)
+                    if ids is None:
+                        if len(names) > EXPAND_FANOUT:
+                            continue
+                        found = [x for x in store.symbols_by_qname(q) if x.kind != "module"][:1]
+                        ids = by_qname[q] = [self._key(x, rows) for x in found]
+                    for i in ids:
+                        if i != h:
+                            gain[i] += share * self._prior(rows[i], asked)
+        for i, g in gain.items():
+            score[i] = score.get(i, 0.0) + g
+            legs.setdefault(i, set()).add("graph")
+        return bool(gain)
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _name_words(s: SymbolRow) -> set[str]:
+    """The words of a symbol's name and its container's (``AsyncAction.requestAsyncId``:
+    async, action, request, id), lower case."""
+    names = [s.name, re.split(r"\.|::|/", s.parent)[-1] if s.parent else ""]
+    return {w.lower() for n in names for w in _WORD.findall(n)}
+
+
+def quoted(task: str) -> bool:
+    return bool(_QUOTED.search(task))
