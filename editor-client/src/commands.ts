@@ -70,13 +70,33 @@ export class ContextController implements vscode.Disposable {
     private readonly statusBar: IndexStatusBar,
     private readonly log: vscode.LogOutputChannel,
   ) {
-    this.disposables.push(panel.onDidReceiveMessage((m) => void this.onMessage(m)));
+    this.disposables.push(
+      panel.onDidReceiveMessage((m) => void this.onMessage(m)),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (e.contentChanges.length > 0) void this.markStale(e.document.uri, 'edited');
+      }),
+      vscode.workspace.onDidSaveTextDocument((d) => void this.markStale(d.uri, 'saved')),
+    );
+  }
+
+  /**
+   * An answer shown before a workspace file changed may no longer hold: say so on it, with a
+   * Refresh button, instead of showing it as current.
+   */
+  private async markStale(uri: vscode.Uri, how: 'edited' | 'saved'): Promise<void> {
+    const view = this.view;
+    if (!view || view.render.stale || uri.scheme !== 'file') return;
+    const root = workspaceRoot();
+    if (!root || !uri.fsPath.startsWith(root + path.sep)) return;
+    view.render.stale = `${vscode.workspace.asRelativePath(uri, false)} was ${how} after this answer; it may be out of date.`;
+    await this.panel.show(renderResult(view.render), false);
   }
 
   /** What the panel shows now, kept so that it can be redrawn (a candidate added, a result gone stale). */
-  private view: { id: number; query: Query; result: unknown; render: ResultView } | undefined;
+  private view: { id: number; query: Query; result: unknown; render: ResultView; rerun: () => Promise<unknown> } | undefined;
 
-  async run(query: Query): Promise<unknown> {
+  /** Run a query and show its answer; `rerun` asks again when the user refreshes a stale answer. */
+  async run(query: Query, rerun: () => Promise<unknown> = () => this.run(query)): Promise<unknown> {
     const id = ++this.seq;
     this.last = query;
     this.view = undefined;
@@ -102,7 +122,7 @@ export class ContextController implements vscode.Disposable {
         more: more ? { label: more.label } : null,
         rawEstimate,
       };
-      this.view = { id, query, result, render };
+      this.view = { id, query, result, render, rerun };
       if (query.method === Methods.minimalContext) render.candidates = await this.taskCandidates(query, result);
       if (id !== this.seq) return result;
       await this.panel.show(renderResult(render));
@@ -174,6 +194,9 @@ export class ContextController implements vscode.Disposable {
         break;
       case 'add':
         await this.addCandidate(message.selector);
+        break;
+      case 'refresh':
+        if (this.view) await this.view.rerun();
         break;
       case 'task':
         await this.task(message.task);
@@ -249,7 +272,11 @@ export class ContextController implements vscode.Disposable {
       void vscode.window.showWarningMessage('Open a folder to get the context of its git diff.');
       return undefined;
     }
-    const d = await currentDiff(root);
+    // unsaved editor buffers count as they are shown, not as they are on disk
+    const overlays = vscode.workspace.textDocuments
+      .filter((doc) => doc.isDirty && doc.uri.scheme === 'file' && doc.uri.fsPath.startsWith(root + path.sep))
+      .map((doc) => ({ path: path.relative(root, doc.uri.fsPath), text: doc.getText() }));
+    const d = await currentDiff(root, undefined, overlays);
     if (!d.ok) {
       if (d.reason === 'empty') void vscode.window.showInformationMessage(d.message);
       else await this.panel.show(renderError('Context for the current git diff', d.message));
@@ -257,12 +284,16 @@ export class ContextController implements vscode.Disposable {
     }
     const { settings } = currentSettings();
     const files = (d.diff.match(/^diff --git /gm) ?? []).length;
-    return this.run({
-      title: 'Context for the current git diff',
-      subtitle: `${files} changed file${files === 1 ? '' : 's'}, ${d.bytes.toLocaleString('en-US')} bytes of diff`,
-      method: Methods.prContext,
-      params: { diff: d.diff, maxTokens: settings.budgets.prContext },
-    });
+    const unsaved = d.unsaved > 0 ? ` (${d.unsaved} unsaved)` : '';
+    return this.run(
+      {
+        title: 'Context for the current git diff',
+        subtitle: `${files} changed file${files === 1 ? '' : 's'}${unsaved}, ${d.bytes.toLocaleString('en-US')} bytes of diff`,
+        method: Methods.prContext,
+        params: { diff: d.diff, maxTokens: settings.budgets.prContext },
+      },
+      () => this.diff(),
+    );
   }
 
   async recall(query: string): Promise<unknown> {

@@ -5,6 +5,7 @@
  * is ^1.95.0 (vscode-languageclient 9 alone would run on 1.82). Every tool is declared in
  * package.json `contributes.languageModelTools` with the same name.
  */
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ServerConnection } from './client';
 import { currentSettings, type Settings } from './config';
@@ -91,7 +92,7 @@ export const TOOLS: Record<string, ToolSpec> = {
       const head = typeof i.head === 'string' && i.head.trim() ? i.head.trim() : undefined;
       if (diff || base || head) return { diff, base, head, maxTokens };
       if (!cwd) throw new Error('no workspace folder is open, so there is no git diff; pass "diff" or "base"/"head"');
-      const d = await currentDiff(cwd);
+      const d = await currentDiff(cwd, undefined, unsavedBuffers(cwd));
       if (!d.ok) throw new Error(d.message);
       return { diff: d.diff, maxTokens };
     },
@@ -144,6 +145,13 @@ export const TOOLS: Record<string, ToolSpec> = {
     describe: (i) => `remember ${Array.isArray(i.facts) ? i.facts.length : 0} fact(s)`,
   },
 };
+
+/** Unsaved editor buffers under `cwd`: the diff of the current changes uses their text. */
+function unsavedBuffers(cwd: string): { path: string; text: string }[] {
+  return vscode.workspace.textDocuments
+    .filter((doc) => doc.isDirty && doc.uri.scheme === 'file' && doc.uri.fsPath.startsWith(cwd + path.sep))
+    .map((doc) => ({ path: path.relative(cwd, doc.uri.fsPath), text: doc.getText() }));
+}
 
 /** Drop undefined fields so the server sees only what was given. */
 export function compact<T extends object>(params: T): T {

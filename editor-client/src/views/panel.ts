@@ -9,6 +9,7 @@ export type PanelMessage =
   | { type: 'card'; selector: string }
   | { type: 'open'; path: string; line: number | null }
   | { type: 'more' }
+  | { type: 'refresh' }
   | { type: 'add'; selector: string }
   | { type: 'task'; task: string };
 
@@ -18,6 +19,7 @@ export function parsePanelMessage(value: unknown): PanelMessage | null {
   switch (m.type) {
     case 'ready':
     case 'more':
+    case 'refresh':
       return { type: m.type };
     case 'card':
     case 'add':

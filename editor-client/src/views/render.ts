@@ -399,6 +399,8 @@ export interface ResultView {
   rawEstimate?: RawCost | null;
   /** Left-out symbols the user can add (a task's weaker candidates). */
   candidates?: readonly Candidate[];
+  /** Why the answer may be out of date (a file changed after it); null/absent when current. */
+  stale?: string | null;
   /** Cards the user added to the answer, with what each cost. */
   added?: readonly { card: unknown; tokens: number | null }[];
 }
@@ -477,9 +479,13 @@ export function renderResult(view: ResultView): string {
   } else {
     body = renderValue(view.result);
   }
+  const stale = view.stale
+    ? `<div class="stale" role="status"><span class="stale-text">${escapeHtml(view.stale)}</span> <button class="refresh" data-action="refresh">Refresh</button></div>`
+    : '';
   return (
-    `<div class="result">` +
+    `<div class="result${view.stale ? ' is-stale' : ''}">` +
     head +
+    stale +
     meter +
     `<div class="body">${body}${renderAdded(added)}</div>` +
     renderOmitted(env, view.more, (view.candidates ?? []).filter((c) => !added.some((a) => isRecord(a.card) && a.card.qualifiedName === c.selector))) +

@@ -41,6 +41,7 @@ content.addEventListener('click', (event) => {
   if (action === 'card' && selector) vscode.postMessage({ type: 'card', selector });
   else if (action === 'open' && path) vscode.postMessage({ type: 'open', path, line: line ? Number(line) : null });
   else if (action === 'more') vscode.postMessage({ type: 'more' });
+  else if (action === 'refresh') vscode.postMessage({ type: 'refresh' });
   else if (action === 'add' && selector) vscode.postMessage({ type: 'add', selector });
 });
 

@@ -316,7 +316,20 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         return t?.includes('1 unsaved') ? t : null;
       }, { timeout: 30_000 });
       assert.match(text, /^CodeSynapse: \d+ files( · \d+ pending)? · 1 unsaved$/);
+      // The context of the current changes is taken from the buffer, unsaved edit included.
+      await wb.runCommand('CodeSynapse: Context for the Current Git Diff');
+      const frame = await waitForResult('Context for the current git diff', '(1 unsaved)');
+      assert.match(await frame.locator('.subtitle').innerText(), /^2 changed files \(1 unsaved\), \d[\d,]* bytes of diff$/);
+      const body = await frame.locator('.result .body').innerText();
+      assert.ok(body.includes('shop.cart.Cart.total'), `the unsaved edit of Cart.total is a changed symbol:\n${body}`);
+      // Editing again marks the answer as possibly out of date, with Refresh.
       await wb.clickLine('# edited');
+      await page.keyboard.press('End');
+      await page.keyboard.type('!');
+      await frame.locator('.stale', { hasText: 'shop/cart.py was edited after this answer' }).waitFor({ timeout: 10_000 });
+      await wb.screenshot('codesynapse-stale.png');
+      await wb.clickLine('# edited');
+      await page.keyboard.press('Control+z');
       await page.keyboard.press('Control+z');
     }),
   );

@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import * as os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import * as vscode from './vscode.mock';
 import type { ServerConnection } from '../../src/client';
 import { ContextController } from '../../src/commands';
@@ -112,5 +114,45 @@ describe('ContextController', () => {
     await new ContextController(connection, panel, {} as IndexStatusBar, log).task('apply a discount');
     expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
     expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.cart.Cart', 'test_cart.test_total']);
+  });
+
+  it('sends unsaved buffers in the diff of the current changes, and marks the answer stale when a file changes', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-prctx-'));
+    fs.cpSync(path.resolve(__dirname, '../../../fixtures/python_repo/shop'), path.join(root, 'shop'), { recursive: true });
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, stdio: 'pipe' });
+    git('init', '-q', '-b', 'main');
+    git('add', '.');
+    git('-c', 'user.email=t@example.invalid', '-c', 'user.name=t', '-c', 'commit.gpgsign=false', 'commit', '-qm', 'init');
+    vscode.workspace.workspaceFolders = [{ uri: vscode.Uri.file(root), name: 'ws', index: 0 }];
+    // Nothing changed on disk; pricing.py has an unsaved edit in the editor.
+    const file = path.join(root, 'shop', 'pricing.py');
+    const edited = fs.readFileSync(file, 'utf8').replace('TAX_RATE), 2)', 'TAX_RATE), 3)');
+    vscode.workspace.textDocuments = [{ isDirty: true, uri: vscode.Uri.file(file), getText: () => edited }];
+    const { sent, connection } = recordingConnection(() => recorded('prContext'));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
+
+    await controller.diff();
+    expect(sent).toHaveLength(1);
+    const diff = String(sent[0]?.params.diff);
+    expect(diff.match(/^diff --git .*$/gm)).toEqual(['diff --git a/shop/pricing.py b/shop/pricing.py']);
+    expect(diff).toContain('-    return round(amount * (1 + TAX_RATE), 2)\n+    return round(amount * (1 + TAX_RATE), 3)\n');
+    expect(panel.html).toMatch(/<p class="subtitle">1 changed file \(1 unsaved\), \d+ bytes of diff<\/p>/);
+    expect(panel.html).not.toContain('class="stale"');
+
+    // A further edit: the answer is kept but marked as possibly out of date, with Refresh.
+    vscode.documentChanged.fire({ document: { uri: vscode.Uri.file(file) }, contentChanges: [{ text: 'x' }] });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(panel.html).toContain(
+      '<div class="stale" role="status"><span class="stale-text">shop/pricing.py was edited after this answer; it may be out of date.</span> <button class="refresh" data-action="refresh">Refresh</button></div>',
+    );
+    // Refresh recomputes the diff from the buffers as they are now.
+    const again = edited.replace('TAX_RATE = 0.2', 'TAX_RATE = 0.25');
+    vscode.workspace.textDocuments = [{ isDirty: true, uri: vscode.Uri.file(file), getText: () => again }];
+    panel['messageEmitter'].fire({ type: 'refresh' });
+    await vi.waitFor(() => expect(sent).toHaveLength(2));
+    expect(String(sent[1]?.params.diff)).toContain('+TAX_RATE = 0.25');
+    await vi.waitFor(() => expect(panel.html).not.toContain('class="stale"'));
+    fs.rmSync(root, { recursive: true, force: true });
   });
 });

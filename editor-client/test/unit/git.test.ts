@@ -66,4 +66,48 @@ describe('currentDiff (real git)', () => {
     expect(small.ok).toBe(false);
     if (!small.ok) expect(small.reason).toBe('too-large');
   });
+
+  it('diffs unsaved buffers instead of their files on disk, with the paths git prints', async () => {
+    const dir = repo();
+    fs.mkdirSync(path.join(dir, 'shop'));
+    fs.writeFileSync(path.join(dir, 'shop', 'cart.py'), 'def total():\n    return 1\n');
+    fs.writeFileSync(path.join(dir, 'b.py'), 'y = 1\n');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-qm', 'init');
+    fs.writeFileSync(path.join(dir, 'b.py'), 'y = 2\n'); // saved change
+    // cart.py is unchanged on disk; its editor buffer is edited and not saved
+    const overlay = { path: 'shop/cart.py', text: 'def total():\n    return 2\n' };
+    const d = await currentDiff(dir, undefined, [overlay, { path: 'untracked.py', text: 'z = 1\n' }]);
+    expect(d.ok).toBe(true);
+    if (!d.ok) return;
+    expect(d.unsaved).toBe(1);
+    expect(d.diff.match(/^(diff --git|---|\+\+\+) .*$/gm)).toEqual([
+      'diff --git a/b.py b/b.py',
+      '--- a/b.py',
+      '+++ b/b.py',
+      'diff --git a/shop/cart.py b/shop/cart.py',
+      '--- a/shop/cart.py',
+      '+++ b/shop/cart.py',
+    ]);
+    expect(d.diff).toContain('@@ -1,2 +1,2 @@\n def total():\n-    return 1\n+    return 2\n');
+    // a saved file whose buffer is also dirty is diffed once, from the buffer
+    fs.writeFileSync(path.join(dir, 'shop', 'cart.py'), 'def total():\n    return 3\n');
+    const again = await currentDiff(dir, undefined, [overlay]);
+    expect(again.ok && again.diff.match(/^diff --git .*$/gm)).toEqual(['diff --git a/b.py b/b.py', 'diff --git a/shop/cart.py b/shop/cart.py']);
+    expect(again.ok && again.diff.includes('+    return 2')).toBe(true);
+    expect(again.ok && again.diff.includes('return 3')).toBe(false);
+  });
+
+  it('finds an unsaved edit when nothing is changed on disk', async () => {
+    const dir = repo();
+    fs.writeFileSync(path.join(dir, 'a.py'), 'x = 1\n');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-qm', 'init');
+    expect((await currentDiff(dir)).ok).toBe(false);
+    const d = await currentDiff(dir, undefined, [{ path: 'a.py', text: 'x = 1  # edited\n' }]);
+    const blob = (text: string): string => execFileSync('git', ['hash-object', '--stdin'], { input: text, encoding: 'utf8' }).trim().slice(0, 7);
+    expect(d.ok && d.diff).toBe(
+      `diff --git a/a.py b/a.py\nindex ${blob('x = 1\n')}..${blob('x = 1  # edited\n')} 100644\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 1  # edited\n`,
+    );
+  });
 });

@@ -96,12 +96,16 @@ export class LanguageModelToolResult {
 /** Values keyed by full setting id, e.g. "codesynapse.budget.symbolCard". Tests set them. */
 export const settingsStore = new Map<string, unknown>();
 
+/** Fire these to simulate editing / saving a document. */
+export const documentChanged = new EventEmitter<unknown>();
+export const documentSaved = new EventEmitter<unknown>();
+
 /** Configuration updates the extension made: [full id, value, target]. */
 export const configUpdates: [string, unknown, unknown][] = [];
 
 export const workspace = {
   workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
-  textDocuments: [] as { isDirty: boolean; uri: Uri }[],
+  textDocuments: [] as { isDirty: boolean; uri: Uri; getText?: () => string }[],
   getConfiguration(section: string) {
     return {
       get<T>(key: string, fallback?: T): T | undefined {
@@ -122,8 +126,8 @@ export const workspace = {
     return root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
   },
   onDidChangeConfiguration: () => new Disposable(),
-  onDidSaveTextDocument: () => new Disposable(),
-  onDidChangeTextDocument: () => new Disposable(),
+  onDidSaveTextDocument: (l: Listener<unknown>) => documentSaved.event(l),
+  onDidChangeTextDocument: (l: Listener<unknown>) => documentChanged.event(l),
 };
 
 // ---- window, commands, lm ----------------------------------------------------------------------
@@ -259,6 +263,8 @@ export function resetMock(): void {
   workspace.textDocuments = [];
   window.activeTextEditor = undefined;
   env.remoteName = undefined;
+  documentChanged.dispose();
+  documentSaved.dispose();
   installedExtensions.clear();
   answers.quickPick.length = 0;
   answers.inputBox.length = 0;
