@@ -104,7 +104,9 @@ def read_sarif(path: str | Path, display: str | None = None) -> list[ParsedRun]:
     with f:
         try:
             for prefix, event, value in ijson.parse(f, use_float=True):
-                last_prefix = prefix
+                # a syntax error after a key is in that key's value
+                last_prefix = f"{prefix}.{value}" if event == "map_key" and prefix else \
+                    str(value) if event == "map_key" else prefix
                 if builder is not None:
                     builder.event(event, value)
                     if prefix == bprefix and event in ("end_map", "end_array"):
