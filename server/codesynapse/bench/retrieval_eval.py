@@ -491,6 +491,10 @@ def markdown(res: dict[str, Any]) -> str:
                  f"dense: {c['dense'].get('state')})" for c in res["corpora"]),
              ]
     lines += [f"* {n}" for n in res.get("notes", [])]
+    not_ready = sorted({c["dense"].get("state") for c in res["corpora"]} - {"ready", "not needed"})
+    if not_ready and any(ABLATION_FLAGS.get(c, {}).get("dense") for c in res["configs"]):
+        lines.append(f"* **The dense leg was not ready** (state: {', '.join(map(str, not_ready))}): the rows that "
+                     "ask for it ran without it (\"dense only\" then has no leg at all).")
     counter = res["corpora"][0]["counter"] if res["corpora"] else "est"
     for half in res["halves"]:
         lines += ["", f"### {half} half — plain-English tasks", "",
