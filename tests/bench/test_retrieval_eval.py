@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from codesynapse.bench import retrieval_eval as ev
 
 

@@ -63,13 +63,13 @@ COUNTER = "cl100k_base"  # the real tokenizer the tables report; bytes/4 when it
 # name, RetrievalConfig flags. The chain adds one leg or stage at a time; "full" is the shipped
 # default (all on, exact identifiers included).
 ABLATIONS: tuple[tuple[str, dict[str, bool]], ...] = (
-    ("exact only", dict(exact=True, lexical=False, dense=False, expand=False, priors=False)),
-    ("lexical only", dict(exact=False, lexical=True, dense=False, expand=False, priors=False)),
-    ("dense only", dict(exact=False, lexical=False, dense=True, expand=False, priors=False)),
-    ("lexical+dense (RRF)", dict(exact=False, lexical=True, dense=True, expand=False, priors=False)),
-    ("+ graph expansion", dict(exact=False, lexical=True, dense=True, expand=True, priors=False)),
-    ("+ role priors", dict(exact=False, lexical=True, dense=True, expand=True, priors=True)),
-    ("full (+ exact)", dict(exact=True, lexical=True, dense=True, expand=True, priors=True)),
+    ("exact only", {"exact": True, "lexical": False, "dense": False, "expand": False, "priors": False}),
+    ("lexical only", {"exact": False, "lexical": True, "dense": False, "expand": False, "priors": False}),
+    ("dense only", {"exact": False, "lexical": False, "dense": True, "expand": False, "priors": False}),
+    ("lexical+dense (RRF)", {"exact": False, "lexical": True, "dense": True, "expand": False, "priors": False}),
+    ("+ graph expansion", {"exact": False, "lexical": True, "dense": True, "expand": True, "priors": False}),
+    ("+ role priors", {"exact": False, "lexical": True, "dense": True, "expand": True, "priors": True}),
+    ("full (+ exact)", {"exact": True, "lexical": True, "dense": True, "expand": True, "priors": True}),
 )
 FULL = "full (+ exact)"
 CURRENT = "current"
@@ -323,7 +323,7 @@ def wait_dense(app, timeout: float, progress=None) -> dict[str, Any]:
     while True:
         try:
             st = dict(sv.status())
-        except Exception as e:  # a broken dense leg is a result, not a crash of the harness
+        except Exception as e:  # noqa: BLE001 (a broken dense leg is a result, not a crash of the harness)
             return {"state": "error", "reason": f"{e.__class__.__name__}: {e}"}
         if st.get("state") in ("ready", "unavailable") or time.monotonic() >= end:
             return st
@@ -367,7 +367,7 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         captured: dict[str, Any] = {}
 
         class _Capturing(Runner):
-            def _send_deadline(self, method, params):  # noqa: N802 (the Runner's name)
+            def _send_deadline(self, method, params):
                 captured.pop("answer", None)
                 ans = super()._send_deadline(method, params)
                 captured["answer"] = ans
@@ -403,11 +403,8 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
                     pe = [x for x in rows if x["group"] == "plain_english"]
                     progress(f"  {corpus.name} [{cname}]: plain English {sum(x['ok'] for x in pe)}/{len(pe)} complete")
         finally:
-            if had is not None or hasattr(app, "retrieval_config"):
-                try:
-                    app.retrieval_config = had
-                except Exception:
-                    pass
+            if cls is not None:
+                app.retrieval_config = had if had is not None else cls()
         status = app.status()
         return {"corpus": {**corpus.describe(), "spec": spec, "files": status.get("files"),
                            "symbols": status.get("symbols")},
@@ -480,12 +477,12 @@ def markdown(res: dict[str, Any]) -> str:
 
     lines = ["## Plain-English retrieval: ablation on repositories never tuned for", "",
              f"* **Machine:** {machine_line(res['machine'])}",
-             "* **Method:** `codesynapse bench retrieval` → `codesynapse.bench.retrieval_eval` (see its docstring): "
+             ("* **Method:** `codesynapse bench retrieval` → `codesynapse.bench.retrieval_eval` (see its docstring): "
              "every task sent through `codesynapse.methods.call_method` (minimalContext, default budget 1,500 tokens) "
              "once per `app.retrieval_config`; recall@8 = evidence units in the first 8 cards / units; MRR = mean "
              "1/rank of the first card holding an evidence unit; complete = every evidence item in the answer; "
              "tokens = the JSON-RPC response; baseline (a) = raw files (bench/baselines.py); charged reduction = a "
-             "failed task charged its baseline plus its answer.",
+             "failed task charged its baseline plus its answer."),
              "* **Corpora:** " + "; ".join(
                  f"{c['corpus']['version']} ({c['corpus'].get('files')} files, {c['corpus'].get('symbols')} symbols, "
                  f"dense: {c['dense'].get('state')})" for c in res["corpora"]),
@@ -498,8 +495,8 @@ def markdown(res: dict[str, Any]) -> str:
     counter = res["corpora"][0]["counter"] if res["corpora"] else "est"
     for half in res["halves"]:
         lines += ["", f"### {half} half — plain-English tasks", "",
-                  f"| configuration | tasks complete | recall@8 | MRR | tokens returned ({counter}) | "
-                  f"baseline (a) tokens | reduction (complete) | reduction (charged) |",
+                  (f"| configuration | tasks complete | recall@8 | MRR | tokens returned ({counter}) | "
+                  f"baseline (a) tokens | reduction (complete) | reduction (charged) |"),
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for cname in res["configs"]:
             s = res["summary"][half][cname]["plain_english"]
@@ -521,9 +518,9 @@ def markdown(res: dict[str, Any]) -> str:
                                  f"{sum(r['ok'] for r in ident)}/{len(ident)} |")
         ident = res["summary"][half][final].get("identifier")
         if ident:
-            lines += ["", f"Identifier tasks ({final}): {ident['complete']}/{ident['tasks']} complete "
+            lines += ["", (f"Identifier tasks ({final}): {ident['complete']}/{ident['tasks']} complete "
                           f"({_pct(ident['completePct'])}); reduction {_pct(ident['reductionCompletePct'])} over "
-                          f"complete tasks, {_pct(ident['reductionChargedPct'])} charged."]
+                          f"complete tasks, {_pct(ident['reductionChargedPct'])} charged.")]
     return "\n".join(lines) + "\n"
 
 
