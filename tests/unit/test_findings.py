@@ -309,3 +309,17 @@ def test_read_sarif_streams_runs_with_rules_after_results(tmp_path):
 
 def test_sync_without_a_findings_key_does_nothing(app):
     assert sync_policy_findings(app.store, app.workspace.root, app.policy) == 0
+
+
+def test_the_benchmark_log_is_sarif_that_imports_whole(app, tmp_path):
+    from codesynapse.bench.findings_bench import make_repo, write_sarif
+
+    sites = make_repo(app.workspace.root, 2)
+    app.index()
+    sarif = tmp_path / "bench.sarif"
+    write_sarif(sarif, app.workspace.root, sites, 120, pad=50)
+    s = _import(app, sarif)["runs"][0]
+    assert (s["tool"], s["results"], s["stored"], s["stale"]) == ("benchlint", 120, 120, 0)
+    # 100 call sites, results round robin: f0 of pkg/m0000.py (line 7) holds results 0 and 100
+    first = app.store.findings("pkg/m0000.py", 7, 7)
+    assert [(f.symbol, f.rule_id, f.level) for f in first] == [("pkg.m0000.f0", "B000", "warning")] * 2

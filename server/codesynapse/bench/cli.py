@@ -192,6 +192,10 @@ def run_bench(args) -> int:
     kind = args.kind
     if kind == "all":
         return _all(args)
+    if kind == "findings":  # SARIF import: time and peak RSS (bench/findings_bench.py)
+        from codesynapse.bench.findings_bench import run_findings
+
+        return run_findings(args)
     fn = {"index": run_index, "incremental": run_incremental, "requests": run_requests, "tokens": run_tokens,
           "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval}[kind]
     out = fn(args)

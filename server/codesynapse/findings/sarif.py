@@ -257,6 +257,9 @@ def _take_result(obj: Any, run: _Run, j: int, fail) -> None:
                 severity = _severity_word(v)
                 if severity:
                     break
+    # kept: twice what is stored, so that a secret that starts within the stored part is
+    # whole when the redactor sees it (import_sarif); memory stays bounded per result
+    text = " ".join(text[:MAX_MESSAGE * 8].split())[:MAX_MESSAGE * 2]
     run.results.append((rule_id, rule_index, level, text, uri, base, sl, max(sc - 1, 0), el, max(ec - 1, 0),
                         severity))
 
@@ -435,7 +438,7 @@ def import_sarif(store, workspace, sarif: str | Path, policy=None, source: str |
                     symbol = s.qname if s is not None else ""
                 if not fhash:
                     summary["stale"] += 1
-            message = redact(" ".join(text.split())[:MAX_MESSAGE * 2], extra)[:MAX_MESSAGE]
+            message = redact(text, extra)[:MAX_MESSAGE]
             rows.append(FindingRow(tool=run.tool, rule_id=redact(rid, extra)[:200], level=level, severity=sev,
                                    message=message, path=rel, start_line=sl, start_col=sc, end_line=el, end_col=ec,
                                    symbol=symbol, file_hash=fhash, source=src))
