@@ -108,9 +108,10 @@ export class ContextController implements vscode.Disposable {
       const more = loadMoreQuery(query, budgetCanHelp(env));
       let subtitle = query.subtitle;
       if (isRecord(result)) {
-        const subject: unknown = looksLikeCard(result) ? result : result.card;
+        // the symbol's name, not the file:line:col of the cursor that asked for it
+        const subject: unknown = looksLikeCard(result) ? result : (result.card ?? result.root);
         const qn = isRecord(subject) ? asString(subject.qualifiedName) : null;
-        if (qn && qn !== subtitle) subtitle = `${qn}  (${subtitle})`;
+        if (qn) subtitle = qn;
       }
       const root = workspaceRoot();
       const rawEstimate = root ? estimateRawCost(result, root) : null;
@@ -195,6 +196,9 @@ export class ContextController implements vscode.Disposable {
       case 'add':
         await this.addCandidate(message.selector);
         break;
+      case 'hierarchy':
+        await this.openCallHierarchy(message.selector, message.path, message.line, message.direction);
+        break;
       case 'refresh':
         if (this.view) await this.view.rerun();
         break;
@@ -209,18 +213,39 @@ export class ContextController implements vscode.Disposable {
     }
   }
 
-  async open(file: string, line: number | null): Promise<void> {
+  /**
+   * Show a symbol in VS Code's Call Hierarchy view (fed by the same server's LSP call
+   * hierarchy): open its file with the cursor on its name, then run the view's command.
+   */
+  async openCallHierarchy(selector: string, file: string | null, line: number | null, direction: 'callers' | 'callees'): Promise<void> {
+    if (!file) return;
+    const editor = await this.open(file, line);
+    if (!editor) return;
+    const name = selector.split(/[.#:/]/).pop() ?? selector;
+    const first = Math.max(0, (line ?? 1) - 1);
+    for (let l = first; l < Math.min(editor.document.lineCount, first + 5); l++) {
+      const at = editor.document.lineAt(l).text.search(new RegExp(`\\b${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`));
+      if (at >= 0) {
+        const pos = new vscode.Position(l, at);
+        editor.selection = new vscode.Selection(pos, pos);
+        break;
+      }
+    }
+    await vscode.commands.executeCommand(direction === 'callers' ? 'references-view.showIncomingCalls' : 'references-view.showOutgoingCalls');
+  }
+
+  async open(file: string, line: number | null): Promise<vscode.TextEditor | undefined> {
     let uri: vscode.Uri;
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) uri = vscode.Uri.parse(file);
     else if (path.isAbsolute(file)) uri = vscode.Uri.file(file);
     else {
       const root = workspaceRoot();
-      if (!root) return;
+      if (!root) return undefined;
       uri = vscode.Uri.file(path.join(root, file));
     }
     // Card line numbers are 1-based (see protocol.ts); editor positions are 0-based.
     const pos = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);
-    await vscode.window.showTextDocument(uri, { selection: new vscode.Range(pos, pos), preview: true });
+    return vscode.window.showTextDocument(uri, { selection: new vscode.Range(pos, pos), preview: true });
   }
 
   async symbolCard(selector: Selector): Promise<unknown> {

@@ -10,6 +10,7 @@ export type PanelMessage =
   | { type: 'open'; path: string; line: number | null }
   | { type: 'more' }
   | { type: 'refresh' }
+  | { type: 'hierarchy'; selector: string; path: string | null; line: number | null; direction: 'callers' | 'callees' }
   | { type: 'add'; selector: string }
   | { type: 'task'; task: string };
 
@@ -27,6 +28,16 @@ export function parsePanelMessage(value: unknown): PanelMessage | null {
     case 'open':
       return typeof m.path === 'string' && m.path
         ? { type: 'open', path: m.path, line: typeof m.line === 'number' && Number.isFinite(m.line) ? m.line : null }
+        : null;
+    case 'hierarchy':
+      return typeof m.selector === 'string' && m.selector && (m.direction === 'callers' || m.direction === 'callees')
+        ? {
+            type: 'hierarchy',
+            selector: m.selector,
+            path: typeof m.path === 'string' && m.path ? m.path : null,
+            line: typeof m.line === 'number' && Number.isFinite(m.line) ? m.line : null,
+            direction: m.direction,
+          }
         : null;
     case 'task':
       return typeof m.task === 'string' && m.task.trim() ? { type: 'task', task: m.task.trim() } : null;

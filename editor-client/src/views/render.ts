@@ -5,6 +5,7 @@
  * server is escaped; unknown fields are shown generically instead of breaking the view.
  */
 import {
+  DEFAULT_RESOLUTION,
   ENVELOPE_KEYS,
   asString,
   budgetCanHelp,
@@ -15,6 +16,7 @@ import {
   readCard,
   readEnvelope,
   readFact,
+  readRange,
   readRef,
   type Card,
   type Envelope,
@@ -415,46 +417,116 @@ function renderAdded(added: readonly { card: unknown; tokens: number | null }[])
   );
 }
 
+interface TreeNode {
+  name: string;
+  kind: string | null;
+  path: string | null;
+  line: number | null;
+  /** Call sites by the near end they call (callers) or are called from (callees). */
+  sites: Map<string, { line: number | null; path: string | null; resolution: string | null; confidence: number | null }[]>;
+}
+
 /**
- * A callGraph answer as the panel shows it: each direction's nodes as cards, then its calls
- * written out in full (from → to, file:line, resolution) from the nodes' call sites.
+ * One direction of a callGraph answer as a tree, the way the built-in Call Hierarchy view
+ * shows it: each caller (or callee) once under the symbol it calls (or is called by), with its
+ * call sites folded under it, the next level nested inside.
  */
-function expandCallGraph(result: Record<string, unknown>): Record<string, unknown> {
-  if (!isRecord(result.root)) return result;
-  const out: Record<string, unknown> = { ...result };
-  for (const direction of ['callers', 'callees'] as const) {
-    const section = result[direction];
-    if (!isRecord(section) || !Array.isArray(section.nodes)) continue;
-    const shown = (section.nodes as unknown[]).map((n) => {
-      if (!isRecord(n)) return n;
-      const card = { ...n };
-      delete card.sites;
-      return card;
-    });
-    const rest = { ...section };
-    delete rest.nodes;
-    delete rest.edges;
-    out[direction] = { nodes: shown, edges: callGraphEdges(result, direction), ...rest };
+function renderCallTree(answer: Record<string, unknown>, direction: 'callers' | 'callees'): string {
+  const section = answer[direction];
+  if (!isRecord(section) || !Array.isArray(section.nodes)) return '';
+  const root = isRecord(answer.root) ? answer.root : {};
+  const rootName = asString(root.qualifiedName) ?? '?';
+  const nodes = new Map<string, TreeNode>();
+  for (const n of section.nodes.filter(isRecord)) {
+    const name = asString(n.qualifiedName);
+    if (name === null) continue;
+    const node: TreeNode = { name, kind: asString(n.kind), path: asString(n.path), line: readRange(n.range).start, sites: new Map() };
+    nodes.set(name, node);
   }
-  return out;
+  for (const e of callGraphEdges(answer, direction)) {
+    const far = direction === 'callers' ? e.from : e.to;
+    const near = direction === 'callers' ? e.to : e.from;
+    const node = nodes.get(far);
+    if (!node) continue;
+    const list = node.sites.get(near) ?? [];
+    list.push({ line: e.line, path: e.path, resolution: e.resolution, confidence: e.confidence });
+    node.sites.set(near, list);
+  }
+  const children = (parent: string): TreeNode[] =>
+    [...nodes.values()].filter((n) => n.sites.has(parent)).sort((a, b) => a.name.localeCompare(b.name));
+  const renderNode = (node: TreeNode, parent: string, seen: ReadonlySet<string>): string => {
+    const sites = node.sites.get(parent) ?? [];
+    const next = seen.has(node.name) ? [] : children(node.name);
+    const inner = new Set([...seen, node.name]);
+    const siteRows = sites
+      .map((site) => {
+        const where = site.path !== null ? `${site.path}:${site.line ?? ''}` : `line ${site.line ?? '?'}`;
+        const how = site.resolution && site.resolution !== DEFAULT_RESOLUTION && site.resolution !== 'local' ? ` <span class="detail">${escapeHtml(site.resolution)}</span>` : '';
+        return site.path !== null
+          ? `<li class="site"><button class="link location" data-action="open" data-path="${escapeHtml(site.path)}" data-line="${site.line ?? ''}" title="${escapeHtml(where)}">${escapeHtml(where)}</button>${how}</li>`
+          : `<li class="site"><span class="muted">${escapeHtml(where)}</span>${how}</li>`;
+      })
+      .join('');
+    const count = `<span class="site-count muted">${sites.length} call${sites.length === 1 ? '' : 's'}</span>`;
+    const location =
+      node.path !== null
+        ? ` <button class="link location" data-action="open" data-path="${escapeHtml(node.path)}" data-line="${node.line ?? ''}" title="${escapeHtml(locationLabel(node.path, node.line, null))}">${escapeHtml(locationLabel(node.path, node.line, null))}</button>`
+        : '';
+    const summary =
+      `<summary>` +
+      (node.kind ? `<span class="kind">${escapeHtml(node.kind)}</span> ` : '') +
+      `<button class="link symbol" data-action="card" data-selector="${escapeHtml(node.name)}" title="${escapeHtml(node.name)}">${escapeHtml(node.name)}</button> ` +
+      count +
+      location +
+      `</summary>`;
+    return (
+      `<li class="tree-node" data-qualified-name="${escapeHtml(node.name)}"><details${next.length > 0 ? ' open' : ''}>${summary}` +
+      `<ul class="sites">${siteRows}</ul>` +
+      (next.length > 0 ? `<ul class="tree">${next.map((c) => renderNode(c, node.name, inner)).join('')}</ul>` : '') +
+      `</details></li>`
+    );
+  };
+  const top = children(rootName);
+  const heading = `${direction === 'callers' ? 'Callers' : 'Callees'} (${nodes.size})`;
+  const hierarchy = `<button class="link hierarchy" data-action="hierarchy" data-direction="${direction}" data-selector="${escapeHtml(rootName)}" data-path="${escapeHtml(asString(root.path) ?? '')}" data-line="${readRange(root.range).start ?? ''}">Open in Call Hierarchy</button>`;
+  const body = top.length > 0 ? `<ul class="tree">${top.map((n) => renderNode(n, rootName, new Set([rootName]))).join('')}</ul>` : '<p class="muted">none</p>';
+  const rest = { ...section };
+  delete rest.nodes;
+  delete rest.edges;
+  return (
+    `<section class="calltree" data-direction="${direction}"><h3>${escapeHtml(heading)} ${hierarchy}</h3>` +
+    body +
+    renderFields(rest, new Set(), 1) +
+    `</section>`
+  );
 }
 
 /** Keys that only qualify the subject: shown when they say something unusual. */
 function renderBody(answer: Record<string, unknown>): string {
   if (looksLikeCard(answer)) return renderValue(answer);
-  const result = expandCallGraph(answer);
   const parts: string[] = [];
   const skip = new Set(ENVELOPE_KEYS);
-  if (result.found === false) {
+  if (answer.found === false) {
     parts.push('<p class="not-found" role="status">Not found.</p>');
   }
   skip.add('found');
   // A symbol answer's subject comes first, without a heading.
-  if (isRecord(result.card) && looksLikeCard(result.card)) {
-    parts.push(renderValue(result.card));
+  if (isRecord(answer.card) && looksLikeCard(answer.card)) {
+    parts.push(renderValue(answer.card));
     skip.add('card');
   }
-  parts.push(renderFields(result, skip, 0));
+  // A call graph: its root, then each direction as a tree.
+  if (isRecord(answer.root) && looksLikeCard(answer.root)) {
+    parts.push(renderValue(answer.root));
+    skip.add('root');
+    for (const direction of ['callers', 'callees'] as const) {
+      if (isRecord(answer[direction])) {
+        parts.push(renderCallTree(answer, direction));
+        skip.add(direction);
+      }
+    }
+  }
+  parts.push(renderFields(answer, skip, 0));
   return parts.join('');
 }
 

@@ -234,14 +234,24 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     step('callees at cursor', async () => {
       await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
       await wb.runCommand('CodeSynapse: Show Callees');
-      const frame = await waitForResult('Callees', 'shop/cart.py:24:10');
-      const body = await frame.locator('.result .body').innerText();
-      assert.ok(body.includes('shop.pricing.apply_discount'), `callees include apply_discount:\n${body}`);
-      assert.ok(body.includes('shop.pricing.with_tax'), `callees include with_tax:\n${body}`);
+      // the subtitle names the symbol, not the cursor position that asked for it
+      const frame = await waitForResult('Callees', 'shop.cart.Cart.total');
+      assert.equal(await frame.locator('.subtitle').innerText(), 'shop.cart.Cart.total');
+      // a tree, each callee once with its call sites under it
+      const nodes = await frame.locator('.calltree[data-direction="callees"] > ul.tree > li.tree-node').evaluateAll((els) => els.map((e) => e.getAttribute('data-qualified-name')));
+      assert.deepEqual(nodes, ['shop.pricing.apply_discount', 'shop.pricing.with_tax']);
+      assert.equal(await frame.locator('.tree-node[data-qualified-name="shop.pricing.with_tax"] .site-count').first().innerText(), '1 call');
       assert.equal((await meter(frame)).budget, 20000);
       await wb.screenshot('codesynapse-callees.png');
+      // The same calls in VS Code's own Call Hierarchy view, fed by the server.
+      await frame.locator('.calltree[data-direction="callees"] button.hierarchy').click();
+      const sidebar = page.locator('#workbench\\.parts\\.sidebar');
+      await sidebar.locator('.monaco-list-row', { hasText: 'apply_discount' }).first().waitFor({ timeout: 20_000 });
+      await sidebar.locator('.monaco-list-row', { hasText: 'with_tax' }).first().waitFor({ timeout: 10_000 });
+      await wb.screenshot('codesynapse-call-hierarchy.png');
+      await wb.runCommand('View: Show CodeSynapse');
       // A symbol in the panel opens its card.
-      await frame.locator('button.symbol[data-action="card"][data-selector="shop.pricing.apply_discount"]').first().click();
+      await (await waitForResult('Callees', 'shop.cart.Cart.total')).locator('button.symbol[data-action="card"][data-selector="shop.pricing.apply_discount"]').first().click();
       const card = await waitForResult('Symbol card', 'shop.pricing.apply_discount');
       await card.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first().waitFor({ timeout: 10_000 });
       // The editor beside the panel with a card and its token meter: the user guide's picture.

@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEnvelope } from '../../src/protocol';
 import { escapeHtml, meterFigures, renderCard, renderMeter, renderResult, renderValue } from '../../src/views/render';
@@ -80,68 +82,47 @@ describe('cards', () => {
 });
 
 describe('renderResult', () => {
-  it('renders a call graph answer (server shape: range arrays, nodes with their call sites) with its envelope', () => {
+  it('renders a call graph as a tree: each caller once, its call sites folded under it, the next level nested', () => {
+    // recorded: callers of shop.pricing.with_tax, depth 2 (test/unit/fixtures/record.sh)
+    const result = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'callGraphCallers.json'), 'utf8')) as unknown;
+    const html = renderResult({ title: 'Callers', subtitle: 'shop.pricing.with_tax', budget: 20000, more: null, result });
+    expect(html).toContain('<h2>Callers</h2><p class="subtitle">shop.pricing.with_tax</p>');
+    // the root card first, then the tree
+    expect(html).toContain('<article class="card" data-qualified-name="shop.pricing.with_tax">');
+    expect(html).toContain('<section class="calltree" data-direction="callers"><h3>Callers (3) <button class="link hierarchy" data-action="hierarchy" data-direction="callers" data-selector="shop.pricing.with_tax" data-path="shop/pricing.py" data-line="11">Open in Call Hierarchy</button></h3>');
+    // Cart.total calls with_tax at line 28; checkout and test_total call Cart.total (depth 2), nested under it
+    const tree = html.slice(html.indexOf('<ul class="tree">'), html.indexOf('</section>', html.indexOf('class="calltree"')));
+    const names = [...tree.matchAll(/<li class="tree-node" data-qualified-name="([^"]+)">/g)].map((m) => m[1]);
+    expect(names).toEqual(['shop.cart.Cart.total', 'shop.cart.Cart.checkout', 'test_cart.test_total']);
+    const outline = tree
+      .replace(/<li class="tree-node" data-qualified-name="[^"]+">/g, '[')
+      .replace(/<li class="site">/g, '{')
+      .replace(/<\/li>/g, '}')
+      .replace(/<[^>]+>/g, '');
+    expect(outline).toBe(
+      '[method shop.cart.Cart.total 1 call shop/cart.py:24{shop/cart.py:28}' +
+        '[method shop.cart.Cart.checkout 1 call shop/cart.py:30{shop/cart.py:32 self}}' +
+        '[test test_cart.test_total 1 call tests/test_cart.py:5{tests/test_cart.py:8 inferred}}}',
+    );
+    // the sites are links to the call, not repeated rows of the same caller
+    expect(tree).toContain('<button class="link location" data-action="open" data-path="shop/cart.py" data-line="28" title="shop/cart.py:28">shop/cart.py:28</button>');
+    expect(html).not.toContain('class="edge"');
+  });
+
+  it('groups several calls of one caller under it', () => {
     const html = renderResult({
-      title: 'Callees',
-      subtitle: 'shop.cart.Cart.total',
-      budget: 1000,
-      more: { label: 'Load more (budget 2,000 tokens)' },
+      title: 'Callers',
+      budget: 20000,
+      more: null,
       result: {
         found: true,
-        root: { qualifiedName: 'shop.cart.Cart.total', kind: 'method', path: 'shop/cart.py', range: [24, 28] },
-        direction: 'callees',
-        depth: 2,
-        maxTokens: 1000,
-        provenance: { legs: ['exact', 'graph'], freshness: { state: 'idle', dirty: false, openBuffers: [], pending: 0 } },
-        omitted: [{ what: 'callees', count: 4, hint: 'raise limit' }],
-        truncated: true,
-        callees: {
-          nodes: [
-            { qualifiedName: 'shop.pricing.with_tax', kind: 'function', path: 'shop/pricing.py', range: [11, 13], sites: [{ line: 28, resolution: 'import' }] },
-            {
-              qualifiedName: 'shop.pricing.round_cents',
-              depth: 2,
-              kind: 'function',
-              path: 'shop/pricing.py',
-              range: [3, 4],
-              sites: [{ from: 'shop.pricing.with_tax', line: 12, resolution: 'local', confidence: 0.95 }],
-            },
-          ],
-          resolved: 2,
-          unresolvedCandidates: 1,
-        },
-        tokens: 180,
-        resultBytes: 720,
+        root: { qualifiedName: 'm.f', kind: 'function', path: 'm.py', range: [1, 2] },
+        callers: { nodes: [{ qualifiedName: 'm.g', kind: 'function', path: 'm.py', range: [4, 9], sites: [{ line: 5 }, { line: 7 }, { line: 9, resolution: 'inferred' }] }] },
       },
     });
-    expect(html).toContain('<h2>Callees</h2><p class="subtitle">shop.cart.Cart.total</p>');
-    expect(html).toContain('data-tokens="180" data-budget="1000" data-raw="" data-raw-source=""');
-    expect(html).toContain('<dl class="fields"><dt>Direction</dt><dd>callees</dd><dt>Depth</dt><dd>2</dd></dl>');
-    expect(html).not.toContain('Found');
-    expect(html).toContain(
-      '<section class="field" data-key="root"><h3>Root</h3><article class="card" data-qualified-name="shop.cart.Cart.total"><header><span class="kind">method</span> ',
-    );
-    expect(html).toContain('data-path="shop/cart.py" data-line="24">shop/cart.py:24–28</button>');
-    expect(html).toContain('<h3>Nodes <span class="muted">(2)</span></h3><article class="card" data-qualified-name="shop.pricing.with_tax">');
-    // the calls written out from the sites: the root end, the caller's file and the usual confidence filled in
-    expect(html).toContain(
-      '<li class="edge"><button class="link symbol" data-action="card" data-selector="shop.cart.Cart.total">shop.cart.Cart.total</button> → ' +
-        '<button class="link symbol" data-action="card" data-selector="shop.pricing.with_tax">shop.pricing.with_tax</button> ' +
-        '<button class="link location" data-action="open" data-path="shop/cart.py" data-line="28">shop/cart.py:28</button> <span class="detail">import, confidence 0.95</span></li>',
-    );
-    expect(html).toContain(
-      '<li class="edge"><button class="link symbol" data-action="card" data-selector="shop.pricing.with_tax">shop.pricing.with_tax</button> → ' +
-        '<button class="link symbol" data-action="card" data-selector="shop.pricing.round_cents">shop.pricing.round_cents</button> ' +
-        '<button class="link location" data-action="open" data-path="shop/pricing.py" data-line="12">shop/pricing.py:12</button> <span class="detail">local, confidence 0.95</span></li>',
-    );
-    expect(html).not.toContain('data-key="sites"');
-    expect(html).toContain('<dt>Unresolved candidates</dt><dd>1</dd>');
-    expect(html).toContain('<h3>Omitted <span class="badge">truncated</span></h3>');
-    expect(html).toContain('<li class="omission"><span class="count">4</span> <span class="what">callees</span> <span class="hint">raise limit</span></li>');
-    expect(html).toContain('<button class="more" data-action="more">Load more (budget 2,000 tokens)</button>');
-    expect(html).toContain('<p class="provenance">found by exact, graph · index idle · 720 bytes</p>');
-    // envelope fields are not repeated as body fields
-    expect(html).not.toContain('<dt>Tokens</dt>');
+    expect([...html.matchAll(/class="tree-node"/g)]).toHaveLength(1);
+    expect(html).toContain('<span class="site-count muted">3 calls</span>');
+    expect([...html.matchAll(/<li class="site">/g)]).toHaveLength(3);
   });
 
   it('shows plain string lists as text, and symbol lists as links', () => {
