@@ -30,6 +30,7 @@ class Settings(msgspec.Struct, kw_only=True):
     session_label: str = ""
     embedder: str = "minilm-int8"  # "none" disables the dense leg
     native_hybrid: bool = False
+    symbol_vectors: bool = True  # dense leg over symbol metadata (context/dense.py); needs the embedder
 
 
 _ENV = {
@@ -47,12 +48,14 @@ _ENV = {
     "workers": "CODESYNAPSE_WORKERS",
     "watch": "CODESYNAPSE_WATCH",
     "embedder": "CODESYNAPSE_EMBEDDER",
+    "symbol_vectors": "CODESYNAPSE_SYMBOL_VECTORS",
 }
 
 _CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph")}
 _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_user", "milvusUri": "milvus_uri",
           "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
-          "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid"}
+          "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid",
+          "symbolVectors": "symbol_vectors"}
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:

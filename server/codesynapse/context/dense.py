@@ -1,0 +1,727 @@
+"""The dense leg over symbol metadata: one local embedding per symbol, kept in Milvus.
+
+What is embedded is a symbol's *metadata* (:func:`symbol_text`), never its body: its name
+split into words, its kind, the qualified name above it, its signature, its redacted summary
+(redacted when it was stored), the heading path of a doc section, and the words of its file
+path. The model is the memory embedder (``memory/embedder.py``: fastembed on the int8
+MiniLM shipped in a package, nothing downloaded), shared with memory in the process.
+
+Storage: one collection per model key (model hash + dimension), ``cs_sym_<key>``, in the
+vector store memory uses (the milvus-lite folder under the index's data folder, or the
+Milvus server of ``milvusUri``). Each row: ``id`` = 32 hex of sha256(graph id, path,
+qualified name) (primary key), ``graph_d`` (the graph id: hex the server derived, validated
+before it enters a filter), ``path``, ``qname``, ``text_h`` (16 hex of sha256 of the metadata
+text) and ``vec``. A symbol whose metadata text is unchanged is never embedded again; a
+changed one is embedded and upserted; a deleted one is deleted. Symbols sharing a path and
+a qualified name (a redefinition) share one row, the first one's.
+
+Work runs in one tracked background thread, started by :meth:`SymbolVectors.start` (the
+daemon and ``codesynapse index`` start it; a one-shot ``codesynapse query`` does not) and
+fed by :meth:`SymbolVectors.sync` (after each index, the whole graph) and
+:meth:`SymbolVectors.update_paths` (after each live update, only the files it changed).
+Nothing is opened or embedded before the first sync, so the first answer is never delayed.
+The thread runs at a lower CPU priority where the OS allows it (Linux: per-thread nice).
+A failure is logged once and reported by :meth:`SymbolVectors.status` and every search as
+state ``unavailable`` with the reason; the next sync tries again (an embedder that cannot
+load is not retried: its files do not change while the process runs).
+
+:meth:`SymbolVectors.search` embeds the query and searches in the memory's ``EmbedWorker``
+pattern: one timeout (2 s) for both; a timeout, no model, a broken model or a vector store
+that is down answer ``DenseResult(state="unavailable", reason=...)``, never an exception.
+Every hit is checked again (its graph, its key, a finite score) and against the current
+graph: a hit whose symbol no longer exists at that path is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codesynapse.errors import StoreError
+from codesynapse.graph.model import SymbolRow
+
+log = logging.getLogger(__name__)
+
+COLLECTION_PREFIX = "cs_sym_"
+GRAPH_ID = re.compile(r"^[0-9a-f]{8,64}$")
+KEY = re.compile(r"^[0-9a-f]{32}$")
+MODEL_KEY = re.compile(r"^[0-9a-f]{16}_[0-9]{1,5}$")
+FIELD_MAX_BYTES = 2048  # path / qname column width; a longer one is not embedded
+TEXT_MAX_CHARS = 480  # metadata text cap (~120 tokens): summaries are first lines anyway
+SIGNATURE_MAX_CHARS = 200
+SUMMARY_MAX_CHARS = 240
+EMBED_BATCH = 32  # texts per model call (sorted by length, so a batch pads little)
+UPSERT_BATCH = 256  # rows per Milvus upsert
+FLUSH_EVERY = 4096  # rows between milvus-lite flushes during a long sync (searches stay fast)
+QUERY_PAGE = 16384  # Milvus' largest query window (offset + limit)
+SEARCH_MAX = 100
+EXTRA_CANDIDATES = 10  # asked beyond ``limit`` so that stale hits dropped do not shorten the list
+BACKGROUND_NICE = 10
+RETRY_FIRST_S = 5.0  # after a failure the whole graph is tried again after 5, 10, 20 ... s
+RETRY_MAX_S = 300.0
+OUTPUT_FIELDS = ["id", "graph_d", "path", "qname"]
+
+NOT_STARTED = ("the symbol vectors are computed by the daemon and `codesynapse index`; "
+               "this process did not start them")
+
+
+class DenseHit(msgspec.Struct, frozen=True):
+    qname: str
+    path: str
+    score: float
+
+
+class DenseResult(msgspec.Struct, frozen=True):
+    hits: list[DenseHit]
+    state: str  # "ready" | "pending" | "unavailable"
+    reason: str = ""
+
+
+# -- metadata text ----------------------------------------------------------------------------
+
+_SUB = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+|[^\W\d_A-Za-z]+")
+_TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def split_words(text: str) -> list[str]:
+    """Lower-case words of identifiers and prose: split on punctuation, underscores, case
+    changes and digits (``HTTPServerError2`` → http, server, error, 2; ``__init__`` →
+    init)."""
+    return [m.group(0).lower() for tok in _TOKEN.finditer(text) for m in _SUB.finditer(tok.group(0))]
+
+
+def _clip(text: str, n: int) -> str:
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def symbol_text(row: SymbolRow) -> str:
+    """The metadata text embedded for a symbol (never its body), fields joined by ". ":
+
+    ``<kind> <name words>`` · ``in <words of the qualified name above it>`` (a doc section:
+    ``section <heading path>``) · the signature · the summary · ``file <path words>`` (the
+    extension left out). Empty fields and a field that repeats an earlier one are left out."""
+    kind = (row.kind or "symbol").lower()
+    name_words = " ".join(split_words(row.name)) or row.name.strip()
+    parts: list[str] = []
+    if kind == "section":
+        # qname "README.md#Install > From source": the heading path says where it sits
+        heading = row.qname.split("#", 1)[1] if "#" in row.qname else row.name
+        parts.append(f"doc section {_clip(heading, SIGNATURE_MAX_CHARS)}")
+    else:
+        parts.append(f"{kind} {name_words}")
+        above = row.qname[: len(row.qname) - len(row.name)] if row.name and row.qname.endswith(row.name) \
+            else row.qname
+        above_words = " ".join(split_words(above))
+        if above_words:
+            parts.append(f"in {above_words}")
+        if row.signature.strip():
+            parts.append(_clip(row.signature, SIGNATURE_MAX_CHARS))
+    if row.summary.strip():
+        parts.append(_clip(row.summary, SUMMARY_MAX_CHARS))
+    base = row.path.rsplit("/", 1)[-1]
+    stem_path = row.path.rsplit(".", 1)[0] if "." in base.lstrip(".") else row.path
+    path_words = " ".join(split_words(stem_path))
+    if path_words:
+        parts.append(f"file {path_words}")
+    out: list[str] = []
+    for p in parts:
+        if p and p not in out:
+            out.append(p)
+    return _clip(". ".join(out), TEXT_MAX_CHARS)
+
+
+def symbol_key(graph_id: str, path: str, qname: str) -> str:
+    """The row key of a symbol: 32 hex of sha256 over graph id, path and qualified name."""
+    return hashlib.sha256(f"{graph_id}\0{path}\0{qname}".encode()).hexdigest()[:32]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def collection_name(model_key: str) -> str:
+    if not MODEL_KEY.match(model_key):
+        raise StoreError(f"invalid model key {model_key!r}")
+    return COLLECTION_PREFIX + model_key
+
+
+def _ids_literal(ids: Sequence[str]) -> str:
+    for i in ids:
+        if not KEY.match(i):
+            raise StoreError(f"not a symbol vector key: {i!r}")
+    return "[" + ", ".join(f'"{i}"' for i in ids) + "]"
+
+
+def _fits(row: SymbolRow) -> bool:
+    return len(row.path.encode()) <= FIELD_MAX_BYTES and len(row.qname.encode()) <= FIELD_MAX_BYTES
+
+
+class _Current(msgspec.Struct):
+    path: str
+    qname: str
+    text: str
+    text_h: str
+
+
+# -- the service ------------------------------------------------------------------------------
+
+class SymbolVectors:
+    """Symbol metadata vectors of one graph; see the module docstring. Thread-safe.
+
+    ``store()`` returns the current graph store (the App may open it again);
+    ``open_embedder()`` returns an ``Embedder`` (``model_key``, ``dim``, ``embed``) or raises
+    (``EmbedderUnavailable``); ``open_vectors()`` returns ``(MilvusVectors, release)`` or
+    raises (``StoreError``). Both are called in the background thread, at the first sync."""
+
+    def __init__(self, store: Callable[[], Any], graph_id: str, *, open_embedder: Callable[[], Any],
+                 open_vectors: Callable[[], tuple[Any, Callable[[], None]]], unavailable: str = ""):
+        if not GRAPH_ID.match(graph_id):
+            raise ValueError("graph id is not a hex digest")
+        from codesynapse.memory.embedder import EmbedWorker
+
+        self._store = store
+        self.graph_id = graph_id
+        self._open_embedder = open_embedder
+        self._open_vectors = open_vectors
+        self.embedder: Any = None
+        self.vectors: Any = None
+        self._release: Callable[[], None] | None = None
+        self._collection = ""
+        self._query = EmbedWorker(name="codesynapse-symvec-query", workers=2)
+        self._cv = threading.Condition()
+        self._full = False  # a whole-graph sync is asked for
+        self._paths: set[str] = set()  # files to bring in line
+        self._busy = False
+        self._started = False
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._synced = False  # one whole-graph sync has completed
+        self._embedder_error = unavailable  # permanent: the model is off or cannot load
+        self._error = ""  # the last failure (cleared by the next success)
+        self._failures = 0
+        self._retry_at: float | None = None  # after a failure: when the whole graph is tried again
+        self._logged: set[str] = set()
+        # what the collection holds for this graph: key → (path, text hash), and path → keys
+        self._rows: dict[str, tuple[str, str]] = {}
+        self._by_path: dict[str, set[str]] = {}
+        self._loaded = False
+        self._total = 0
+        self.stats: dict[str, float] = {"embedded": 0, "embedSeconds": 0.0, "deleted": 0,
+                                        "lastSyncSeconds": 0.0}
+
+    # -- control ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Arm the background thread: nothing is opened until the first :meth:`sync`, and
+        status is ``pending`` from now until that sync completes."""
+        with self._cv:
+            if self._started or self._stop:
+                return
+            self._started = True
+            self._thread = threading.Thread(target=self._run, name="codesynapse-symvec", daemon=True)
+            self._thread.start()
+
+    def sync(self) -> None:
+        """Bring every symbol of the graph in line (after an index). No-op until started."""
+        with self._cv:
+            if not self._started:
+                return
+            self._full = True
+            self._paths.clear()
+            self._cv.notify_all()
+
+    def update_paths(self, paths: Iterable[str]) -> None:
+        """Bring the symbols of these files in line (after a live update): only symbols whose
+        metadata text changed are embedded again; those gone are deleted."""
+        with self._cv:
+            if not self._started:
+                return
+            if not self._full:
+                self._paths.update(paths)
+            self._cv.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no work is queued or running (or the service is unavailable)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            while self._started and not self._stop and (self._full or self._paths or self._busy):
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cv.wait(left if left is not None else 1.0)
+            return True
+
+    def close(self, join: float = 10.0) -> None:
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(join)
+            if thread.is_alive():
+                log.warning("symbol vectors: the background thread did not stop within %g s", join)
+                self._query.shutdown()
+                return  # it releases the vector store itself when it ends
+        self._release_vectors()
+        self._query.shutdown()
+
+    def _release_vectors(self) -> None:
+        with self._cv:
+            release, self._release = self._release, None
+            self.vectors = None
+        if release is not None:
+            try:
+                release()
+            except Exception:
+                log.exception("symbol vectors: releasing the vector store")
+
+    # -- state --------------------------------------------------------------------------------
+    def _unavailable_reason(self) -> str:
+        return self._embedder_error or self._error
+
+    def status(self) -> dict[str, Any]:
+        with self._cv:
+            reason = self._unavailable_reason()
+            if not self._started and not self._embedder_error:
+                state, reason = "unavailable", NOT_STARTED
+            elif reason:
+                state = "unavailable"
+            elif self._synced and not (self._full or self._paths or self._busy):
+                state = "ready"
+            else:
+                state = "pending"
+            out: dict[str, Any] = {"state": state, "embedded": len(self._rows), "total": self._total}
+            if reason:
+                out["reason"] = reason
+            if self.embedder is not None:
+                out["model"] = self.embedder.model_key
+            return out
+
+    # -- search -------------------------------------------------------------------------------
+    def search(self, text: str, limit: int = 10, timeout: float = 2.0) -> DenseResult:
+        """At most ``limit`` symbols nearest to ``text``, each still in the current graph."""
+        try:
+            return self._search(text, limit, timeout)
+        except Exception as e:  # never out of search: the caller answers with the other legs
+            reason = f"{e.__class__.__name__}: {e}"[:300]
+            self._log_once(f"symbol vectors: search failed: {reason}", exc=True)
+            return DenseResult(hits=[], state="unavailable", reason=reason)
+
+    def _search(self, text: str, limit: int, timeout: float) -> DenseResult:
+        from codesynapse.memory.embedder import EmbeddingRejected, EmbeddingTimeout
+
+        st = self.status()
+        if st["state"] == "unavailable":
+            return DenseResult(hits=[], state="unavailable", reason=st.get("reason", ""))
+        embedder, vectors, name = self.embedder, self.vectors, self._collection
+        if embedder is None or vectors is None or not name:
+            return DenseResult(hits=[], state="pending", reason="the embedding model is loading")
+        query = text.strip() if isinstance(text, str) else ""
+        if not query:
+            return DenseResult(hits=[], state=st["state"], reason="empty query")
+        limit = max(1, min(int(limit), SEARCH_MAX))
+        want = min(limit + EXTRA_CANDIDATES, SEARCH_MAX)
+        timeout = max(0.0, float(timeout))
+        end = time.monotonic() + timeout
+
+        def run() -> list[dict[str, Any]]:
+            vec = embedder.embed([query[:TEXT_MAX_CHARS * 4]])[0]
+            left = end - time.monotonic()
+            if left <= 0:
+                raise EmbeddingTimeout("no time left for the vector search")
+            return self._milvus_search(vectors, name, vec, want, left)
+
+        try:
+            raw = self._query.call(run, timeout)
+        except EmbeddingTimeout:
+            return DenseResult(hits=[], state="unavailable", reason="timeout")
+        except EmbeddingRejected as e:
+            return DenseResult(hits=[], state="unavailable", reason=f"query embedding rejected: {e}")
+        except StoreError as e:  # VectorsUnavailable included
+            self._log_once(f"symbol vectors: vector search failed: {e}")
+            return DenseResult(hits=[], state="unavailable", reason=f"vector store: {e}"[:300])
+        hits: list[DenseHit] = []
+        seen: set[tuple[str, str]] = set()
+        for h in raw:
+            ent = h.get("entity") or {}
+            score = float(h.get("distance", float("nan")))
+            path, qname, key = ent.get("path"), ent.get("qname"), ent.get("id", h.get("id"))
+            if not (isinstance(path, str) and isinstance(qname, str) and math.isfinite(score)):
+                continue
+            if ent.get("graph_d") != self.graph_id or key != symbol_key(self.graph_id, path, qname):
+                log.warning("symbol vectors: dropped a hit from another graph or with a foreign key")
+                continue
+            if (qname, path) in seen or not self._current(qname, path):
+                continue  # stale: the symbol is gone or moved since it was embedded
+            seen.add((qname, path))
+            hits.append(DenseHit(qname=qname, path=path, score=score))
+            if len(hits) >= limit:
+                break
+        return DenseResult(hits=hits, state=self.status()["state"])
+
+    def _current(self, qname: str, path: str) -> bool:
+        return any(r.path == path for r in self._store().symbols_by_qname(qname))
+
+    def _graph_filter(self, templated: bool, extra: str = "") -> tuple[str, dict[str, Any]]:
+        if not GRAPH_ID.match(self.graph_id):  # checked in __init__ too: it enters the expression
+            raise StoreError("graph id is not a hex digest")
+        if templated:
+            expr, params = "graph_d == {g}", {"g": self.graph_id}
+        else:
+            expr, params = f'graph_d == "{self.graph_id}"', {}
+        return (f"{expr} and {extra}" if extra else expr), params
+
+    def _milvus_search(self, vectors: Any, name: str, vec: Sequence[float], limit: int,
+                       timeout: float) -> list[dict[str, Any]]:
+        def build(templated: bool) -> Any:
+            expr, params = self._graph_filter(templated)
+            kwargs: dict[str, Any] = {"filter_params": params} if params else {}
+            return lambda c: c.search(
+                name, data=[list(vec)], anns_field="vec", limit=limit, filter=expr,
+                output_fields=OUTPUT_FIELDS, timeout=timeout,
+                search_params={"metric_type": "COSINE"}, **kwargs)
+
+        res = vectors.filtered("symbol search", build)
+        return list(res[0]) if res else []
+
+    # -- the background thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+            pass
+        try:
+            while True:
+                with self._cv:
+                    while not self._stop and not self._full and not self._paths:
+                        if self._retry_at is not None and time.monotonic() >= self._retry_at:
+                            self._retry_at = None
+                            self._full = True
+                            break
+                        self._cv.wait(None if self._retry_at is None
+                                      else max(0.01, self._retry_at - time.monotonic()))
+                    if self._stop:
+                        return
+                    full, paths = self._full, set(self._paths)
+                    self._full = False
+                    self._paths.clear()
+                    self._busy = True
+                try:
+                    self._work(full, paths)
+                except _Stopped:
+                    return
+                except Exception as e:
+                    self._fail(e, full, paths)
+                finally:
+                    with self._cv:
+                        self._busy = False
+                        self._cv.notify_all()
+        finally:
+            with self._cv:
+                self._busy = False
+                self._cv.notify_all()
+                closed = self._stop
+            if closed:
+                self._release_vectors()
+
+    def _fail(self, e: Exception, full: bool, paths: set[str]) -> None:
+        reason = f"{e.__class__.__name__}: {e}"[:300]
+        with self._cv:
+            self._error = reason
+            # the work is not lost: the whole graph is tried again after a growing pause
+            # (or at the next sync or live update, whichever comes first)
+            self._loaded = False
+            self._failures += 1
+            self._retry_at = time.monotonic() + min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (self._failures - 1))
+        self._log_once(f"symbol vectors: background work failed: {reason}", exc=True)
+
+    def _log_once(self, msg: str, exc: bool = False) -> None:
+        with self._cv:
+            if msg in self._logged:
+                log.debug("%s", msg)
+                return
+            self._logged.add(msg)
+        if exc:
+            log.error("%s", msg, exc_info=True)
+        else:
+            log.warning("%s", msg)
+
+    def _check_stop(self) -> None:
+        if self._stop:
+            raise _Stopped
+
+    def _open(self) -> bool:
+        """Open the embedder and the vector store (once). False: the embedder cannot load."""
+        from codesynapse.memory.embedder import EmbedderUnavailable
+
+        if self._embedder_error:
+            return False
+        if self.embedder is None:
+            try:
+                emb = self._open_embedder()
+            except EmbedderUnavailable as e:
+                with self._cv:
+                    self._embedder_error = f"embedder unavailable: {e}"
+                self._log_once(f"symbol vectors: {self._embedder_error}")
+                return False
+            with self._cv:
+                self.embedder = emb
+        self._check_stop()
+        if self.vectors is None:
+            vectors, release = self._open_vectors()
+            with self._cv:
+                self.vectors, self._release = vectors, release
+                if self._stop:
+                    raise _Stopped
+        self._check_stop()
+        if not self._collection:
+            self._collection = self._ensure_collection()
+        return True
+
+    def _ensure_collection(self) -> str:
+        name = collection_name(self.embedder.model_key)
+        dim = int(self.embedder.dim)
+
+        def op(c: Any) -> None:
+            from pymilvus import DataType
+
+            if not c.has_collection(name):
+                schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+                schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=32)
+                schema.add_field("graph_d", DataType.VARCHAR, max_length=64)
+                schema.add_field("path", DataType.VARCHAR, max_length=FIELD_MAX_BYTES)
+                schema.add_field("qname", DataType.VARCHAR, max_length=FIELD_MAX_BYTES)
+                schema.add_field("text_h", DataType.VARCHAR, max_length=16)
+                schema.add_field("vec", DataType.FLOAT_VECTOR, dim=dim)
+                ip = c.prepare_index_params()
+                ip.add_index(field_name="vec", index_type=getattr(self.vectors, "index_type", "FLAT"),
+                             metric_type="COSINE")
+                try:
+                    c.create_collection(name, schema=schema, consistency_level="Strong")
+                    c.create_index(name, ip, sync=False)  # see memory/vectors.py
+                except Exception:
+                    if not c.has_collection(name):  # not a lost race with another process
+                        raise
+            c.load_collection(name)
+
+        self.vectors.filtered("create symbol collection", lambda templated: op)
+        return name
+
+    def _work(self, full: bool, paths: set[str]) -> None:
+        t0 = time.perf_counter()
+        if not self._open():
+            return
+        self._check_stop()
+        if not self._loaded:
+            self._load_rows()
+            full = True  # what changed while the rows were not known is not known either
+        if full:
+            current = self._current_all()
+        else:
+            current = self._current_paths(paths)
+        self._check_stop()
+        # rows to delete: known rows of the files looked at that are not current any more
+        if full:
+            stale = [k for k in self._rows if k not in current]
+        else:
+            stale = [k for p in paths for k in self._by_path.get(p, ()) if k not in current]
+        self._delete(stale)
+        todo = [(k, c) for k, c in current.items() if self._rows.get(k, ("", ""))[1] != c.text_h]
+        self._embed_and_store(todo)
+        with self._cv:
+            if full:
+                self._total = len(current)
+                self._synced = True
+            else:
+                self._total = len(self._rows)
+            self._error = ""
+            self._failures = 0
+            self._retry_at = None
+        self.stats["lastSyncSeconds"] = time.perf_counter() - t0
+        if todo or stale:
+            log.info("symbol vectors: %d embedded, %d deleted in %.1f s (%s)", len(todo), len(stale),
+                     self.stats["lastSyncSeconds"], "whole graph" if full else f"{len(paths)} files")
+
+    def _current_all(self) -> dict[str, _Current]:
+        return self._current_of(self._store().all_symbols())
+
+    def _current_paths(self, paths: set[str]) -> dict[str, _Current]:
+        rows: list[SymbolRow] = []
+        store = self._store()
+        for p in sorted(paths):
+            rows.extend(store.symbols_in_file(p))
+        return self._current_of(rows)
+
+    def _current_of(self, rows: Iterable[SymbolRow]) -> dict[str, _Current]:
+        out: dict[str, _Current] = {}
+        for i, r in enumerate(rows):
+            if i % 4096 == 0:
+                self._check_stop()
+            if not _fits(r):
+                continue
+            k = symbol_key(self.graph_id, r.path, r.qname)
+            if k in out:
+                continue  # a redefinition at the same path: the first one speaks for both
+            text = symbol_text(r)
+            out[k] = _Current(path=r.path, qname=r.qname, text=text, text_h=text_hash(text))
+        return out
+
+    def _load_rows(self) -> None:
+        """What the collection holds for this graph, read in key ranges small enough for one
+        query window (a range that fills the window is split by the next hex digit)."""
+        rows: dict[str, tuple[str, str]] = {}
+        prefixes = [f"{i:x}" for i in range(16)]
+        while prefixes:
+            self._check_stop()
+            prefix = prefixes.pop()
+            got = self._query_prefix(prefix)
+            if len(got) >= QUERY_PAGE and len(prefix) < 8:
+                prefixes.extend(prefix + f"{i:x}" for i in range(16))
+                continue
+            for r in got:
+                k = r.get("id")
+                if isinstance(k, str) and KEY.match(k):
+                    rows[k] = (str(r.get("path", "")), str(r.get("text_h", "")))
+        by_path: dict[str, set[str]] = {}
+        for k, (p, _) in rows.items():
+            by_path.setdefault(p, set()).add(k)
+        with self._cv:
+            self._rows, self._by_path, self._loaded = rows, by_path, True
+
+    def _query_prefix(self, prefix: str) -> list[dict[str, Any]]:
+        if not re.fullmatch(r"[0-9a-f]{1,8}", prefix):
+            raise StoreError("bad key prefix")
+        name = self._collection
+
+        def build(templated: bool) -> Any:
+            expr, params = self._graph_filter(templated, f'id like "{prefix}%"')
+            kwargs: dict[str, Any] = {"filter_params": params} if params else {}
+            return lambda c: c.query(name, filter=expr, output_fields=["id", "path", "text_h"],
+                                     limit=QUERY_PAGE, **kwargs)
+
+        return list(self.vectors.filtered("symbol rows", build) or [])
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        name = self._collection
+        for i in range(0, len(keys), 1000):
+            chunk = list(keys[i:i + 1000])
+
+            def build(templated: bool, chunk: list[str] = chunk) -> Any:
+                expr, params = self._graph_filter(templated, f"id in {_ids_literal(chunk)}")
+                kwargs: dict[str, Any] = {"filter_params": params} if params else {}
+                return lambda c: c.delete(name, filter=expr, **kwargs)
+
+            self.vectors.filtered("symbol delete", build)
+            with self._cv:
+                for k in chunk:
+                    p, _ = self._rows.pop(k, ("", ""))
+                    keys_of = self._by_path.get(p)
+                    if keys_of is not None:
+                        keys_of.discard(k)
+                        if not keys_of:
+                            del self._by_path[p]
+            self.stats["deleted"] += len(chunk)
+        if keys:
+            self.vectors.settle(name)
+
+    def _embed_and_store(self, todo: list[tuple[str, _Current]]) -> None:
+        if not todo:
+            return
+        name = self._collection
+        dim = int(self.embedder.dim)
+        todo.sort(key=lambda kc: len(kc[1].text))  # similar lengths pad little
+        pending: list[dict[str, Any]] = []
+        since_flush = 0
+
+        def upsert() -> None:
+            nonlocal pending, since_flush
+            if not pending:
+                return
+            data = pending
+            self.vectors.filtered("symbol upsert", lambda templated: (lambda c: c.upsert(name, data)))
+            with self._cv:
+                for d in data:
+                    k, p = d["id"], d["path"]
+                    old = self._rows.get(k)
+                    if old is not None and old[0] != p:
+                        self._by_path.get(old[0], set()).discard(k)
+                    self._rows[k] = (p, d["text_h"])
+                    self._by_path.setdefault(p, set()).add(k)
+            since_flush += len(data)
+            pending = []
+            if since_flush >= FLUSH_EVERY:
+                self.vectors.settle(name)
+                since_flush = 0
+
+        for i in range(0, len(todo), EMBED_BATCH):
+            self._check_stop()
+            batch = todo[i:i + EMBED_BATCH]
+            t = time.perf_counter()
+            vecs = self.embedder.embed([c.text for _, c in batch])
+            self.stats["embedSeconds"] += time.perf_counter() - t
+            self.stats["embedded"] += len(batch)
+            for (k, c), v in zip(batch, vecs, strict=True):
+                if len(v) != dim or not all(math.isfinite(x) for x in v) or not any(v):
+                    raise StoreError(f"refusing an invalid vector for {c.qname}")
+                pending.append({"id": k, "graph_d": self.graph_id, "path": c.path, "qname": c.qname,
+                                "text_h": c.text_h, "vec": v})
+            if len(pending) >= UPSERT_BATCH:
+                upsert()
+        upsert()
+        self.vectors.settle(name)
+
+
+class _Stopped(Exception):
+    """The service is closing: the background work stops where it is."""
+
+
+# -- wiring -----------------------------------------------------------------------------------
+
+def open_symbol_vectors(store: Callable[[], Any], graph_id: str, data_dir: Path,
+                        memory_settings: Any) -> SymbolVectors:
+    """SymbolVectors of the graph store ``store()`` on the memory's embedder and vector store of ``data_dir`` (the memory
+    data folder: ``<index data>/memory``), shared with memory in this process.
+    ``memory_settings``: a dict (``memory_settings(app)``) or ``MemorySettings``."""
+    from codesynapse.memory.embedder import EmbedderUnavailable
+    from codesynapse.memory.factory import EMBEDDER_DIR, acquire_vectors, get_embedder, release_vectors
+    from codesynapse.memory.service import MemorySettings, settings_from_dict
+
+    s = memory_settings if isinstance(memory_settings, MemorySettings) else settings_from_dict(memory_settings)
+    data_dir = Path(data_dir)
+    off = "embedder unavailable: the embedder is off (setting embedder = none)" if s.embedder == "off" else ""
+
+    def open_embedder() -> Any:
+        if s.embedder == "off":
+            raise EmbedderUnavailable("the embedder is off (setting embedder = none)")
+        return get_embedder(s, data_dir / EMBEDDER_DIR)
+
+    def open_vectors() -> tuple[Any, Callable[[], None]]:
+        if s.vectors == "off":
+            raise StoreError("the vector store is off (setting vectors = off)")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        vectors, key = acquire_vectors(s, data_dir)
+        return vectors, lambda: release_vectors(key)
+
+    return SymbolVectors(store, graph_id, open_embedder=open_embedder, open_vectors=open_vectors,
+                         unavailable=off)
+
+
+def for_app(app: Any) -> SymbolVectors | None:
+    """The App's SymbolVectors, or None when the setting ``symbolVectors`` is off."""
+    if not getattr(app.settings, "symbol_vectors", True):
+        return None
+    from codesynapse.memory.methods import memory_settings
+
+    return open_symbol_vectors(lambda: app.store, app.workspace.graph_id, app.workspace.data_dir / "memory",
+                               memory_settings(app))
