@@ -62,6 +62,11 @@ class App:
         self._head: tuple[float, str | None, bool | None] | None = None
         self.services: dict[str, Any] = {}
         self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
+        from codesynapse.context.dense import for_app
+
+        # the dense leg's symbol vectors (None when off); started by the daemon's live updater
+        # and `codesynapse index`, brought in line after every index and live update
+        self.symbol_vectors = for_app(self)
         self._stats_cache = None
 
     # -- indexing --------------------------------------------------------------------------
@@ -76,6 +81,8 @@ class App:
                 "identity": self.workspace.identity,
             })
             self.last_update = time.time()
+            if self.symbol_vectors is not None:
+                self.symbol_vectors.sync()  # in the background, once started
             return report
         finally:
             self.state = "ready"
@@ -136,6 +143,8 @@ class App:
         }
 
     def close(self) -> None:
+        if self.symbol_vectors is not None:  # its thread reads the store: stopped first
+            self.symbol_vectors.close()
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)
         for key, svc in self.services.items():
             # session memory is visible only to its session, a fresh one per connection (or per

@@ -77,6 +77,10 @@ def _print_summary(s: dict) -> None:
         out.write("  skipped: " + ", ".join(f"{k} {v}" for k, v in s["skipped"].items()) + "\n")
     out.write(f"  symbols: {s['symbols']}  edges: {s['edges']}  lines: {s['lines']}\n")
     out.write(f"  time: {s['seconds']:.2f} s  ({s['filesPerSecond']:.0f} files/s)\n")
+    sv = s.get("symbolVectors")
+    if sv:
+        why = f" ({sv['reason']})" if sv.get("reason") else ""
+        out.write(f"  symbol vectors: {sv['state']}{why}, {sv['embedded']}/{sv['total']} in {sv['seconds']:.2f} s\n")
     out.write(f"  index: {s['dataDir']}\n")
 
 
@@ -87,6 +91,13 @@ def cmd_index(args) -> int:
     try:
         report = app.index(_Bar())
         s = _summary(report, app)
+        sv = app.symbol_vectors
+        if sv is not None:  # the dense leg's vectors are part of the index: computed before exit
+            t0 = time.perf_counter()
+            sv.start()
+            sv.sync()
+            sv.wait()
+            s["symbolVectors"] = {**sv.status(), "seconds": round(time.perf_counter() - t0, 3)}
         if args.json:
             json.dump(s, sys.stdout, indent=2)
             sys.stdout.write("\n")
