@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 from urllib.parse import unquote, urlparse
 
+import threading
+
 from lsprotocol import types
+
+from codesynapse.lsp import findings
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,10 @@ def register(server) -> None:
         lv = ls.live
         if lv is not None and params.text_document.text:
             lv.buffer_opened(rel, params.text_document.text)
+        if lv is not None and findings.enabled(ls):  # in a worker: the store is read
+            findings.follow(ls, lv)
+            threading.Thread(target=findings.publish, args=(ls, [params.text_document.uri]), daemon=True,
+                             name="findings-diagnostics").start()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls, params: types.DidChangeTextDocumentParams):
@@ -80,6 +88,8 @@ def register(server) -> None:
         lv = live(ls)
         if rel is not None and lv is not None:
             lv.buffer_closed(rel)
+        if rel is not None:
+            findings.clear(ls, params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched(ls, params: types.DidChangeWatchedFilesParams):

@@ -41,7 +41,8 @@ def register(server) -> None:
         label = str(opts.get("sessionLabel", ""))[:64] if opts else ""
         # scope fields in initialization options are ignored: the server sets the scope
         overrides = {k: v for k, v in (opts or {}).items()
-                     if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid")}
+                     if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid",
+                               "findingsDiagnostics")}
         import msgspec
 
         # server-side settings (tenant, backend and its credentials) come only from the

@@ -59,6 +59,22 @@ class LiveUpdater:
         self._warm_q: queue.Queue = queue.Queue()  # (path, bytes) of opened documents to prepare
         self._warm_lock = threading.Lock()
         self._warm_thread: threading.Thread | None = None
+        self._listeners: list[Callable[[set[str]], None]] = []  # told after each applied update
+
+    def subscribe(self, fn: Callable[[set[str]], None]) -> None:
+        """Call ``fn(paths)`` (from the worker thread) after each update that changed the
+        index; a function subscribed again is kept once."""
+        if fn not in self._listeners:
+            self._listeners.append(fn)
+
+    def _tell(self, paths: set[str]) -> None:
+        if self.on_change:
+            self.on_change(paths)
+        for fn in list(self._listeners):
+            try:
+                fn(paths)
+            except Exception:  # a listener must not stop the updater
+                log.exception("a live-update listener failed")
 
     # -- sources ------------------------------------------------------------------------------
     def _put(self, kind: str, rel: str) -> None:
@@ -309,8 +325,7 @@ class LiveUpdater:
             sv = getattr(app, "symbol_vectors", None)
             if sv is not None:
                 sv.update_paths({c.path for c in changed} | set(deleted) | {f.path for f in skipped})
-            if self.on_change:
-                self.on_change({c.path for c in changed} | set(deleted))
+            self._tell({c.path for c in changed} | set(deleted))
 
     def _apply_dependencies(self, paths: list[str], policy) -> None:
         """Manifests, lockfiles and the policy's SARIF files among ``paths``: modules and
@@ -325,8 +340,7 @@ class LiveUpdater:
             n += sync_policy_findings(app.store, app.workspace.root, policy, sarif)
         if n:
             app.touch()
-            if self.on_change:
-                self.on_change(set(deps_paths) | set(sarif))
+            self._tell(set(deps_paths) | set(sarif))
 
     def _reload_policy(self) -> None:
         from codesynapse.app import load_policy_for

@@ -1,0 +1,100 @@
+"""Findings as diagnostics on the documents open in the editor (source ``codesynapse/<tool>``).
+
+Published when a document opens and again after every live update (a SARIF file the policy
+watches was rewritten, or an edit made a finding stale), for every open document; cleared
+when a document closes. The setting ``findingsDiagnostics`` (default true) turns it off.
+SARIF columns count UTF-16 code units by default, as LSP positions do: they pass through.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from codesynapse.context.deps import _stale
+from codesynapse.graph.deps import supported
+
+log = logging.getLogger(__name__)
+
+MAX_PER_DOCUMENT = 500
+_SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+             "note": types.DiagnosticSeverity.Information, "none": types.DiagnosticSeverity.Hint}
+
+
+def enabled(ls) -> bool:
+    app = getattr(ls, "app", None)
+    return app is not None and getattr(app.settings, "findings_diagnostics", True) and supported(app.store)
+
+
+def diagnostics_for(app, rel: str) -> list[types.Diagnostic]:
+    """The findings of ``rel`` as LSP diagnostics, most severe first."""
+    store = app.store
+    hashes: dict[str, str | None] = {}
+    out = []
+    with store.snapshot():
+        rows = store.findings(rel, limit=MAX_PER_DOCUMENT)
+        for f in rows:
+            line = max(f.start_line - 1, 0)
+            if f.end_line and f.end_col:
+                end = types.Position(line=max(f.end_line - 1, line), character=f.end_col)
+            else:
+                end = types.Position(line=line + 1, character=0)  # the whole line
+            msg = f.message + (" (stale: the file changed since the scan)" if _stale(store, f, hashes) else "")
+            out.append(types.Diagnostic(
+                range=types.Range(start=types.Position(line=line, character=f.start_col if f.start_line else 0),
+                                  end=end),
+                message=msg, severity=_SEVERITY.get(f.level, types.DiagnosticSeverity.Warning),
+                code=f.rule_id or None, source=f"codesynapse/{f.tool}"))
+    return out
+
+
+def _rel(ls, uri: str) -> str | None:
+    p = urlparse(uri)
+    if p.scheme not in ("file", ""):
+        return None
+    return ls.app.workspace.relpath(unquote(p.path))
+
+
+def publish(ls, uris) -> None:
+    """Read the findings of ``uris`` (call from a worker thread) and publish them from the
+    event loop."""
+    if not enabled(ls):
+        return
+    for uri in uris:
+        rel = _rel(ls, uri)
+        if rel is None:
+            continue
+        try:
+            diags = diagnostics_for(ls.app, rel)
+        except Exception:  # a store error must not break document handling
+            log.warning("findings diagnostics for %s failed", rel, exc_info=True)
+            continue
+        ls.in_loop(ls.text_document_publish_diagnostics,
+                   types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
+
+
+def open_uris(ls) -> list[str]:
+    try:
+        return list(ls.workspace.text_documents)
+    except Exception:
+        return []
+
+
+_followed: weakref.WeakSet = weakref.WeakSet()  # live updaters already re-publishing
+
+
+def follow(ls, live) -> None:
+    """After each live update, re-publish the findings of every open document (once per
+    live updater)."""
+    if live in _followed:
+        return
+    _followed.add(live)
+    live.subscribe(lambda _paths: publish(ls, open_uris(ls)))
+
+
+def clear(ls, uri: str) -> None:
+    if enabled(ls):
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
