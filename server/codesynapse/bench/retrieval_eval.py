@@ -23,6 +23,11 @@ Before anything runs, the set is checked and the run stops loudly on any problem
 * **lines** — after indexing, every unit is a symbol of the index with exactly that path and
   line range, and the file's text in that range contains the unit's name.
 
+The App's symbol vectors (``app.symbol_vectors``), when the build has them, are started as the
+daemon starts them; the configurations without the dense leg run first, then the harness waits
+(bounded: ``--dense-wait``) for ``status()["state"] == "ready"``, and the report says when the
+dense leg was not ready.
+
 Then every task is sent through :func:`codesynapse.methods.call_method` on an App, as the daemon
 serves it, once per retrieval configuration (``app.retrieval_config``, see
 :data:`ABLATIONS`; identifier tasks once, with the shipped configuration). Per half the
@@ -320,6 +325,7 @@ def wait_dense(app, timeout: float, progress=None) -> dict[str, Any]:
         return {"state": "absent", "reason": "the App has no symbol_vectors"}
     end = time.monotonic() + timeout
     st: dict[str, Any] = {}
+    said = 0.0
     while True:
         try:
             st = dict(sv.status())
@@ -327,9 +333,10 @@ def wait_dense(app, timeout: float, progress=None) -> dict[str, Any]:
             return {"state": "error", "reason": f"{e.__class__.__name__}: {e}"}
         if st.get("state") in ("ready", "unavailable") or time.monotonic() >= end:
             return st
-        if progress:
+        if progress and time.monotonic() - said >= 30.0:
+            said = time.monotonic()
             progress(f"  dense vectors: {st.get('state')} {st.get('embedded', '?')}/{st.get('total', '?')}")
-        time.sleep(2.0)
+        time.sleep(1.0)
 
 
 def _tokens(row: dict[str, Any], counter: str, part: str) -> int:
@@ -354,6 +361,9 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
     counter = COUNTER if tok is not None and COUNTER in tok.names else "est"
     app = open_app(corpus.path, data, corpus.exclude, corpus.include, watch=False)
     runner = None
+    sv = getattr(app, "symbol_vectors", None)
+    if sv is not None and callable(getattr(sv, "start", None)):
+        sv.start()  # as the daemon does: the vectors are computed in the background after the index
     try:
         t0 = time.perf_counter()
         report = app.index()
@@ -361,8 +371,7 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         problems = [f"{t.id}: {p}" for t in tasks for p in check_units(app.store, corpus.path, t.unit_locations())]
         if problems:
             raise EvalSetError(f"{spec}: evidence does not match the index:\n  " + "\n  ".join(problems))
-        dense = wait_dense(app, dense_wait, progress) if any(ABLATION_FLAGS.get(c, {}).get("dense") for c in configs) \
-            else {"state": "not needed"}
+        dense: dict[str, Any] = {"state": "not needed"}
 
         captured: dict[str, Any] = {}
 
@@ -377,8 +386,14 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         cls = _config_class()
         had = getattr(app, "retrieval_config", None)
         out_rows: dict[str, list[dict[str, Any]]] = {}
+        # the configurations without the dense leg first, while the vectors are computed
+        order = sorted(configs, key=lambda c: bool(ABLATION_FLAGS.get(c, {}).get("dense", c == CURRENT)))
         try:
-            for cname in configs:
+            for cname in order:
+                if dense["state"] == "not needed" and ABLATION_FLAGS.get(cname, {}).get("dense", cname == CURRENT):
+                    t1 = time.perf_counter()
+                    dense = wait_dense(app, dense_wait, progress)
+                    dense["waitSeconds"] = round(time.perf_counter() - t1, 1)
                 if cname != CURRENT:
                     app.retrieval_config = cls(**ABLATION_FLAGS[cname])
                 rows = []
@@ -405,6 +420,7 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         finally:
             if cls is not None:
                 app.retrieval_config = had if had is not None else cls()
+        out_rows = {c: out_rows[c] for c in configs if c in out_rows}
         status = app.status()
         return {"corpus": {**corpus.describe(), "spec": spec, "files": status.get("files"),
                            "symbols": status.get("symbols")},
