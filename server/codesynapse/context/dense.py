@@ -137,6 +137,7 @@ def symbol_text(row: SymbolRow) -> str:
         parts.append(f"file {path_words}")
     out: list[str] = []
     for p in parts:
+        p = p.rstrip(". ")  # the fields are joined by ". "
         if p and p not in out:
             out.append(p)
     return _clip(". ".join(out), TEXT_MAX_CHARS)
@@ -287,6 +288,11 @@ class SymbolVectors:
                 log.exception("symbol vectors: releasing the vector store")
 
     # -- state --------------------------------------------------------------------------------
+    @property
+    def collection(self) -> str:
+        """The Milvus collection of the active model ("" until the first sync opened it)."""
+        return self._collection
+
     def _unavailable_reason(self) -> str:
         return self._embedder_error or self._error
 
