@@ -44,7 +44,8 @@ def _tokens_one(workload_path: Path, corpus_spec: str | None) -> dict[str, Any]:
     if not spec:
         raise SystemExit(f"{workload_path}: the workload names no corpus; pass --corpus")
     if not (Path(spec).is_dir() or spec.lower() in ("stdlib", "python", "python-stdlib", "django", "go",
-                                                    "go-stdlib", "rxjs")):
+                                                    "go-stdlib", "rxjs")
+            or spec.split(":", 1)[0] in ("pypi", "npm", "go", "maven", "crate")):
         cand = (Path(workload_path).parent / spec)
         cand2 = REPO / spec
         spec = str(cand if cand.is_dir() else cand2)
