@@ -553,6 +553,12 @@ def run_retrieval_cli(args) -> int:
         say(str(e))
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    for c in res["corpora"]:  # what was answered for a held-out task is not written out to tune on
+        for rows in c["rows"].values():
+            for r in rows:
+                if r["split"] == "heldout":
+                    r.pop("cards", None)
+                    r.pop("missing", None)
     md = markdown(res)
     suffix = "" if half == "both" else f"_{half}"
     (out / f"retrieval_eval{suffix}.md").write_text(md, encoding="utf-8")
