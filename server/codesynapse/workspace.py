@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,11 +64,25 @@ class Workspace:
 
 
 def repo_identity(root: Path) -> str:
-    """The remote URL when the repository has one (so clones share a graph), else the root."""
+    """The remote URL when the repository has one (so clones share a graph), else the root.
+    Credentials in the URL (``https://user:token@host/…``, ``https://<token>@host/…``) are
+    not part of the identity: a clone made with a token and one made without are the same
+    repository, and the identity is stored (graph metadata). A plain user name
+    (``ssh://git@host/…``) stays."""
     url = _git(root, "config", "--get", "remote.origin.url")
     if url:
-        return url.removesuffix(".git")
+        return _URL_USERINFO_RE.sub(_without_credentials, url).removesuffix(".git")
     return str(root)
+
+
+_URL_USERINFO_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@")
+
+
+def _without_credentials(m: re.Match[str]) -> str:
+    from codesynapse.extract.redact import contains_secret
+
+    user = m.group(2)
+    return m.group(1) if ":" in user or contains_secret(user) else m.group(0)
 
 
 def default_data_root() -> Path:

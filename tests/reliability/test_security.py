@@ -49,8 +49,15 @@ PROSE_MEMORY_LINES = [
     "secret: Nd6vR3kXw9Ht", "secret: Pq2zL8mCf5Jb", "token: Tk7wQ3zRx9Lm2Vb8Nc4Hs",
     "The password for the staging database: Mz8xK4pWq2Rv", "Log in with password Bn5tH9cLx3Fs, then rotate it.",
 ]
-SECRETS = sorted({s for values in [*PLANTED.values(), *PROSE_PLANTED.values()] for s in values},
-                 key=len, reverse=True)
+# Secrets only the repository policy's ``redact:`` patterns know (POLICY below): in a heading
+# and a config key of fixtures/secrets/policy, and in the memory of fixtures/secrets/memory
+POLICY_PLANTED = ["ACME-LIC-48213907", "ACME-LIC-59302817", "ACME-LIC-73019264", "ACME7305918264",
+                  "ACME-LIC-60418273", "ACME5820193746"]
+# fixtures/secrets/memory/remember.json: remember params with secrets in an entity's type and
+# aliases, a fact's predicate and source (issue 17)
+MEMORY_PLANTED = ["AKIAZJTA2SKNTDRODMAT", "AKIA6PE03KS8O79GMRBE", "ghp_5D99UbnilshbdE1beeo87TGYVJ7pjblRRZ5Y"]
+SECRETS = sorted({s for values in [*PLANTED.values(), *PROSE_PLANTED.values(), POLICY_PLANTED, MEMORY_PLANTED]
+                  for s in values}, key=len, reverse=True)
 SECRET_RE = re.compile(b"|".join(re.escape(s.encode()) for s in SECRETS))
 POLICY = """version: 1
 languages:
@@ -62,7 +69,17 @@ languages:
 annotations:
   - path: "settings.py"
     note: "Billing settings; the old key was sk_live_lqbHgNLhBrTrK2GhMPhBfJBB"
+redact:
+  - "ACME-LIC-[0-9]{8}"
+  - "ACME[0-9]{10}"
 """
+
+
+def remember_params() -> dict:
+    """fixtures/secrets/memory/remember.json without its note."""
+    params = json.loads((FIXTURES / "secrets" / "memory" / "remember.json").read_text())
+    params.pop("note")
+    return params
 
 
 def leaks_in(data: bytes) -> list[str]:
@@ -149,10 +166,12 @@ def _all_answers(d: RawLsp, workspace: Path) -> list[tuple[str, Any]]:
         for lines in (2, 3, 5, 8):  # cuts land inside multi-line secrets (PEM bodies, YAML block values)
             ask("codesynapse/snippet", {"selector": q, "mode": "head_tail", "maxLines": lines})
     for word in ("password", "secret", "token", "key", "api", "auth", "client", "database", "stripe", "aws",
-                 "connection", "private", "webhook", "config"):
+                 "connection", "private", "webhook", "config", "deploy", "admin", "access", "licence", "slack",
+                 "grants", "tokens", "keys", "github", "url", "release"):
         for mode in ("full", "compact", "summary"):
             ask("codesynapse/search", {"query": word, "mode": mode, "limit": 500, "includeIds": True})
-    for task in ("how is the database password configured", "where is the stripe key used", "deploy key and tokens"):
+    for task in ("how is the database password configured", "where is the stripe key used", "deploy key and tokens",
+                 "which licence and access keys does the release use", "build the reporting database url"):
         ask("codesynapse/minimalContext", {"task": task, "paths": paths[:100], "maxTokens": 20000})
     diff = "".join(f"--- a/{p}\n+++ b/{p}\n@@ -1,400 +1,400 @@\n+changed\n" for p in paths)
     ask("codesynapse/prContext", {"diff": diff, "maxTokens": 20000})
@@ -188,6 +207,7 @@ def test_secrets_never_reach_a_store_or_an_answer(daemon, workspace):
     # memory made of the corpus: every line that holds a planted value (a private key from
     # its BEGIN line) as entity names, aliases, fact endpoints and source clients
     lines = corpus_lines()
+    d.request("codesynapse/memory/remember", remember_params())
     for i in range(0, len(lines), 4):
         part = lines[i:i + 4]
         d.request("codesynapse/memory/remember", {
@@ -196,7 +216,8 @@ def test_secrets_never_reach_a_store_or_an_answer(daemon, workspace):
             "facts": [{"subject": f"service {j}", "predicate": "uses", "object": ln, "sourceClient": ln[:128],
                        "durable": bool(j % 2)} for j, ln in enumerate(part)]})
     answers = _all_answers(d, workspace)
-    for q in ("service", "password", "token", "key", "uses", "postgres", "secret", "api"):
+    for q in ("service", "password", "token", "key", "uses", "postgres", "secret", "api", "upload job",
+              "licence server", "licence"):
         answers.append((f"recall {q}", d.request("codesynapse/memory/recall", {"query": q, "hops": 2,
                                                                             "includeIds": True})))
     answers.append(("list", d.request("codesynapse/memory/list", {"limit": 200, "includeIds": True})))

@@ -147,6 +147,26 @@ PLANTED: dict[str, list[str]] = {
         "ZGVwbG95LWJvdDpXcTgjbkwydiFSeg==",
         "ghp_TBnfLVlf3KRdvHzlUR2B8sdZrBiRTumpeOdz",
     ],
+    # issue 17: Markdown headings that hold a credential (stored as names and signatures)
+    "headings.md": [
+        "ghp_Xlo88nhcIoMjHsJCC3PPxl5wEXBbTFYXDYS6",
+        "Qz8vN3kLp5Wx",
+        "Vb7nM2xKq9Tr",
+        "AKIA4C8H55OP9UV7RQCP",
+        "xoxb-3337187190-3234830231294-oOu85scUlUkQ0SRRaeopiwLD",
+    ],
+    # config keys that are credentials (stored in qualified names)
+    "credential_keys.yaml": ["AKIAI461SI2WEV8OBT9W", "ghp_a3a9kIfIpZ7PImyeZom81Az1FG4WzkUdxXE2"],
+    "credential_keys.json": [
+        "glpat-f3n1sPDLQFvf4kvjb474",
+        "xoxp-957175233570-862145503862-6038233988947-d3f0ab6bca7f9404c76eaae7267b37c7",
+    ],
+    "credential_keys.toml": ["npm_67afFCVvxK5x98fIwq0o8IKSzJkxSPVwCOsH", "AKIA1OD9P4H72RJFPEJE"],
+    # values under secret keys that do not look random
+    "weak_values.yaml": ["devkey-local", "opensesame", "bananabread", "swordfish"],
+    "weak_keys.py": ["devkeydevkey", "devtoken123", "sandbox-key-local", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"],
+    # URL passwords whose host is a placeholder or an expression
+    "url_placeholders.py": ["Rp0rt-Plc-71", "Bus-Plc-Pw-42", "R3d-Plc-pw9", "Sh0p-Tmpl-8", "Etl-Env-Pw-3"],
 }
 
 # The kinds each file's redactions are named by (one entry per redaction).
@@ -230,6 +250,14 @@ KEPT_CONTEXT: dict[str, list[str]] = {
         '"token_uri": "https://oauth2.googleapis.com/token",',
     ],
     "npmrc": ["always-auth=true\n", "registry=https://registry.npmjs.org/\n"],
+    "weak_keys.py": ['API_KEY_HEADER = "X-Api-Key"  # a header\'s name, not a secret'],
+    "weak_values.yaml": ["  region: eu-west-1\n"],
+    "url_placeholders.py": [
+        'f"postgres://[REDACTED:connection_string]@{host}/reports"',
+        '"amqp://[REDACTED:connection_string]@" + host + "/vhost"',
+        '"postgresql://USER:PASSWORD@HOST:5432/DB"',
+    ],
+    "headings.md": ["### Rotation steps\n", "## Admin password [REDACTED:password]\n"],
     "pypirc": ["username = __token__\n", "username = uploader\n"],
 }
 

@@ -746,7 +746,8 @@ def _scan_keys(text: str, lowered: str, out: list[Finding]) -> None:
             # a trailing '.', '-' ends a sentence or a flag, not the name
             while e > i + len(anchor) and text[e - 1] in ".-":
                 e -= 1
-            if s not in seen and not text.startswith("://", s - 3):  # URL userinfo: see _URL_CRED_RE
+            # not URL userinfo (see _URL_CRED_RE), nor the kind in a redaction marker
+            if s not in seen and not text.startswith("://", s - 3) and not text.startswith("[REDACTED:", s - 10):
                 seen.add(s)
                 found = _check_assignment(text, text[s:e], s, e)
                 if found is not None:
