@@ -182,8 +182,14 @@ export interface SymbolRef {
   selector: string | null;
   path: string | null;
   line: number | null;
+  /** A word worth showing beside the name: only for calls that are not certain (unresolved, inferred, external). */
   detail: string | null;
+  /** How the call was resolved and how sure the server is, for the tooltip (diagnostics, not shown inline). */
+  tooltip?: string;
 }
+
+/** Resolutions a reader should see beside a call: the call may not go where it says. */
+const NOTABLE_RESOLUTIONS = new Set(['unresolved', 'inferred', 'external', 'name', 'heuristic']);
 
 export interface Card {
   qualifiedName: string | null;
@@ -199,6 +205,8 @@ export interface Card {
   callers: SymbolRef[];
   callees: SymbolRef[];
   tests: SymbolRef[];
+  /** Retrieval legs that found the card (diagnostics: shown as its tooltip). */
+  foundBy: string[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -370,13 +378,12 @@ export function readRef(value: unknown, callSite = false): SymbolRef | null {
   const line = readLine(value.line) ?? readRange(value.range).start;
   const resolution = asString(value.resolution) ?? (callSite && value.line !== undefined ? DEFAULT_RESOLUTION : null);
   const confidence = confidenceOf(resolution, asNumber(value.confidence));
-  const bits = [
-    value.unresolved === true ? 'unresolved' : null,
-    resolution,
-    confidence !== null ? `confidence ${confidence}` : null,
-  ].filter((b): b is string => b !== null);
-  const detail = bits.length > 0 ? bits.join(', ') : null;
-  return { label, selector: qn ?? name, path: asString(value.path), line, detail };
+  const unresolved = value.unresolved === true || resolution === 'unresolved';
+  const detail = unresolved ? 'unresolved' : resolution !== null && NOTABLE_RESOLUTIONS.has(resolution) ? resolution : null;
+  const tip = [resolution !== null ? `resolution ${resolution}` : null, confidence !== null ? `confidence ${confidence}` : null].filter((b): b is string => b !== null);
+  const ref: SymbolRef = { label, selector: qn ?? name, path: asString(value.path), line, detail };
+  if (tip.length > 0) ref.tooltip = tip.join(', ');
+  return ref;
 }
 
 function readRefs(value: unknown, callSite = false): SymbolRef[] {
@@ -426,6 +433,7 @@ export function readCard(value: unknown): Card | null {
     // a callee's call is written in the card's own file: the server gives its line only
     callees: readRefs(value.callees, true).map((r) => (r.path === null && r.line !== null && path !== null ? { ...r, path } : r)),
     tests: readRefs(value.tests),
+    foundBy: asStringList(value.legs ?? value.foundBy),
   };
 }
 

@@ -113,7 +113,7 @@ function renderRef(ref: SymbolRef): string {
       ? ` <button class="link location" data-action="open" data-path="${escapeHtml(ref.path)}" data-line="${ref.line ?? ''}">${escapeHtml(locationLabel(ref.path, ref.line, null))}</button>`
       : '';
   const detail = ref.detail ? ` <span class="detail">${escapeHtml(ref.detail)}</span>` : '';
-  return `<li class="ref">${name}${where}${detail}</li>`;
+  return `<li class="ref"${ref.tooltip ? ` title="${escapeHtml(ref.tooltip)}"` : ''}>${name}${where}${detail}</li>`;
 }
 
 function renderRefList(title: string, cls: string, refs: SymbolRef[], total: number | undefined): string {
@@ -157,7 +157,7 @@ export function renderCard(card: Card): string {
   const callees = renderRefList('Callees', 'callees', card.callees, card.counts.callees);
   const tests = renderRefList('Tests', 'tests', card.tests, card.counts.tests);
   return (
-    `<article class="card" data-qualified-name="${escapeHtml(title)}">` +
+    `<article class="card" data-qualified-name="${escapeHtml(title)}"${card.foundBy.length > 0 ? ` title="found by ${escapeHtml(card.foundBy.join(', '))}"` : ''}>` +
     head +
     sig +
     loc +
@@ -302,11 +302,33 @@ function renderExtraFields(value: Record<string, unknown>, skip: ReadonlySet<str
   return renderFields(value, new Set([...skip, ...ENVELOPE_KEYS]), depth + 1);
 }
 
-function renderFields(value: Record<string, unknown>, skip: ReadonlySet<string>, depth: number): string {
+/**
+ * Fields that tell how an answer was made (retrieval legs, scores, sizes, ids, fingerprints),
+ * not what it says: they go under the answer's "Details" disclosure instead of in the body.
+ */
+export const DIAGNOSTIC_KEYS: ReadonlySet<string> = new Set([
+  'legs',
+  'foundBy',
+  'score',
+  'match',
+  'confidence',
+  'resultBytes',
+  'policyFingerprint',
+  'fingerprint',
+  'id',
+  'embedded',
+  'embeddingPending',
+  'embeddingNote',
+  'hop',
+  'nextCursor',
+  'publicCallers',
+]);
+
+function renderFields(value: Record<string, unknown>, skip: ReadonlySet<string>, depth: number, diagnostics = false): string {
   const scalars: string[] = [];
   const blocks: string[] = [];
   for (const [key, v] of Object.entries(value)) {
-    if (skip.has(key)) continue;
+    if (skip.has(key) || (!diagnostics && DIAGNOSTIC_KEYS.has(key))) continue;
     if (v === null || v === undefined || typeof v !== 'object') {
       scalars.push(`<dt>${escapeHtml(humanize(key))}</dt><dd>${renderScalar(v)}</dd>`);
     } else {
@@ -371,7 +393,11 @@ export function renderOmitted(env: Envelope, more: LoadMore | null, candidates: 
   );
 }
 
-function renderProvenance(env: Envelope): string {
+/**
+ * How the answer was made, behind a "Details" disclosure: retrieval legs, index freshness,
+ * size, and the answer's diagnostic fields (see DIAGNOSTIC_KEYS).
+ */
+function renderDiagnostics(env: Envelope, result: unknown): string {
   const parts: string[] = [];
   if (env.provenance && env.provenance.legs.length > 0) parts.push(`found by ${env.provenance.legs.join(', ')}`);
   const fresh = env.provenance?.freshness;
@@ -384,7 +410,18 @@ function renderProvenance(env: Envelope): string {
     if (fresh.dirty === true) parts.push('uncommitted changes');
   }
   if (env.resultBytes !== null) parts.push(`${fmt(env.resultBytes)} bytes`);
-  return parts.length ? `<p class="provenance">${escapeHtml(parts.join(' · '))}</p>` : '';
+  const fields: Record<string, unknown> = {};
+  if (isRecord(result)) {
+    for (const key of DIAGNOSTIC_KEYS) if (key !== 'resultBytes' && result[key] !== undefined) fields[key] = result[key];
+  }
+  const extra = Object.keys(fields).length > 0 ? renderFields(fields, new Set(), 0, true) : '';
+  if (parts.length === 0 && !extra) return '';
+  return (
+    `<details class="diagnostics"><summary>Details</summary>` +
+    (parts.length ? `<p class="provenance">${escapeHtml(parts.join(' · '))}</p>` : '') +
+    extra +
+    `</details>`
+  );
 }
 
 export interface LoadMore {
@@ -561,7 +598,7 @@ export function renderResult(view: ResultView): string {
     meter +
     `<div class="body">${body}${renderAdded(added)}</div>` +
     renderOmitted(env, view.more, (view.candidates ?? []).filter((c) => !added.some((a) => isRecord(a.card) && a.card.qualifiedName === c.selector))) +
-    renderProvenance(env) +
+    renderDiagnostics(env, view.result) +
     `</div>`
   );
 }

@@ -201,6 +201,14 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         m.summary,
         `${m.tokens.toLocaleString('en-US')} of 1,200 tokens (${Math.round((m.tokens / 1200) * 100)}% of budget) · raw files ${raw.toLocaleString('en-US')} tokens · ${saved}% saved`,
       );
+      // how the answer was made is behind a closed "Details" disclosure, not in the card
+      const body = await frame.locator('.result .body').innerText();
+      assert.doesNotMatch(body, /Legs|confidence|bytes|Ran|Hits|[Ff]ingerprint/);
+      const details = frame.locator('.result details.diagnostics');
+      assert.equal(await details.getAttribute('open'), null);
+      await details.locator('summary').click();
+      assert.match(await details.locator('.provenance').innerText(), /found by .* · \d[\d,]* bytes$/);
+      await details.locator('summary').click();
       await wb.screenshot('codesynapse-card.png');
     }),
   );

@@ -117,10 +117,11 @@ describe('readCard', () => {
       counts: { callers: 3, callees: 2, implementations: 0, tests: 1 },
       callers: [
         { label: 'shop.checkout.checkout', selector: 'shop.checkout.checkout', path: null, line: null, detail: null },
-        { label: 'shop.api.cart_view', selector: 'shop.api.cart_view', path: 'shop/api.py', line: 8, detail: 'name, confidence 0.5' },
+        { label: 'shop.api.cart_view', selector: 'shop.api.cart_view', path: 'shop/api.py', line: 8, detail: 'name', tooltip: 'resolution name, confidence 0.5' },
       ],
       callees: [{ label: 'line_price', selector: 'line_price', path: null, line: null, detail: null }],
       tests: [],
+      foundBy: [],
     });
   });
 
@@ -143,7 +144,8 @@ describe('server shape variants', () => {
     });
     expect([card?.startLine, card?.endLine]).toEqual([6, 8]);
     expect(card?.callees).toEqual([
-      { label: 'round', selector: 'round', path: 'shop/pricing.py', line: 8, detail: 'unresolved, external, confidence 0' },
+      // "confidence 0" is a diagnostic: in the tooltip, not beside the name
+      { label: 'round', selector: 'round', path: 'shop/pricing.py', line: 8, detail: 'unresolved', tooltip: 'resolution external, confidence 0' },
     ]);
     expect(card?.tests).toEqual([
       { label: 'test_cart.test_discount', selector: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 11, detail: null },
@@ -164,11 +166,11 @@ describe('server shape variants', () => {
       ],
     });
     expect(card?.callers).toEqual([
-      { label: 'shop.cart.Cart.checkout', selector: 'shop.cart.Cart.checkout', path: 'shop/cart.py', line: 32, detail: 'self, confidence 0.95' },
+      { label: 'shop.cart.Cart.checkout', selector: 'shop.cart.Cart.checkout', path: 'shop/cart.py', line: 32, detail: null, tooltip: 'resolution self, confidence 0.95' },
     ]);
     expect(card?.callees).toEqual([
-      { label: 'shop.pricing.with_tax', selector: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, detail: 'import, confidence 0.95' },
-      { label: 'gateway.charge', selector: 'gateway.charge', path: 'shop/cart.py', line: 27, detail: 'unresolved, confidence 0' },
+      { label: 'shop.pricing.with_tax', selector: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, detail: null, tooltip: 'resolution import, confidence 0.95' },
+      { label: 'gateway.charge', selector: 'gateway.charge', path: 'shop/cart.py', line: 27, detail: 'unresolved', tooltip: 'resolution unresolved, confidence 0' },
     ]);
     expect(confidenceOf('inferred', null)).toBe(0.85);
     expect(confidenceOf('local', 0.95)).toBe(0.95);

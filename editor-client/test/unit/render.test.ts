@@ -132,7 +132,9 @@ describe('renderResult', () => {
       budget: 1500,
       more: null,
     });
-    expect(html).toContain('<h3>Legs <span class="muted">(2)</span></h3><p class="list">bm25, exact</p>');
+    // retrieval legs are diagnostics: the card's tooltip, not a "Legs" block after it
+    expect(html).not.toContain('Legs');
+    expect(html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total" title="found by bm25, exact">');
     expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
   });
 
@@ -179,5 +181,27 @@ describe('renderResult', () => {
     }
     expect(renderResult({ title: 'x', result: null, budget: null, more: null })).toContain('No answer.');
     expect(renderResult({ title: 'x', result: {}, budget: null, more: null })).toContain('The answer is empty.');
+  });
+
+  it('puts diagnostics (legs, bytes, confidence, fingerprints, leg reports) behind one "Details" disclosure', () => {
+    const read = (n: string): unknown => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${n}.json`), 'utf8'));
+    // a recorded task answer: its cards carry legs
+    const task = renderResult({ title: 'Context for a task', budget: 1500, more: null, result: read('minimalContext') });
+    const body = task.slice(task.indexOf('<div class="body">'), task.indexOf('<section class="omitted">'));
+    expect(body).not.toMatch(/Legs|bytes|confidence/);
+    expect(task).toContain('<details class="diagnostics"><summary>Details</summary><p class="provenance">found by exact, literal, bm25 · index ready · 1,173 bytes</p></details>');
+    // a recorded card: no "confidence 0" beside the unresolved callee
+    const card = renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') });
+    expect(card.replace(/<[^>]*>/g, '')).not.toContain('confidence'); // only in the tooltip
+    expect(card).toContain('<li class="ref" title="resolution unresolved, confidence 0"><button class="link symbol" data-action="card" data-selector="gateway.charge">gateway.charge</button> <button class="link location" data-action="open" data-path="shop/cart.py" data-line="33">shop/cart.py:33</button> <span class="detail">unresolved</span></li>');
+    // recall's leg reports ("Ran yes / Hits 0") and index status' fingerprint go to Details
+    const recall = renderResult({ title: 'Recall', budget: null, more: null, result: read('recall') });
+    const recallBody = recall.slice(recall.indexOf('<div class="body">'), recall.indexOf('<details class="diagnostics">'));
+    expect(recallBody).not.toMatch(/Ran|Hits|Found by/);
+    expect(recall.slice(recall.indexOf('<details class="diagnostics">'))).toContain('<dt>Ran</dt><dd>yes</dd><dt>Hits</dt><dd>0</dd>');
+    const status = renderResult({ title: 'Index status', budget: null, more: null, result: read('indexStatus') });
+    const statusBody = status.slice(status.indexOf('<div class="body">'), status.indexOf('<details class="diagnostics">'));
+    expect(statusBody).not.toContain('Policy fingerprint');
+    expect(status.slice(status.indexOf('<details class="diagnostics">'))).toContain('<dt>Policy fingerprint</dt>');
   });
 });
