@@ -159,8 +159,8 @@ export function fixesFor(
  */
 export async function openSettings(id: string): Promise<void> {
   if (vscode.env.remoteName) {
-    await vscode.commands.executeCommand('workbench.action.openRemoteSettings');
-    await vscode.commands.executeCommand('workbench.action.openSettings', id);
+    // the Remote tab of the Settings editor, searched for the setting
+    await vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: id });
   } else {
     await vscode.commands.executeCommand('workbench.action.openSettings', id);
   }

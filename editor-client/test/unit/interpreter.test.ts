@@ -55,7 +55,7 @@ describe('the toast of a failed start', () => {
   it('opens the Remote settings in a remote window, where machine-scoped settings live', async () => {
     vscode.env.remoteName = 'ssh-remote';
     await openSettings('codesynapse.serverCommand');
-    expect(vscode.executedCommands.map((c) => c.command)).toEqual(['workbench.action.openRemoteSettings', 'workbench.action.openSettings']);
+    expect(vscode.executedCommands).toEqual([{ command: 'workbench.action.openRemoteSettings', args: [{ query: 'codesynapse.serverCommand' }] }]);
     vscode.executedCommands.length = 0;
     vscode.env.remoteName = undefined;
     await openSettings('codesynapse.serverCommand');
