@@ -53,6 +53,7 @@ from codesynapse.graph.model import (
 
 # One definition of "name terms" and of a callee's head for both backends.
 from codesynapse.graph.sqlite import _CAMEL, _head, name_terms
+from codesynapse.graph.neo4j_deps import DEPS_LABELS, DEPS_SCHEMA, Neo4jDepsMixin
 from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 
 # ---- the store ----------------------------------------------------------------------------
 
-class Neo4jGraphStore:
+class Neo4jGraphStore(Neo4jDepsMixin):
     """GraphStore on a Neo4j database. Thread-safe: the driver pools connections and every
     call opens its own short session."""
 
@@ -299,7 +300,7 @@ class Neo4jGraphStore:
 
     # -- plumbing ------------------------------------------------------------------------
     def _ensure_schema(self) -> None:
-        ensure_schema(self._driver, self.database, _SCHEMA)
+        ensure_schema(self._driver, self.database, _SCHEMA + DEPS_SCHEMA)  # modules, findings: neo4j_deps.py
 
     def _session(self):
         return self._driver.session(database=self.database, bookmark_manager=self._bookmarks)
@@ -495,7 +496,7 @@ class Neo4jGraphStore:
         """Remove every node of this graph id (files, symbols, calls, imports, inherits, meta,
         counter), in batches. Not part of the protocol: for tests, benchmarks and rebuilds."""
         total = 0
-        for label in ("CsSymbol", "CsCall", "CsImport", "CsInherit", "CsFile", "CsMeta", "CsCounter"):
+        for label in ("CsSymbol", "CsCall", "CsImport", "CsInherit", "CsFile", "CsMeta", "CsCounter", *DEPS_LABELS):
             query = (f"MATCH (n:{label} {{graph_id: $g}}) WITH n LIMIT 20000 "
                      "DETACH DELETE n RETURN count(*) AS n")
             while True:
