@@ -346,17 +346,19 @@ def _tokens(row: dict[str, Any], counter: str, part: str) -> int:
 
 
 def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], dense_wait: float = DENSE_WAIT_S,
-               fresh: bool = True, progress=None) -> dict[str, Any]:
+               keep: bool = False, progress=None) -> dict[str, Any]:
     """Index one corpus and run its tasks under each configuration."""
+    import tempfile
+
     from codesynapse.bench.apps import open_app
     from codesynapse.bench.corpora import cache_dir, resolve
     from codesynapse.bench.tokenizer import default_tokenizers
     from codesynapse.bench.tokens import Runner
 
     corpus = resolve(spec)
-    data = cache_dir() / "retrieval-eval" / corpus.name / "data"
-    if fresh:
-        shutil.rmtree(data, ignore_errors=True)
+    # a fresh index per run, in a folder of its own (two runs at once must not share one)
+    base = Path(tempfile.mkdtemp(prefix=f"retrieval-{corpus.name}-", dir=cache_dir()))
+    data = base / "data"
     tok = default_tokenizers()
     counter = COUNTER if tok is not None and COUNTER in tok.names else "est"
     app = open_app(corpus.path, data, corpus.exclude, corpus.include, watch=False)
@@ -430,13 +432,15 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         if runner is not None:
             runner.close()
         app.close()
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 ABLATION_FLAGS = dict(ABLATIONS)
 
 
 def run_eval(half: str = "both", repos: Sequence[str] | None = None, dense_wait: float = DENSE_WAIT_S,
-             fresh: bool = True, progress=None) -> dict[str, Any]:
+             keep: bool = False, progress=None) -> dict[str, Any]:
     halves = HALVES if half == "both" else (half,)
     tasks = load_eval_set(SET_DIR, HALVES)  # checked as a whole; run the chosen halves
     tasks = [t for t in tasks if t.split in halves and (not repos or t.repo in repos)]
@@ -453,7 +457,7 @@ def run_eval(half: str = "both", repos: Sequence[str] | None = None, dense_wait:
     for spec, ts in by_corpus.items():
         if progress:
             progress(f"retrieval: {spec} ({len(ts)} tasks)")
-        corpora.append(run_corpus(spec, ts, configs, dense_wait, fresh, progress))
+        corpora.append(run_corpus(spec, ts, configs, dense_wait, keep, progress))
     from codesynapse.bench.machine import machine_info
 
     return {"halves": list(halves), "configs": configs, "notes": notes, "machine": machine_info(),
