@@ -8,7 +8,8 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { currentSettings } from './config';
-import type { Method, ParamsByMethod } from './protocol';
+import { LINK_COMMANDS, hoverLinks, hoverSymbol } from './editorLinks';
+import { isRecord, type Method, type ParamsByMethod } from './protocol';
 import { fixesFor, installServer, openSettings, selectInterpreter, type FixAction } from './interpreter';
 import {
   bundledWheel,
@@ -50,6 +51,17 @@ export class NotRunningError extends Error {
     );
     this.name = 'NotRunningError';
   }
+}
+
+/** A CodeSynapse hover with a line of command links (trusted for CodeSynapse's link commands only). */
+function withHoverLinks(hover: vscode.Hover, position: { uri: string; line: number; character: number }): vscode.Hover {
+  const first: unknown = hover.contents[0];
+  const text = typeof first === 'string' ? first : isRecord(first) && typeof first.value === 'string' ? first.value : '';
+  const qn = hoverSymbol(text);
+  if (!qn) return hover;
+  const links = new vscode.MarkdownString(hoverLinks(qn, position));
+  links.isTrusted = { enabledCommands: [...LINK_COMMANDS] };
+  return new vscode.Hover([...hover.contents, links], hover.range);
 }
 
 /** Owns the language client: start, stop, restart and typed custom requests. */
@@ -123,6 +135,13 @@ export class ServerConnection implements vscode.Disposable {
       documentSelector: [...DOCUMENT_SELECTOR, { scheme: 'file', pattern: '**/.codesynapse.yaml' }],
       outputChannel: this.log,
       initializationOptions: settings.initializationOptions,
+      middleware: {
+        // the server's hover is the symbol card; add links to open it, its callers and callees
+        provideHover: async (document, position, token, next) => {
+          const hover = await next(document, position, token);
+          return hover ? withHoverLinks(hover, { uri: document.uri.toString(), line: position.line, character: position.character }) : hover;
+        },
+      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: () => {
@@ -205,6 +224,14 @@ export class ServerConnection implements vscode.Disposable {
 
   /** Send a custom request; fails with NotRunningError when no server is running. */
   async request<M extends Method>(method: M, params: ParamsByMethod[M], token?: vscode.CancellationToken): Promise<unknown> {
+    if (this.starting) await this.starting;
+    const client = this.client;
+    if (!client || this._state.kind !== 'running') throw new NotRunningError(this._state);
+    return token ? client.sendRequest(method, params, token) : client.sendRequest(method, params);
+  }
+
+  /** Send a standard LSP request (e.g. textDocument/documentSymbol) to the running server. */
+  async lspRequest(method: string, params: unknown, token?: vscode.CancellationToken): Promise<unknown> {
     if (this.starting) await this.starting;
     const client = this.client;
     if (!client || this._state.kind !== 'running') throw new NotRunningError(this._state);

@@ -43,6 +43,7 @@ export const COMMANDS = {
   restartServer: 'codesynapse.restartServer',
   showLog: 'codesynapse.showLog',
   selectInterpreter: 'codesynapse.selectInterpreter',
+  showInCallHierarchy: 'codesynapse.showInCallHierarchy',
   installServer: 'codesynapse.installServer',
 } as const;
 
@@ -358,6 +359,10 @@ export class ContextController implements vscode.Disposable {
 /** The symbol the user means: a command argument, the selected name, the cursor, or a typed name. */
 async function pickSelector(arg: unknown, prompt: string): Promise<Selector | undefined> {
   if (typeof arg === 'string' && arg.trim()) return arg.trim();
+  // a position, from a CodeLens or a hover link
+  if (isRecord(arg) && typeof arg.uri === 'string' && typeof arg.line === 'number' && typeof arg.character === 'number') {
+    return { uri: arg.uri, line: arg.line, character: arg.character };
+  }
   const editor = vscode.window.activeTextEditor;
   if (editor) {
     const selected = nameFromSelection(editor.document.getText(editor.selection));
@@ -475,6 +480,15 @@ export function registerCommands(
     vscode.commands.registerCommand(COMMANDS.restartServer, () => connection.restart()),
     vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.selectInterpreter, () => selectInterpreter()),
+    vscode.commands.registerCommand(COMMANDS.showInCallHierarchy, async (arg?: unknown) => {
+      // the built-in Call Hierarchy view at a position (a hover link), or at the cursor
+      if (isRecord(arg) && typeof arg.uri === 'string' && typeof arg.line === 'number' && typeof arg.character === 'number') {
+        const editor = await vscode.window.showTextDocument(vscode.Uri.parse(arg.uri), { preview: true });
+        const pos = new vscode.Position(arg.line, arg.character);
+        editor.selection = new vscode.Selection(pos, pos);
+      }
+      await vscode.commands.executeCommand('references-view.showCallHierarchy');
+    }),
     vscode.commands.registerCommand(COMMANDS.installServer, () => connection.installServer()),
   ];
 }

@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
-import { ServerConnection } from './client';
+import { DOCUMENT_SELECTOR, ServerConnection } from './client';
 import { ContextController, registerCommands } from './commands';
 import { currentSettings, needsRestart } from './config';
+import { SymbolCodeLensProvider } from './codeLens';
 import { registerLanguageModelTools } from './lmTools';
 import { IndexStatusBar } from './statusBar';
 import { ContextPanel, VIEW_ID } from './views/panel';
@@ -20,6 +21,7 @@ export function activate(context: vscode.ExtensionContext): CodeSynapseExtension
   const statusBar = new IndexStatusBar(connection, settings.refreshSeconds, log);
   const panel = new ContextPanel(context.extensionUri);
   const controller = new ContextController(connection, panel, statusBar, log);
+  const lenses = new SymbolCodeLensProvider(connection);
 
   context.subscriptions.push(
     log,
@@ -28,6 +30,8 @@ export function activate(context: vscode.ExtensionContext): CodeSynapseExtension
     panel,
     controller,
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel),
+    lenses,
+    vscode.languages.registerCodeLensProvider(DOCUMENT_SELECTOR, lenses),
     ...registerCommands(controller, connection, log),
     ...registerLanguageModelTools(connection, log),
     vscode.workspace.onDidChangeConfiguration((event) => {

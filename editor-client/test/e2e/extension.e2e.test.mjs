@@ -322,6 +322,34 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
   );
 
   it(
+    'shows caller and test counts as CodeLens over definitions, and links from the hover',
+    step('codelens and hover', async () => {
+      await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
+      // Cart.total is called at cart.py:32 (checkout) and tests/test_cart.py:8, and test_total tests it
+      const lens = page.locator('.codelens-decoration', { hasText: '2 callers · 1 test' }).first();
+      await lens.waitFor({ timeout: 60_000 });
+      const all = (await page.locator('.codelens-decoration').allInnerTexts()).map((t) => t.trim());
+      assert.ok(all.every((t) => /^(no callers|\d+ callers?) · (no tests|\d+ tests?)$/.test(t)), `lens titles: ${all.join(' | ')}`);
+      await wb.screenshot('codesynapse-codelens.png');
+      await lens.locator('a').first().click();
+      await waitForResult('Symbol card', 'shop.cart.Cart.total');
+      // the hover (the server's card) ends with links into CodeSynapse
+      await wb.openFile('shop/cart.py', 24, 10);
+      await wb.runCommand('Show or Focus Hover');
+      const hover = page.locator('.monaco-hover:not(.hidden)').first();
+      await hover.locator('a', { hasText: 'Open card' }).waitFor({ timeout: 15_000 });
+      assert.deepEqual(
+        (await hover.locator('a[data-href^="command:codesynapse."], a[href^="command:codesynapse."]').allInnerTexts()).map((t) => t.trim()),
+        ['Open card', 'Callers', 'Callees', 'Call Hierarchy'],
+      );
+      await wb.screenshot('codesynapse-hover.png');
+      await hover.locator('a', { hasText: 'Callers' }).click();
+      const frame = await waitForResult('Callers', 'shop.cart.Cart.total');
+      assert.ok((await frame.locator('.calltree[data-direction="callers"] .tree-node').count()) >= 2);
+    }),
+  );
+
+  it(
     'counts an unsaved buffer in the status bar',
     step('unsaved buffer', async () => {
       await wb.openFile('shop/cart.py');

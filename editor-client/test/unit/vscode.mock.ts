@@ -63,16 +63,46 @@ export class Position {
 }
 
 export class Range {
-  constructor(
-    readonly start: Position,
-    readonly end: Position,
-  ) {}
+  readonly start: Position;
+  readonly end: Position;
+  constructor(start: Position | number, end: Position | number, endLine?: number, endCharacter?: number) {
+    if (typeof start === 'number') {
+      this.start = new Position(start, end as number);
+      this.end = new Position(endLine ?? start, endCharacter ?? (end as number));
+    } else {
+      this.start = start;
+      this.end = end as Position;
+    }
+  }
   contains(p: Position): boolean {
     const after = p.line > this.start.line || (p.line === this.start.line && p.character >= this.start.character);
     const before = p.line < this.end.line || (p.line === this.end.line && p.character <= this.end.character);
     return after && before;
   }
 }
+
+export class Selection extends Range {}
+
+export class CodeLens {
+  command: { title: string; command: string; arguments?: unknown[]; tooltip?: string } | undefined;
+  constructor(readonly range: Range) {}
+}
+
+export class MarkdownString {
+  isTrusted: boolean | { enabledCommands: string[] } | undefined;
+  constructor(public value = '') {}
+}
+
+export class Hover {
+  constructor(
+    readonly contents: unknown[],
+    readonly range?: Range,
+  ) {}
+}
+
+export const languages = {
+  registerCodeLensProvider: () => new Disposable(),
+};
 
 export class ThemeColor {
   constructor(readonly id: string) {}
