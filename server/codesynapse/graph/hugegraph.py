@@ -60,6 +60,7 @@ from codesynapse.graph.model import (
 )
 from codesynapse.graph.neo4j import _fold_tokens, query_terms
 from codesynapse.graph.sqlite import _head, name_terms
+from codesynapse.graph.hugegraph_deps import DEPS_LABELS, HugeGraphDepsMixin, deps_schema_lines
 from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
 
 log = logging.getLogger(__name__)
@@ -291,6 +292,7 @@ def _schema_script() -> str:
         index("cs_inherit_target", "cs_inherit", ("graph_id", "target")),
         index("cs_inherit_base_name", "cs_inherit", ("graph_id", "base_name")),
         index("cs_inherit_base_head", "cs_inherit", ("graph_id", "base_head")),
+        *deps_schema_lines(),  # modules and findings: hugegraph_deps.py
         "'ok'",
     ]
     return "\n".join(lines)
@@ -439,7 +441,7 @@ for (label in %s) {
 }
 n
 }
-""" % _q(("cs_symbol", "cs_call", "cs_import", "cs_inherit", "cs_file", "cs_meta"))
+""" % _q(("cs_symbol", "cs_call", "cs_import", "cs_inherit", "cs_file", "cs_meta", *DEPS_LABELS))
 
 _SYM_MAP = f"elementMap({', '.join(repr(k) for k in _SYM_OUT)})"
 FILES = "g.V().hasLabel('cs_file').has('graph_id', gid).elementMap()"
@@ -560,7 +562,7 @@ def _bm25(terms: list[str], postings: dict[str, list[dict]], total: int, length:
 
 # ---- the store ----------------------------------------------------------------------------------
 
-class HugeGraphStore:
+class HugeGraphStore(HugeGraphDepsMixin):
     """GraphStore on a HugeGraph 1.5 graph over its Gremlin server (thread-safe)."""
 
     def __init__(self, url: str, graph_id: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
