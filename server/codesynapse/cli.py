@@ -11,12 +11,16 @@ import time
 from pathlib import Path
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO if os.environ.get("CODESYNAPSE_LOG") else logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _setup_logging(verbose: bool, *, queued: bool = False) -> None:
+    """Bounded records (at most 2 KiB each) on stderr; ``queued`` (serve): through a
+    bounded queue and a writer thread, so the daemon's event loop never blocks on stderr."""
+    from codesynapse import logsetup
+
+    level = logging.DEBUG if verbose else logging.INFO if os.environ.get("CODESYNAPSE_LOG") else logging.WARNING
+    if queued:
+        logsetup.configure_queued(level)
+    else:
+        logsetup.configure(level)
 
 
 def _settings(args):
@@ -244,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     from codesynapse.errors import CodeSynapseError
 
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, queued=args.func is cmd_serve)
     try:
         return int(args.func(args) or 0)
     except CodeSynapseError as e:  # one clear line, not a traceback (-v shows it)

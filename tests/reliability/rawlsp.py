@@ -45,20 +45,23 @@ class RawLsp:
     """``codesynapse serve`` on pipes. Use as a context manager or call ``close()``."""
 
     def __init__(self, data_dir: str | Path, *, env: dict[str, str] | None = None, log: str | Path | None = None,
-                 argv: list[str] | None = None):
+                 argv: list[str] | None = None, unread_stderr: bool = False):
+        """``unread_stderr``: the daemon's stderr is a pipe that nobody reads (it fills up
+        after 64 KiB, as with a client that ignores stderr)."""
         self.data_dir = Path(data_dir)
         self.log_path = Path(log) if log else self.data_dir.parent / f"serve-{os.getpid()}-{id(self)}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             argv or [sys.executable, "-m", "codesynapse", "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE if unread_stderr else self._log,
             env=server_env(data_dir, **(env or {})), start_new_session=True)
         self._ids = itertools.count(1)
         self._pending: dict[Any, Future] = {}
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self.notifications: list[dict[str, Any]] = []
+        self.unmatched: list[dict[str, Any]] = []  # responses no request was waiting for (id null…)
         self._reader = threading.Thread(target=self._read_loop, name="rawlsp-reader", daemon=True)
         self._reader.start()
 
@@ -112,6 +115,7 @@ class RawLsp:
         with self._lock:
             fut = self._pending.pop(key, None)
         if fut is None:
+            self.unmatched.append(msg)
             return
         if "error" in msg:
             fut.set_exception(RpcError(msg["error"]))
@@ -140,6 +144,20 @@ class RawLsp:
 
     def send_raw(self, body: bytes) -> None:
         self._write(body)
+
+    def request_bytes(self, body: bytes, msg_id: Any) -> Future:
+        """Send ``body`` as it is (any bytes) and return the future of the reply whose id
+        is ``msg_id``."""
+        fut: Future = Future()
+        with self._lock:
+            self._pending[json.dumps(msg_id)] = fut
+        try:
+            self._write(body)
+        except ServerGone as e:
+            with self._lock:
+                self._pending.pop(json.dumps(msg_id), None)
+            fut.set_exception(e)
+        return fut
 
     def initialize(self, root: Path, **options: Any) -> dict[str, Any]:
         res = self.request("initialize", {
@@ -215,6 +233,11 @@ class RawLsp:
                 self.proc.stdout.close()
             except Exception:
                 pass
+        try:
+            if self.proc.stderr is not None:
+                self.proc.stderr.close()
+        except Exception:
+            pass
         try:
             self._log.close()
         except Exception:

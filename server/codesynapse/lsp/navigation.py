@@ -7,8 +7,10 @@ units) using the line's text from the open document or the file on disk.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+from collections.abc import Sequence
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -86,9 +88,28 @@ def _uri(ls, rel: str) -> str:
     return (ls.app.workspace.root / rel).as_uri()
 
 
-def word_at(ls, uri: str, pos: types.Position) -> str | None:
-    doc = ls.workspace.get_text_document(uri)
-    lines = doc.lines
+_UNREADABLE = {errno.ELOOP: "a symbolic link loop", errno.EISDIR: "a directory, not a file",
+               errno.ENOENT: "no such file", errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.ENAMETOOLONG: "the name is too long"}
+
+
+def document_lines(ls, uri: str, rel: str) -> Sequence[str]:
+    """The lines of the open document, or of the file on disk. A file that cannot be read
+    (a symlink loop, a directory, no permission, not UTF-8) is a RequestFailed naming its
+    workspace-relative path, never the OS error with an absolute path."""
+    from codesynapse.lsp.server import JsonRpcRequestFailed
+
+    try:
+        return ls.workspace.get_text_document(uri).lines
+    except OSError as e:
+        reason = _UNREADABLE.get(e.errno or 0, "the file cannot be read")
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    raise JsonRpcRequestFailed(f"cannot read {rel}: {reason}", data={"kind": "unreadable", "path": rel})
+
+
+def word_at(ls, uri: str, pos: types.Position, rel: str = "") -> str | None:
+    lines = document_lines(ls, uri, rel or _rel(ls, uri) or "the document")
     if pos.line >= len(lines):
         return None
     line = lines[pos.line]
@@ -114,7 +135,7 @@ def target_at(ls, uri: str, pos: types.Position) -> SymbolRow | None:
     rel = _rel(ls, uri)
     if rel is None:
         return None
-    word = word_at(ls, uri, pos)
+    word = word_at(ls, uri, pos, rel)
     if word is None:
         return None
     line1 = pos.line + 1

@@ -56,7 +56,10 @@ def to_jsonrpc(e: Exception) -> JsonRpcException:
 
 class CodeSynapseServer(LanguageServer):
     def __init__(self, settings: Settings | None = None):
-        super().__init__("codesynapse", __version__, converter_factory=keep_dicts_converter,
+        from codesynapse.lsp.rpc import CodeSynapseProtocol
+
+        super().__init__("codesynapse", __version__, protocol_cls=CodeSynapseProtocol,
+                         converter_factory=keep_dicts_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=8)
         self.base_settings = settings or load_settings()
         self.app = None  # set on initialize
@@ -65,6 +68,30 @@ class CodeSynapseServer(LanguageServer):
         self.index_error: str | None = None
         self.live = None  # LiveUpdater
         self.loop = None  # the event loop that owns stdout; set on initialize
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """pygls' stdio server with our read loop (``rpc.read_frames``: a frame that cannot
+        be decoded is still answered) and stdin read on a thread of its own, so that busy
+        request workers never delay reading the next message."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+        from codesynapse.lsp.rpc import read_frames
+
+        self._stop_event = threading.Event()
+        stdin_reader = ThreadPoolExecutor(1, thread_name_prefix="codesynapse-stdin")
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, stdin_reader)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(read_frames(self._stop_event, reader, self.protocol))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            stdin_reader.shutdown(wait=False, cancel_futures=True)
+            self.shutdown()
 
     def in_loop(self, fn, *args) -> None:
         """Run ``fn`` on the event loop thread: every message to the client is written from
@@ -144,11 +171,16 @@ def build_server(settings: Settings | None = None) -> CodeSynapseServer:
 
 
 def run_stdio(settings: Settings | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from codesynapse import logsetup
+
+    # bounded records through a queue: the event loop never waits for stderr
+    logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO)
     server = build_server(settings)
-    server.start_io()
-    shutdown(server)
+    try:
+        server.start_io()
+        shutdown(server)
+    finally:
+        logsetup.flush()
     return 0
 
 
