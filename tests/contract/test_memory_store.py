@@ -431,3 +431,40 @@ def test_concurrent_upserts_of_one_name_make_one_entity(m, sc):
     assert len({o.entity.id for o in outs}) == 1
     assert sorted(o.status for o in outs) == ["created"] + ["unchanged"] * 11
     assert [r.name for r, _ in m.list_entities(sc.A1, durable=True, after=None, limit=10)] == ["race"]
+
+
+# ---- session owners: the memory of a session whose process is gone ------------------------------
+
+def test_session_owners_and_the_purge_of_sessions_whose_process_is_gone(m, sc):
+    from codesynapse.memory.factory import purge_orphaned_sessions
+
+    d = add(m, sc.A1, "durable", durable=True)
+    d2 = add(m, sc.A1, "durable2", durable=True)
+    gone = add(m, sc.A1, "scratch of a killed daemon", aliases=["scratch"])
+    fact(m, sc.A1, gone, "about", d)
+    fact(m, sc.A1, d, "noted", d2)  # a session fact between durable entities
+    running = add(m, sc.A2, "scratch of a running daemon")
+    unowned_scope = Scope(tenant=sc.A1.tenant, graph_id="g", namespace=sc.A1.namespace, session="s3")
+    unowned = add(m, unowned_scope, "written before owners were recorded")
+    foreign = add(m, sc.T, "another tenant's session memory")  # same namespace string, session s1
+    m.claim_session(sc.A1, "proc-gone", T0)
+    m.claim_session(sc.A2, "proc-running", T0)
+    m.claim_session(sc.T, "proc-gone", T0)
+    assert m.session_owners(sc.A1) == {"s1": "proc-gone", "s2": "proc-running", "s3": ""}
+    assert m.session_owners(sc.B) == {}
+    me = Scope(tenant=sc.A1.tenant, graph_id="g", namespace=sc.A1.namespace, session="s4")
+    m.claim_session(me, "proc-gone", T0)  # the caller's own session is never purged
+    assert purge_orphaned_sessions(m, me, alive=lambda owner: owner == "proc-running") == 2
+    assert m.session_owners(sc.A1) == {"s2": "proc-running", "s4": "proc-gone"}
+    assert m.get_entities(sc.A1, [d.id, gone.id]).keys() == {d.id}
+    assert m.facts_touching(sc.A1, [d.id], limit=10) == []
+    assert m.find_exact(sc.A1, ["scratch"]) == []
+    assert m.get_entities(unowned_scope, [unowned.id]) == {}
+    assert m.get_entities(sc.A2, [running.id]).keys() == {running.id}
+    assert m.get_entities(sc.T, [foreign.id]).keys() == {foreign.id}  # another tenant: not this purge's
+    assert m.session_owners(sc.T) == {"s1": "proc-gone"}
+    # a session that ends cleanly takes its owner record with it
+    m.purge_session(sc.A2)
+    assert m.session_owners(sc.A1) == {"s4": "proc-gone"}
+    with pytest.raises(StoreError):
+        m.claim_session(Scope(tenant=sc.A1.tenant, graph_id="g", namespace=sc.A1.namespace, session=""), "p", T0)

@@ -10,10 +10,14 @@ vector store that cannot be opened is opened again by the service in the backgro
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from codesynapse.errors import StoreError
 from codesynapse.memory.embedder import (
@@ -29,7 +33,9 @@ from codesynapse.memory.service import (
     VectorsAttachment,
     settings_from_dict,
 )
+from codesynapse.memory.owner import owner_alive, process_owner
 from codesynapse.memory.sqlite_store import SqliteMemoryStore
+from codesynapse.memory.store import MemoryStore
 from codesynapse.memory.vectors import MilvusVectors
 from codesynapse.scope import Scope
 
@@ -105,17 +111,13 @@ def open_memory(data_dir: Path, scope: Scope,
     s = settings if isinstance(settings, MemorySettings) else settings_from_dict(settings)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    if s.graph_store == "neo4j":
-        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
-
-        store = Neo4jMemoryStore(s.neo4j_uri, user=s.neo4j_user, password=s.neo4j_password)
-    elif s.graph_store == "hugegraph":
-        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
-
-        store = HugeGraphMemoryStore(s.hugegraph_url, graph=s.hugegraph_graph, user=s.hugegraph_user,
-                                     password=s.hugegraph_password)
-    else:
-        store = SqliteMemoryStore(data_dir / STORE_FILE)
+    store = open_store(s, data_dir)
+    if scope.session:
+        try:  # this process owns the session: once it is gone, the next start purges it
+            store.claim_session(scope, process_owner(), _now())
+        except BaseException:
+            store.close()
+            raise
     unavailable: dict[str, str] = {}
     on_close: list[Any] = [store.close]
 
@@ -156,6 +158,58 @@ def open_memory(data_dir: Path, scope: Scope,
     return MemoryService(store, vectors, embedder, scope, settings=s, hybrid=hybrid,
                          unavailable=unavailable, on_close=list(reversed(on_close)),
                          reopen_vectors=reopen)
+
+
+def open_store(s: MemorySettings, data_dir: Path) -> MemoryStore:
+    """The memory store the settings name (SQLite: ``memory.sqlite3`` in ``data_dir``)."""
+    if s.graph_store == "neo4j":
+        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
+
+        return Neo4jMemoryStore(s.neo4j_uri, user=s.neo4j_user, password=s.neo4j_password)
+    if s.graph_store == "hugegraph":
+        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+
+        return HugeGraphMemoryStore(s.hugegraph_url, graph=s.hugegraph_graph, user=s.hugegraph_user,
+                                    password=s.hugegraph_password)
+    return SqliteMemoryStore(data_dir / STORE_FILE)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def purge_orphaned_sessions(store: MemoryStore, scope: Scope,
+                            alive: Callable[[str], bool] = owner_alive) -> int:
+    """Delete the session memory of ``scope``'s tenant and namespace whose owning process
+    is gone (killed before it could end its session), or was never recorded (written before
+    sessions recorded their owner); ``scope``'s own session and those of running processes
+    stay, durable memory is never touched. Returns how many entities were deleted."""
+    purged = sessions = 0
+    for session, owner in store.session_owners(scope).items():
+        if session == scope.session or (owner and alive(owner)):
+            continue
+        ids = store.purge_session(msgspec.structs.replace(scope, session=session))
+        purged += len(ids)
+        sessions += 1
+    if sessions:
+        log.info("memory: deleted %d session entities of %d ended session(s) whose process is gone",
+                 purged, sessions)
+    return purged
+
+
+def purge_orphaned_memory(data_dir: Path, scope: Scope,
+                          settings: dict[str, Any] | MemorySettings | None = None) -> int:
+    """``purge_orphaned_sessions`` at a start, on the memory store the settings name; a
+    SQLite store that does not exist yet holds nothing to purge (and is not created)."""
+    s = settings if isinstance(settings, MemorySettings) else settings_from_dict(settings)
+    data_dir = Path(data_dir)
+    if s.graph_store not in ("neo4j", "hugegraph") and not (data_dir / STORE_FILE).exists():
+        return 0
+    store = open_store(s, data_dir)
+    try:
+        return purge_orphaned_sessions(store, scope)
+    finally:
+        store.close()
 
 
 def _reopener(s: MemorySettings, data_dir: Path, embedder: FastEmbedder | None) -> Any:

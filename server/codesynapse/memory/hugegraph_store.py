@@ -47,6 +47,7 @@ _KEYS = {
     "type": "Text", "version": "Int", "created_at": "Text", "updated_at": "Text", "valid_to": "Text",
     "fid": "Text", "predicate": "Text", "confidence": "Double", "source_client": "Text", "seq": "Long",
     "todo_seq": "Long", "entity_id": "Text", "model_key": "Text", "enqueued_at": "Long", "meta_value": "Text",
+    "owner": "Text",
 }
 _ENTITY_PROPS = ("eid", "tenant_id", "ns", "session", "name", "aliases_json", "alias_keys", "type", "version",
                  "created_at", "updated_at", "valid_to")
@@ -85,6 +86,9 @@ def _schema_script() -> str:
         "'version').useCustomizeStringId().ifNotExist().create()",
         "s.indexLabel('mem_embedded_ns').onV('mem_embedded').by('tenant_id', 'ns').secondary().ifNotExist().create()",
         "s.vertexLabel('mem_meta').properties('meta_value').useCustomizeStringId().ifNotExist().create()",
+        "s.vertexLabel('mem_session').properties('tenant_id', 'ns', 'session', 'owner', 'created_at')"
+        ".useCustomizeStringId().ifNotExist().create()",
+        "s.indexLabel('mem_session_ns').onV('mem_session').by('tenant_id', 'ns').secondary().ifNotExist().create()",
         "'ok'",
     ])
 
@@ -339,9 +343,27 @@ def ids = ents.collect{{ it.id().toString() }}.sort()
 facts.each{{ it.remove() }}
 other.each{{ it.remove() }}
 ents.each{{ it.remove() }}
+g.V(sessionId).hasLabel('mem_session').has('tenant_id', t).has('ns', n).drop().iterate()
 logChanges(scopeV(), ids.collect{{ [s, it] }})
 def result = ids
 """)
+
+CLAIM_SESSION = _locked("""
+g.V(sessionId).hasLabel('mem_session').has('tenant_id', t).has('ns', n).drop().iterate()
+graph.addVertex(T.label, 'mem_session', T.id, sessionId, 'tenant_id', t, 'ns', n, 'session', s, 'owner', owner,
+                'created_at', now)
+def result = 'ok'
+""")
+
+SESSION_OWNERS = f"""
+def owners = g.V().hasLabel('mem_session').has('tenant_id', t).has('ns', n).elementMap('session', 'owner').toList()
+                  .collectEntries{{ [(it.session): it.owner] }}
+def held = {_NS_ENTITIES}.values('session').toList() as Set
+held.addAll(g.E().hasLabel('fact').has('tenant_id', t).has('ns', n).values('session').toList())
+held.addAll(owners.keySet())
+held.remove('')
+held.sort().collect{{ [it, owners.getOrDefault(it, '')] }}
+"""
 
 DELETE_NAMESPACE = """
 def n2 = 0
@@ -640,7 +662,21 @@ class HugeGraphMemoryStore:
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:
             raise StoreError("purge_session needs a session scope")
-        return list(self._locked("purge_session", PURGE_SESSION, scope, self._b(scope, s=scope.session)))
+        return list(self._locked("purge_session", PURGE_SESSION, scope,
+                                 self._b(scope, s=scope.session, sessionId=self._session_id(scope))))
+
+    @staticmethod
+    def _session_id(scope: Scope) -> str:
+        return vertex_id("mss", scope.tenant, scope.namespace, scope.session)
+
+    def claim_session(self, scope: Scope, owner: str, now: str) -> None:
+        if not scope.session:
+            raise StoreError("claim_session needs a session scope")
+        self._locked("claim_session", CLAIM_SESSION, scope,
+                     self._b(scope, s=scope.session, owner=owner, now=now, sessionId=self._session_id(scope)))
+
+    def session_owners(self, scope: Scope) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._run("session_owners", SESSION_OWNERS, self._b(scope))}
 
     # ---- maintenance (not in the protocol) --------------------------------------------
 

@@ -62,6 +62,8 @@ _SCHEMA = (
     "CREATE CONSTRAINT cs_mem_embedded_key IF NOT EXISTS FOR (n:CsMemEmbedded) "
     "REQUIRE (n.model_key, n.entity_id) IS UNIQUE",
     "CREATE CONSTRAINT cs_mem_meta_key IF NOT EXISTS FOR (n:CsMemMeta) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT cs_mem_session_key IF NOT EXISTS FOR (n:CsMemSession) "
+    "REQUIRE (n.tenant, n.namespace, n.session) IS UNIQUE",
 )
 
 # The visible, live entity ``e`` of the scope.
@@ -559,6 +561,27 @@ class Neo4jMemoryStore:
 
     # ---- session end ------------------------------------------------------------------
 
+    def claim_session(self, scope: Scope, owner: str, now: str) -> None:
+        if not scope.session:
+            raise StoreError("claim_session needs a session scope")
+        self._write("claim_session", lambda tx: tx.run(
+            "MERGE (o:CsMemSession {tenant: $t, namespace: $n, session: $s}) "
+            "ON CREATE SET o.created_at = $now SET o.owner = $owner",
+            t=scope.tenant, n=scope.namespace, s=scope.session, owner=owner, now=now).consume())
+
+    def session_owners(self, scope: Scope) -> dict[str, str]:
+        rows = self._all(
+            "session_owners",
+            "CALL { MATCH (e:CsMemEntity {tenant: $t, namespace: $n}) WHERE e.session <> '' "
+            "RETURN DISTINCT e.session AS s "
+            "UNION MATCH ()-[f:FACT {tenant: $t, namespace: $n}]->() WHERE f.session <> '' "
+            "RETURN DISTINCT f.session AS s "
+            "UNION MATCH (o:CsMemSession {tenant: $t, namespace: $n}) RETURN o.session AS s } "
+            "OPTIONAL MATCH (o:CsMemSession {tenant: $t, namespace: $n, session: s}) "
+            "RETURN [s, coalesce(o.owner, '')] ORDER BY s",
+            {"t": scope.tenant, "n": scope.namespace})
+        return {r[0]: r[1] for r in rows}
+
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:
             raise StoreError("purge_session needs a session scope")
@@ -570,7 +593,7 @@ class Neo4jMemoryStore:
                 "MATCH (e:CsMemEntity {tenant: $t, namespace: $n, session: $s}) RETURN e.id AS id ORDER BY id", p)]
             tx.run("MATCH (:CsMemEntity {tenant: $t, namespace: $n})-[f:FACT {tenant: $t, namespace: $n, session: $s}]"
                    "->(:CsMemEntity {tenant: $t, namespace: $n}) DELETE f", p).consume()
-            for label in ("CsMemTodo", "CsMemEmbedded", "CsMemAlias"):
+            for label in ("CsMemTodo", "CsMemEmbedded", "CsMemAlias", "CsMemSession"):
                 tx.run(f"MATCH (x:{label} {{tenant: $t, namespace: $n, session: $s}}) DETACH DELETE x", p).consume()
             tx.run("MATCH (e:CsMemEntity {tenant: $t, namespace: $n, session: $s}) DETACH DELETE e", p).consume()
             self._log_changes(tx, scope, [{"session": scope.session, "entity_id": i} for i in ids])

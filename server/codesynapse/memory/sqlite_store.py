@@ -105,6 +105,14 @@ CREATE TABLE IF NOT EXISTS memory_embedded(
   version INTEGER NOT NULL,
   PRIMARY KEY(model_key, entity_id)
 );
+CREATE TABLE IF NOT EXISTS memory_sessions(
+  tenant TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  session TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(tenant, namespace, session)
+);
 """
 
 # Visibility of a row aliased ``x`` to the scope: tenant, namespace, durable-or-own-session.
@@ -684,7 +692,33 @@ class SqliteMemoryStore:
         )
         return int(rows[0]["version"]) if rows else None
 
-    # ---- session end ------------------------------------------------------------------
+    # ---- session owners and session end -----------------------------------------------
+
+    def claim_session(self, scope: Scope, owner: str, now: str) -> None:
+        if not scope.session:
+            raise StoreError("claim_session needs a session scope")
+        with self._write() as c:
+            c.execute(
+                "INSERT INTO memory_sessions(tenant, namespace, session, owner, created_at) "
+                "VALUES (?,?,?,?,?) ON CONFLICT(tenant, namespace, session) DO UPDATE SET "
+                "owner = excluded.owner",
+                (scope.tenant, scope.namespace, scope.session, owner, now),
+            )
+
+    def session_owners(self, scope: Scope) -> dict[str, str]:
+        t, n = scope.tenant, scope.namespace
+        rows = self._read(
+            "SELECT k.session AS session, coalesce(o.owner, '') AS owner FROM ("
+            "  SELECT DISTINCT session FROM memory_entities WHERE tenant = ? AND namespace = ? "
+            "  AND session != '' "
+            "  UNION SELECT DISTINCT session FROM memory_facts WHERE tenant = ? AND namespace = ? "
+            "  AND session != '' "
+            "  UNION SELECT session FROM memory_sessions WHERE tenant = ? AND namespace = ?"
+            ") k LEFT JOIN memory_sessions o ON o.tenant = ? AND o.namespace = ? "
+            "AND o.session = k.session ORDER BY k.session",
+            (t, n, t, n, t, n, t, n),
+        )
+        return {r["session"]: r["owner"] for r in rows}
 
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:
@@ -694,7 +728,7 @@ class SqliteMemoryStore:
         with self._write() as c:
             ids = [r["id"] for r in c.all(f"SELECT id FROM memory_entities WHERE {where}", key)]
             for table in ("memory_aliases", "memory_facts", "memory_embed_todo",
-                          "memory_embedded", "memory_entities"):
+                          "memory_embedded", "memory_entities", "memory_sessions"):
                 c.execute(f"DELETE FROM {table} WHERE {where}", key)
             c.executemany(
                 "INSERT INTO memory_changes(tenant, namespace, session, entity_id) "

@@ -201,8 +201,19 @@ class MemoryStore(Protocol):
 
     def embedded_version(self, scope: Scope, model_key: str, entity_id: str) -> int | None: ...
 
-    # session end
+    # session owners and session end
+    def claim_session(self, scope: Scope, owner: str, now: str) -> None:
+        """Record that the process ``owner`` (an opaque string, see memory/owner.py) holds
+        ``scope.session``: once that process is gone, nothing can reach the session again."""
+        ...
+
+    def session_owners(self, scope: Scope) -> dict[str, str]:
+        """Every session of ``scope``'s tenant and namespace that holds session memory (an
+        entity or a fact) or an owner record → its recorded owner ('' when none was recorded)."""
+        ...
+
     def purge_session(self, scope: Scope) -> list[str]:
-        """Hard-delete this session's entities, aliases, facts and queue rows (durable rows
-        untouched). Returns the purged entity ids, so vectors can be removed too."""
+        """Hard-delete this session's entities, aliases, facts and queue rows, and its owner
+        record (durable rows untouched). Returns the purged entity ids, so vectors can be
+        removed too."""
         ...
