@@ -10,13 +10,17 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from codesynapse.context.retrieval import RetrievalConfig
+from codesynapse.errors import CodeSynapseError, StoreError, StoreUnavailable
 from codesynapse.extract import incremental
 from codesynapse.graph.indexer import IndexReport, Indexer, Progress
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.graph.model import GraphStats
+from codesynapse.graph.sqlite import open_sqlite_graph
 from codesynapse.graph.store import GraphStore
 from codesynapse.settings import Settings, load_settings
 from codesynapse.workspace import Workspace, open_workspace
@@ -32,7 +36,9 @@ def load_policy_for(root: Path, previous=None):
     return load_policy(root, previous)
 
 
-def open_graph_store(settings: Settings, ws: Workspace) -> GraphStore:
+def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | None = None) -> GraphStore:
+    """The workspace's graph store. A damaged SQLite file is moved aside and a fresh one
+    created; what the user should know about that is appended to ``notices``."""
     if settings.backend == "neo4j":
         from codesynapse.graph.neo4j import Neo4jGraphStore
 
@@ -43,7 +49,103 @@ def open_graph_store(settings: Settings, ws: Workspace) -> GraphStore:
 
         return HugeGraphStore(settings.hugegraph_url, ws.graph_id, graph=settings.hugegraph_graph,
                               user=settings.hugegraph_user, password=settings.hugegraph_password)
-    return SqliteGraphStore(ws.db_path, ws.graph_id)
+    store, notice = open_sqlite_graph(ws.db_path, ws.graph_id)
+    if notice and notices is not None:
+        notices.append(notice)
+    return store
+
+
+RETRY_FIRST_S = 1.0  # pause before the first retry of a failed index; doubled after each failure
+RETRY_MAX_S = 60.0  # ... up to this
+
+
+def short_reason(e: BaseException) -> str:
+    """One line for a user: our own errors by their message, others with their type; no
+    traceback, at most 300 characters."""
+    text = str(e) if isinstance(e, CodeSynapseError) else f"{e.__class__.__name__}: {e}"
+    return " ".join(text.split())[:300]
+
+
+class IndexState:
+    """The index's state, owned here and read by requests, the watcher and the LSP layer
+    under one lock: ``idle`` (not built by this process yet), ``indexing``, ``ready``, or
+    ``failed`` with ``error`` (a short reason) while the last committed index keeps
+    answering; ``failures`` counts full indexes failed in a row; ``pending`` is the number of
+    changes the live updater holds. ``failed`` stands until a full index succeeds: a retry
+    running meanwhile does not hide it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "idle"
+        self._error = ""
+        self._failures = 0
+        self._pending = 0
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._state != "failed":
+                self._state = "indexing"
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._state, self._error, self._failures = "ready", "", 0
+
+    def failed(self, reason: str) -> int:
+        """Record a failed index; returns how many have failed in a row."""
+        with self._lock:
+            self._state, self._error = "failed", reason
+            self._failures += 1
+            return self._failures
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return self._state
+
+    @property
+    def error(self) -> str:
+        with self._lock:
+            return self._error
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return self._pending
+
+    @pending.setter
+    def pending(self, n: int) -> None:
+        with self._lock:
+            self._pending = n
+
+    def snapshot(self) -> tuple[str, str, int, int]:
+        """(state, error, failures, pending), read together."""
+        with self._lock:
+            return self._state, self._error, self._failures, self._pending
+
+
+class UnavailableGraphStore:
+    """Stands in for a graph store that could not be opened: every use raises
+    StoreUnavailable naming the cause, so each request gets a clear error; the App opens the
+    real store again before its next index (``App.index``)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def close(self) -> None:
+        pass
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        yield  # nothing to hold: every read raises, and indexStatus still answers its state
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable(f"the code index is unavailable: {self.reason}")
+
+        return unavailable
 
 
 class App:
@@ -51,14 +153,15 @@ class App:
         self.settings = settings or load_settings()
         self.workspace = open_workspace(root, self.settings.data_dir or None)
         self.policy, self.policy_diagnostics = load_policy_for(self.workspace.root)
-        self.store = open_graph_store(self.settings, self.workspace)
-        self.indexer = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
-                               keep_dir=self.workspace.data_dir / "kept")
-        self.state = "idle"
-        self.pending = 0
+        self.index_state = IndexState()
+        # what the user must be told (window/showMessage and the log): (level, message)
+        self.notices: list[tuple[str, str]] = []
+        self._store_lock = threading.Lock()
+        self.store = self._open_store()
+        self.indexer = self._make_indexer()
         self.open_buffers: set[str] = set()  # relpaths with unsaved overlays in the index
         self.last_update: float | None = None
-        self._state_lock = threading.Lock()
+        self._closing = threading.Event()
         self._head: tuple[float, str | None, bool | None] | None = None
         self.services: dict[str, Any] = {}
         self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
@@ -69,10 +172,72 @@ class App:
         self.symbol_vectors = for_app(self)
         self._stats_cache = None
 
+    @property
+    def state(self) -> str:
+        return self.index_state.state
+
+    @property
+    def pending(self) -> int:
+        return self.index_state.pending
+
+    @pending.setter
+    def pending(self, n: int) -> None:
+        self.index_state.pending = n
+
+    # -- the graph store -------------------------------------------------------------------
+    def _make_indexer(self) -> Indexer:
+        return Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
+                       keep_dir=self.workspace.data_dir / "kept")
+
+    def _open_store(self) -> GraphStore:
+        """The graph store, or a stand-in naming why it cannot be opened (the daemon still
+        starts: memory does not need it, and ``index`` tries again)."""
+        notices: list[str] = []
+        try:
+            store = open_graph_store(self.settings, self.workspace, notices)
+        except Exception as e:  # any backend, any cause: a clear error per request instead
+            reason = short_reason(e)
+            self.index_state.failed(f"the code index cannot be opened: {reason}")
+            where = (str(self.workspace.data_dir) if self.settings.backend == "sqlite"
+                     else f"the {self.settings.backend} server")
+            msg = (f"CodeSynapse: the code index cannot be opened ({reason}). Code requests answer "
+                   f"an error until it can be; memory still works. Check {where} (free disk space, "
+                   f"make the folder writable, or set dataDir / CODESYNAPSE_DATA_DIR to another "
+                   f"folder); the daemon tries again with a growing pause.")
+            log.error("%s", msg, exc_info=not isinstance(e, CodeSynapseError))
+            self.notices.append(("error", msg))
+            return UnavailableGraphStore(reason)
+        self.notices.extend(("warning", n) for n in notices)
+        return store
+
+    def _reopen_store(self) -> None:
+        """Open the store that could not be opened before (raises StoreError while it
+        still cannot be); requests use it from then on."""
+        with self._store_lock:
+            if not isinstance(self.store, UnavailableGraphStore):
+                return
+            notices: list[str] = []
+            try:
+                store = open_graph_store(self.settings, self.workspace, notices)
+            except CodeSynapseError:
+                raise
+            except Exception as e:
+                raise StoreError(short_reason(e)) from e
+            self.store = store
+            self.indexer = self._make_indexer()
+            self.services.pop("context", None)  # built on the stand-in
+            self._stats_cache = None
+            log.info("the code index is open again: %s", getattr(store, "path", self.settings.backend))
+
     # -- indexing --------------------------------------------------------------------------
     def index(self, progress: Progress | None = None) -> IndexReport:
-        self.state = "indexing"
+        """Bring the index in line with the tree. When it fails (nothing committed: the
+        last committed index keeps answering), the state says ``failed`` with the reason
+        and the error is raised; ``retry_index`` tries again."""
+        self.index_state.begin()
         try:
+            if isinstance(self.store, UnavailableGraphStore):
+                self._reopen_store()
             report = self.indexer.index_tree(progress)
             self.store.set_meta({
                 "policy_fingerprint": getattr(self.policy, "fingerprint", ""),
@@ -80,12 +245,36 @@ class App:
                 "updated_at": str(time.time()),
                 "identity": self.workspace.identity,
             })
-            self.last_update = time.time()
-            if self.symbol_vectors is not None:
-                self.symbol_vectors.sync()  # in the background, once started
+        except BaseException as e:
+            self.index_state.failed(short_reason(e))
+            self._stats_cache = None
+            raise
+        self.last_update = time.time()
+        self.index_state.succeeded()
+        if self.symbol_vectors is not None:
+            self.symbol_vectors.sync()  # in the background, once started
+        return report
+
+    def retry_index(self, progress: Progress | None = None) -> IndexReport | None:
+        """After a failed index: index again after RETRY_FIRST_S, then after twice as long
+        each time (at most RETRY_MAX_S), until an index succeeds (its report) or the App
+        closes (None). Each failure is logged in one line."""
+        delay = RETRY_FIRST_S
+        attempt = 1
+        while self.index_state.state == "failed":
+            if self._closing.wait(delay):
+                return None
+            attempt += 1
+            try:
+                report = self.index(progress)
+            except Exception as e:
+                delay = min(delay * 2, RETRY_MAX_S)
+                log.warning("indexing failed again (attempt %d): %s; next attempt in %.0f s",
+                            attempt, short_reason(e), delay)
+                continue
+            log.info("indexing succeeded at attempt %d", attempt)
             return report
-        finally:
-            self.state = "ready"
+        return None
 
     def touch(self) -> None:
         self.last_update = time.time()
@@ -100,19 +289,27 @@ class App:
 
     def freshness(self) -> dict[str, Any]:
         commit, dirty = self._git_state()
+        state, error, failures, pending = self.index_state.snapshot()
         last = self.last_update
         if last is None:
-            raw = self.store.get_meta("updated_at")
+            try:
+                raw = self.store.get_meta("updated_at")
+            except StoreError:
+                raw = None  # the store cannot be read: the state says why
             last = float(raw) if raw else None
-        return {
-            "state": self.state,
+        out = {
+            "state": state,
             "indexedCommit": commit or "",
             "dirty": bool(dirty) if dirty is not None else False,
             "openBuffers": sorted(self.open_buffers),
-            "pending": self.pending,
+            "pending": pending,
             "lastUpdate": dt.datetime.fromtimestamp(last, dt.timezone.utc).isoformat() if last else "",
             "policyFingerprint": getattr(self.policy, "fingerprint", ""),
         }
+        if state == "failed":
+            out["error"] = error
+            out["failedAttempts"] = failures
+        return out
 
     def _stats(self):
         """Graph counts, recomputed only after the graph changed (count(*) over a large
@@ -124,7 +321,14 @@ class App:
         return cached[1]
 
     def status(self) -> dict[str, Any]:
-        st = self._stats()
+        try:
+            st = self._stats()
+        except StoreError:
+            if self.state != "failed":
+                raise
+            # the store cannot be read (not opened): the state and error say why
+            st = GraphStats(files=0, skipped=0, symbols=0, calls=0, resolved_calls=0, imports=0, inherits=0,
+                            languages={}, kinds={})
         return {
             "root": str(self.workspace.root),
             "graphId": self.workspace.graph_id,
@@ -140,9 +344,12 @@ class App:
             "languages": st.languages,
             "kinds": st.kinds,
             **self.freshness(),
+            # the dense leg: {state: ready|pending|unavailable, embedded, total, reason?, model?}
+            **({"symbolVectors": self.symbol_vectors.status()} if self.symbol_vectors is not None else {}),
         }
 
     def close(self) -> None:
+        self._closing.set()  # ends retry_index
         if self.symbol_vectors is not None:  # its thread reads the store: stopped first
             self.symbol_vectors.close()
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)

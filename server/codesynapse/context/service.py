@@ -75,6 +75,8 @@ def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
     policy change is seen in ``indexStatus`` and as a re-index (state). (The full stamp cost
     ~80 tokens an answer, a fifth of a small answer, mostly digits that told nothing.)"""
     out: dict[str, Any] = {"state": f.get("state", "")}
+    if f.get("error"):  # state failed: why (the last committed index is what answers)
+        out["error"] = f["error"]
     if f.get("indexedCommit"):
         out["indexedCommit"] = f["indexedCommit"]
     if f.get("dirty"):
@@ -614,6 +616,7 @@ class ContextService:
         s, extra = self.resolve_selector(prm.selector)
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
+        alternatives = extra.pop(ALTERNATIVES, [])
         path = os.path.join(self.app.workspace.root, s.path)
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
@@ -641,7 +644,8 @@ class ContextService:
                   "range": {"startLine": s.start_line, "endLine": s.end_line}, "mode": mode,
                   "omittedLines": omitted_lines, "maxTokens": max_tokens,
                   "provenance": self._provenance(["exact", "disk"])}
-        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
+        p = _with_alternatives(Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None),
+                               alternatives)
         if not p.set("text", text, "snippet text", "use mode head_tail or signature, or raise maxTokens"):
             # shrink to what fits, by lines
             lines2 = text.splitlines()

@@ -182,6 +182,79 @@ def _inherit_row(g: str, path: str, ih, r: Resolution) -> tuple:
     return (g, path, ih.child, ih.base, ih.kind, ih.line, r.target, r.resolution, r.confidence, *base_keys(ih.base))
 
 
+# SQLite's answers for a file that is not (or no longer) a database: it is moved aside and
+# rebuilt (open_sqlite_graph). Other errors (disk full, an unwritable folder, a lock) are not
+# the file's fault and leave it where it is.
+_DAMAGED = frozenset({"SQLITE_NOTADB", "SQLITE_CORRUPT"})
+
+
+class GraphStoreDamaged(StoreError):
+    """The graph store's file is not a readable SQLite database (garbage, truncated, a
+    directory where the file should be); ``reason`` is SQLite's word for it."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def open_sqlite_graph(path: Path | str, graph_id: str) -> tuple[SqliteGraphStore, str]:
+    """Open the graph store at ``path``; when its file is damaged, move it aside (with its
+    ``-wal`` and ``-shm``) as ``<name>.corrupt-<UTC timestamp>`` and create a fresh one: the
+    index is derived data, rebuilt by the next full index. Returns the store and, when a file
+    was moved, a message for the user saying what happened and what to do ("" otherwise).
+    Raises StoreError when no store can be opened or created (the message names why)."""
+    try:
+        return SqliteGraphStore(path, graph_id), ""
+    except GraphStoreDamaged as e:
+        damage = e.reason
+    path = Path(path)
+    lock = _open_writer_lock(path)
+    try:
+        if fcntl is not None and lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be moving it aside right now
+        try:  # it may be a fresh store already: another process recovered it first
+            return SqliteGraphStore(path, graph_id), ""
+        except GraphStoreDamaged:
+            pass
+        moved = _move_aside(path)
+        store = SqliteGraphStore(path, graph_id)
+    finally:
+        if lock is not None:
+            os.close(lock)  # releases the flock
+    msg = (f"CodeSynapse: the code index {path} could not be read ({damage}). It was moved aside "
+           f"to {moved} and a new index is being built; memory is not affected. Nothing to do: "
+           f"delete {moved.name} once the new index is ready, or keep it to report the problem.")
+    log.warning("%s", msg)
+    return store, msg
+
+
+def _open_writer_lock(path: Path) -> int | None:
+    try:
+        return os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename ``path`` (and its ``-wal``/``-shm``) to ``<name>.corrupt-<UTC timestamp>``."""
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while any(Path(str(target) + sfx).exists() for sfx in ("", "-wal", "-shm")):
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    try:
+        for sfx in ("-wal", "-shm", ""):  # the database last: a crash between leaves it found again
+            src = Path(str(path) + sfx)
+            if src.exists() or src.is_symlink():
+                os.replace(src, Path(str(target) + sfx))
+    except OSError as e:
+        raise StoreError(f"cannot move the damaged graph store {path} aside: {e.strerror or e}") from e
+    return target
+
+
 WRITER_WAIT_S = 600.0  # how long a writer waits for another process' write of the same index
 WAL_KEEP_BYTES = 64 << 20  # the WAL is cut back to this after a checkpoint (a full index is one transaction)
 
@@ -210,8 +283,15 @@ class SqliteGraphStore(SqliteDepsMixin):
                 conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: graph/sqlite_deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open graph store {self.path}: {e}") from e
+        except (sqlite3.Error, StoreError) as e:
+            self.close()
+            cause = e if isinstance(e, sqlite3.Error) else e.__cause__
+            what = str(cause or e)
+            if os.path.isdir(self.path) or getattr(cause, "sqlite_errorname", "") in _DAMAGED:
+                if os.path.isdir(self.path):
+                    what = "a directory is where the file should be"
+                raise GraphStoreDamaged(f"cannot open graph store {self.path}: {what}", what) from e
+            raise StoreError(f"cannot open graph store {self.path}: {what}") from e
 
     def _stored_version(self, conn: sqlite3.Connection) -> str | None:
         """The schema version of the file's tables: this graph's recorded version, else

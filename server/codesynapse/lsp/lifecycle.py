@@ -51,11 +51,22 @@ def register(server) -> None:
         if root is None or not Path(root).is_dir():
             log.warning("no workspace folder; custom requests will fail until one is given")
             return
-        ls.app = App(root, settings)
+        try:
+            ls.app = App(root, settings)
+        except Exception as e:  # initialize answers; each request then names the cause
+            from codesynapse.app import short_reason
+
+            ls.init_error = f"the workspace could not be opened: {short_reason(e)}"
+            log.error("%s", ls.init_error, exc_info=True)
+            ls.app_notices = [("error", f"CodeSynapse: {ls.init_error}. Check the data folder "
+                                        "(setting dataDir / CODESYNAPSE_DATA_DIR) and restart the server.")]
+            return
+        ls.app_notices = list(ls.app.notices)
         ls.scope = make_connection_scope(ls, label)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls, params: types.InitializedParams):
+        _show_notices(ls)
         if ls.app is None:
             return
         from codesynapse.lsp.progress import start_indexing
@@ -66,3 +77,16 @@ def register(server) -> None:
     def shutdown(ls, params):
         if ls.live is not None:
             ls.live.stop()
+
+
+def _show_notices(ls) -> None:
+    """Tell the user what went wrong at start and what to do (a damaged index moved aside, a
+    store that cannot be opened): window/showMessage; the log has it already."""
+    kinds = {"warning": types.MessageType.Warning, "error": types.MessageType.Error}
+    for level, message in getattr(ls, "app_notices", None) or ():
+        try:
+            ls.window_show_message(types.ShowMessageParams(type=kinds.get(level, types.MessageType.Info),
+                                                           message=message))
+        except Exception:
+            log.debug("showMessage failed", exc_info=True)
+    ls.app_notices = []

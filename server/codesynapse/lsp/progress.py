@@ -12,6 +12,9 @@ import uuid
 
 from lsprotocol import types
 
+from codesynapse.app import short_reason
+from codesynapse.errors import CodeSynapseError
+
 log = logging.getLogger(__name__)
 
 
@@ -21,7 +24,7 @@ def start_indexing(ls) -> None:
 
     token = f"codesynapse-index-{uuid.uuid4().hex[:8]}"
     app = ls.app
-    app.state = "indexing"
+    app.index_state.begin()
     window = getattr(ls.client_capabilities, "window", None)
     can_progress = bool(getattr(window, "work_done_progress", False))
     created = threading.Event()
@@ -47,6 +50,7 @@ def start_indexing(ls) -> None:
         ls.in_loop(publish_policy_diagnostics, ls, app.policy_diagnostics)
 
     def run() -> None:
+        _purge_orphaned_memory(ls)
         live.start_watcher(app.settings.watch)
         created.wait(2.0)
         send("begin", "scanning the workspace")
@@ -58,15 +62,37 @@ def start_indexing(ls) -> None:
                 last[0] = pct
                 send("report", f"{done}/{total} files", pct)
 
+        failed = False
         try:
             rep = app.index(progress)
             send("end", f"{rep.files} files, {rep.symbols} symbols in {rep.seconds:.1f} s")
         except Exception as e:
-            ls.index_error = f"{e.__class__.__name__}: {e}"
-            log.exception("indexing failed")
-            send("end", "indexing failed: see the server log")
+            failed = True
+            ls.index_error = short_reason(e)
+            log.error("indexing failed: %s; the last committed index keeps answering, retrying in the "
+                      "background", ls.index_error, exc_info=not isinstance(e, CodeSynapseError))
+            send("end", f"indexing failed: {ls.index_error}; retrying")
         finally:
             live.start_worker()
             ls.ready.set()
+        if failed:  # again after a growing pause, until it succeeds or the daemon stops
+            rep = app.retry_index()
+            if rep is not None:
+                ls.index_error = None
 
     threading.Thread(target=run, name="codesynapse-index", daemon=True).start()
+
+
+def _purge_orphaned_memory(ls) -> None:
+    """Session memory of processes that are gone (a daemon killed with -9 could not end its
+    session) is deleted at start; see memory/owner.py. A failure is logged, never fatal."""
+    app = ls.app
+    if ls.scope is None:
+        return
+    try:
+        from codesynapse.memory.factory import purge_orphaned_memory
+        from codesynapse.memory.methods import memory_settings
+
+        purge_orphaned_memory(app.workspace.data_dir / "memory", ls.scope, memory_settings(app))
+    except Exception:
+        log.warning("memory: purging the session memory of ended processes failed", exc_info=True)

@@ -108,7 +108,8 @@ class CodeSynapseServer(LanguageServer):
 
     def require_app(self):
         if self.app is None:
-            raise JsonRpcRequestFailed("the server has not been initialized with a workspace folder")
+            raise JsonRpcRequestFailed(getattr(self, "init_error", None)
+                                       or "the server has not been initialized with a workspace folder")
         return self.app
 
     async def run_method(self, method: str, params: Any, started: float | None = None) -> Any:
