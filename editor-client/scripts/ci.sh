@@ -7,6 +7,7 @@
 #   CODESYNAPSE_PYTHON      interpreter with the codesynapse package (default: <repo>/.venv/bin/python)
 #   CODESYNAPSE_E2E_CACHE   where code-server is cached (default: ${XDG_CACHE_HOME:-~/.cache}/codesynapse-e2e)
 #   CODESYNAPSE_SKIP_E2E=1  skip the end-to-end test (it is never skipped silently: the summary says so)
+#   CODESYNAPSE_E2E_UPDATE_DOCS=1  the e2e run writes the user guide's screenshots to docs/images/
 set -uo pipefail
 
 CLIENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -186,7 +187,7 @@ echo
 echo "=== editor-client summary (total $(elapsed "$t_all")s)"
 printf '  %s\n' "${timings[@]}"
 echo "  unit: ${unit_pass:-0} passed, ${unit_fail:-0} failed; e2e: ${e2e_pass:-0} passed, ${e2e_fail:-0} failed"
-if [ -f "$OUT_DIR/e2e/codesynapse-panel.png" ]; then echo "  screenshot: $OUT_DIR/e2e/codesynapse-panel.png"; fi
+if [ -f "$OUT_DIR/e2e/extension-panel.png" ]; then echo "  screenshots: $OUT_DIR/e2e/extension-*.png (CODESYNAPSE_E2E_UPDATE_DOCS=1 copies them to docs/images/)"; fi
 total_pass=$(( ${unit_pass:-0} + ${e2e_pass:-0} ))
 total_fail=$(( ${unit_fail:-0} + ${e2e_fail:-0} ))
 if [ ${#failed[@]} -gt 0 ]; then

@@ -106,8 +106,8 @@ function locationLabel(path: string, start: number | null, end: number | null): 
 
 function renderRef(ref: SymbolRef): string {
   const name = ref.selector
-    ? `<button class="link symbol" data-action="card" data-selector="${escapeHtml(ref.selector)}">${escapeHtml(ref.label)}</button>`
-    : `<span class="symbol">${escapeHtml(ref.label)}</span>`;
+    ? `<button class="link symbol" data-action="card" data-selector="${escapeHtml(ref.selector)}" title="${escapeHtml(ref.label)}">${escapeHtml(ref.label)}</button>`
+    : `<span class="symbol" title="${escapeHtml(ref.label)}">${escapeHtml(ref.label)}</span>`;
   const where =
     ref.path !== null
       ? ` <button class="link location" data-action="open" data-path="${escapeHtml(ref.path)}" data-line="${ref.line ?? ''}">${escapeHtml(locationLabel(ref.path, ref.line, null))}</button>`
@@ -134,8 +134,8 @@ export function renderCard(card: Card): string {
     `<header>` +
     (card.kind ? `<span class="kind">${escapeHtml(card.kind)}</span> ` : '') +
     (selector
-      ? `<button class="link symbol title" data-action="card" data-selector="${escapeHtml(selector)}">${escapeHtml(title)}</button>`
-      : `<span class="symbol title">${escapeHtml(title)}</span>`) +
+      ? `<button class="link symbol title" data-action="card" data-selector="${escapeHtml(selector)}" title="${escapeHtml(title)}">${escapeHtml(title)}</button>`
+      : `<span class="symbol title" title="${escapeHtml(title)}">${escapeHtml(title)}</span>`) +
     `</header>`;
   const sig = card.signature ? `<pre class="signature">${escapeHtml(card.signature)}</pre>` : '';
   const loc = card.path
@@ -572,7 +572,7 @@ export function renderResult(view: ResultView): string {
   const env = readEnvelope(view.result);
   const head =
     `<header class="result-head"><h2>${escapeHtml(view.title)}</h2>` +
-    (view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : '') +
+    (view.subtitle ? `<p class="subtitle" title="${escapeHtml(view.subtitle)}">${escapeHtml(view.subtitle)}</p>` : '') +
     `</header>`;
   const budget = view.budget ?? env.maxTokens;
   const added = view.added ?? [];

@@ -16,6 +16,7 @@ import {
   findPython,
   findVsix,
   launchBrowser,
+  sleep,
   waitFor,
 } from './harness.mjs';
 
@@ -52,6 +53,16 @@ function step(name, fn) {
       throw error;
     }
   };
+}
+
+/**
+ * A screenshot for docs/EXTENSION.md: kept with the test output, and written to docs/images/
+ * when CODESYNAPSE_E2E_UPDATE_DOCS=1 (the run that regenerates the user guide's pictures).
+ */
+async function docShot(name) {
+  const file = await wb.screenshot(name);
+  if (process.env.CODESYNAPSE_E2E_UPDATE_DOCS === '1') fs.copyFileSync(file, path.join(REPO_DIR, 'docs', 'images', name));
+  return file;
 }
 
 async function panel() {
@@ -139,7 +150,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         `The codesynapse package is not installed for "${bareVenvPython}". Click "Install Server" to install the server that ships with this extension into it, or "Select Interpreter" to pick one that has it.`,
       );
       assert.deepEqual(await wb.notificationButtons(toast), ['Install Server', 'Select Interpreter', 'Show Log']);
-      await wb.screenshot('codesynapse-setup-error.png');
+      await docShot('extension-setup-error.png');
       // The bundled wheel is installed with the interpreter's pip; this venv has none, and says so.
       await toast.locator('.monaco-button', { hasText: /^Install Server$/ }).click();
       const noPip = await wb.notification('has no pip', 120_000);
@@ -157,7 +168,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     step('status bar', async () => {
       // The picker opened by the toast's "Select Interpreter": type a path of one that has the package.
       await wb.page.locator('.quick-input-widget .quick-input-title', { hasText: 'select the Python interpreter' }).waitFor({ state: 'visible', timeout: 15_000 });
-      await wb.pickExact('Enter interpreter path…');
+      await wb.pickLabel('Enter interpreter path…');
       await wb.answerInputBox('CodeSynapse: interpreter path', python);
       await codeServer.waitForSetting('codesynapse.pythonPath', python);
       const text = await waitFor(
@@ -209,7 +220,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await details.locator('summary').click();
       assert.match(await details.locator('.provenance').innerText(), /found by .* · \d[\d,]* bytes$/);
       await details.locator('summary').click();
-      await wb.screenshot('codesynapse-card.png');
+      await docShot('extension-card.png');
     }),
   );
 
@@ -250,20 +261,20 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       assert.deepEqual(nodes, ['shop.pricing.apply_discount', 'shop.pricing.with_tax']);
       assert.equal(await frame.locator('.tree-node[data-qualified-name="shop.pricing.with_tax"] .site-count').first().innerText(), '1 call');
       assert.equal((await meter(frame)).budget, 20000);
-      await wb.screenshot('codesynapse-callees.png');
+      await docShot('extension-callees.png');
       // The same calls in VS Code's own Call Hierarchy view, fed by the server.
       await frame.locator('.calltree[data-direction="callees"] button.hierarchy').click();
       const sidebar = page.locator('#workbench\\.parts\\.sidebar');
       await sidebar.locator('.monaco-list-row', { hasText: 'apply_discount' }).first().waitFor({ timeout: 20_000 });
       await sidebar.locator('.monaco-list-row', { hasText: 'with_tax' }).first().waitFor({ timeout: 10_000 });
-      await wb.screenshot('codesynapse-call-hierarchy.png');
+      await docShot('extension-call-hierarchy.png');
       await wb.runCommand('View: Show CodeSynapse');
       // A symbol in the panel opens its card.
       await (await waitForResult('Callees', 'shop.cart.Cart.total')).locator('button.symbol[data-action="card"][data-selector="shop.pricing.apply_discount"]').first().click();
       const card = await waitForResult('Symbol card', 'shop.pricing.apply_discount');
       await card.locator('.card[data-qualified-name="shop.pricing.apply_discount"]').first().waitFor({ timeout: 10_000 });
       // The editor beside the panel with a card and its token meter: the user guide's picture.
-      await wb.screenshot('codesynapse-panel.png');
+      await docShot('extension-panel.png');
     }),
   );
 
@@ -289,7 +300,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await result.locator(`.added .card[data-qualified-name="${pick}"]`).waitFor({ timeout: 10_000 });
       assert.equal(await result.locator('.candidates button.add').count(), before - 1);
       assert.ok((await meter(result)).tokens > m.tokens, 'the meter counts the added card');
-      await wb.screenshot('codesynapse-task.png');
+      await docShot('extension-task.png');
     }),
   );
 
@@ -330,7 +341,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await lens.waitFor({ timeout: 60_000 });
       const all = (await page.locator('.codelens-decoration').allInnerTexts()).map((t) => t.trim());
       assert.ok(all.every((t) => /^(no callers|\d+ callers?) · (no tests|\d+ tests?)$/.test(t)), `lens titles: ${all.join(' | ')}`);
-      await wb.screenshot('codesynapse-codelens.png');
+      await docShot('extension-codelens.png');
       await lens.locator('a').first().click();
       await waitForResult('Symbol card', 'shop.cart.Cart.total');
       // the hover (the server's card) ends with links into CodeSynapse
@@ -342,7 +353,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         (await hover.locator('a[data-href^="command:codesynapse."], a[href^="command:codesynapse."]').allInnerTexts()).map((t) => t.trim()),
         ['Open card', 'Callers', 'Callees', 'Call Hierarchy'],
       );
-      await wb.screenshot('codesynapse-hover.png');
+      await docShot('extension-hover.png');
       await hover.locator('a', { hasText: 'Callers' }).click();
       const frame = await waitForResult('Callers', 'shop.cart.Cart.total');
       assert.ok((await frame.locator('.calltree[data-direction="callers"] .tree-node').count()) >= 2);
@@ -373,7 +384,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await page.keyboard.press('End');
       await page.keyboard.type('!');
       await frame.locator('.stale', { hasText: 'shop/cart.py was edited after this answer' }).waitFor({ timeout: 10_000 });
-      await wb.screenshot('codesynapse-stale.png');
+      await docShot('extension-stale.png');
       await wb.clickLine('# edited');
       await page.keyboard.press('Control+z');
       await page.keyboard.press('Control+z');
@@ -396,6 +407,54 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const frame = await waitForResult('Recall', 'Cart.total');
       const body = await frame.locator('.result .body').innerText();
       assert.ok(body.includes('def total(self, percent=0):'), `recall shows the remembered text:\n${body}`);
+    }),
+  );
+
+  it(
+    'lays out in a narrow side bar: meter bars stay, numbers are whole, names end in an ellipsis (light and dark)',
+    step('narrow layout', async () => {
+      await wb.runCommand('CodeSynapse: Show Symbol Card');
+      await wb.answerInputBox('CodeSynapse: symbol card', 'shop.cart.Cart.checkout');
+      await waitForResult('Symbol card', 'shop.cart.Cart.checkout');
+      for (const [theme, label] of [['Default Dark Modern', 'dark'], ['Default Light Modern', 'light']]) {
+        codeServer.updateSettings({ 'workbench.colorTheme': theme });
+        await waitFor(`the ${label} theme`, async () => {
+          const bg = await page.locator('.monaco-workbench').evaluate((el) => getComputedStyle(el).getPropertyValue('--vscode-editor-background'));
+          const [r, g, b] = (bg.match(/[0-9a-f]{2}/gi) ?? []).map((h) => parseInt(h, 16));
+          return label === 'light' ? r > 200 && g > 200 && b > 200 : r < 80 && g < 80 && b < 80;
+        });
+        await sleep(500);
+        await docShot(`extension-panel-${label}.png`);
+        const width = await wb.setSidebarWidth(190);
+        assert.ok(width < 230, `side bar narrowed to ${width}px`);
+        const frame = await waitForResult('Symbol card', 'shop.cart.Cart.checkout');
+        const layout = await frame.locator('.result').evaluate((root) => {
+          const box = (el) => el.getBoundingClientRect();
+          const bars = [...root.querySelectorAll('.meter .bar')].map((b) => box(b).width);
+          const fills = [...root.querySelectorAll('.meter-returned .fill')].map((f) => box(f).width);
+          const clipped = [...root.querySelectorAll('.meter-value')].filter((v) => v.scrollWidth > v.clientWidth + 1).map((v) => v.textContent);
+          const title = root.querySelector('.card .title');
+          const lineHeight = parseFloat(getComputedStyle(title).lineHeight) || 20;
+          return {
+            bars,
+            fills,
+            clipped,
+            titleOneLine: box(title).height <= lineHeight * 1.5,
+            titleEllipsis: getComputedStyle(title).textOverflow,
+            titleCut: title.scrollWidth > title.clientWidth,
+            overflowX: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1,
+          };
+        });
+        assert.ok(layout.bars.every((w) => w >= 24), `meter bars keep their width: ${layout.bars}`);
+        assert.ok(layout.fills.every((w) => w > 0), `the returned bar is drawn: ${layout.fills}`);
+        assert.deepEqual(layout.clipped, [], 'no meter number is clipped');
+        assert.equal(layout.titleOneLine, true, 'the card name is on one line, not broken letter by letter');
+        assert.equal(layout.titleEllipsis, 'ellipsis');
+        assert.equal(layout.overflowX, false, 'nothing scrolls sideways');
+        await docShot(`extension-panel-${label}-narrow.png`);
+        await wb.setSidebarWidth(420);
+      }
+      codeServer.updateSettings({ 'workbench.colorTheme': 'Default Dark Modern' });
     }),
   );
 });

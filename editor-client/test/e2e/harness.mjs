@@ -112,6 +112,17 @@ export class CodeServer {
     fs.writeFileSync(this.settingsFile, JSON.stringify({ ...base, ...settings }, null, 2));
   }
 
+  /** Change user settings in place (VS Code reloads the file). */
+  updateSettings(patch) {
+    let current = {};
+    try {
+      current = JSON.parse(fs.readFileSync(this.settingsFile, 'utf8'));
+    } catch {
+      current = {};
+    }
+    fs.writeFileSync(this.settingsFile, JSON.stringify({ ...current, ...patch }, null, 2));
+  }
+
   /** Wait until VS Code has written `key: value` to the user or machine settings file. */
   async waitForSetting(key, value) {
     const files = [this.settingsFile, path.join(this.userDataDir, 'Machine', 'settings.json')];
@@ -292,6 +303,29 @@ export class Workbench {
     await input.waitFor({ state: 'visible', timeout: 15_000 });
     await input.fill(`>${title}`);
     await this.pickExact(title);
+  }
+
+  /** Click the quick-pick row whose label (an icon aside) is `label`. */
+  async pickLabel(label) {
+    const row = this.page
+      .locator('.quick-input-list .monaco-list-row')
+      .filter({ has: this.page.locator('.label-name', { hasText: label }) })
+      .first();
+    await row.waitFor({ state: 'visible', timeout: 15_000 });
+    await row.click();
+  }
+
+  /** Drag the side bar's edge until the side bar is `width` pixels wide. */
+  async setSidebarWidth(width) {
+    const bar = this.page.locator('#workbench\\.parts\\.sidebar');
+    const box = await bar.boundingBox();
+    const y = box.y + box.height / 2;
+    const x = box.x + box.width - 1;
+    await this.page.mouse.move(x, y);
+    await this.page.mouse.down();
+    await this.page.mouse.move(box.x + width, y, { steps: 8 });
+    await this.page.mouse.up();
+    return (await bar.boundingBox()).width;
   }
 
   /** Click the quick-pick row whose label is exactly `label`. */

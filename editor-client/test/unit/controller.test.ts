@@ -137,7 +137,7 @@ describe('ContextController', () => {
     const diff = String(sent[0]?.params.diff);
     expect(diff.match(/^diff --git .*$/gm)).toEqual(['diff --git a/shop/pricing.py b/shop/pricing.py']);
     expect(diff).toContain('-    return round(amount * (1 + TAX_RATE), 2)\n+    return round(amount * (1 + TAX_RATE), 3)\n');
-    expect(panel.html).toMatch(/<p class="subtitle">1 changed file \(1 unsaved\), \d+ bytes of diff<\/p>/);
+    expect(panel.html).toMatch(/<p class="subtitle" title="[^"]*">1 changed file \(1 unsaved\), \d+ bytes of diff<\/p>/);
     expect(panel.html).not.toContain('class="stale"');
 
     // A further edit: the answer is kept but marked as possibly out of date, with Refresh.

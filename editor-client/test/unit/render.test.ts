@@ -66,7 +66,7 @@ describe('cards', () => {
     expect(html).toContain('<p class="summary">Add two numbers.</p>');
     expect(html).toContain('<span class="count" data-count="callers">5 callers</span> · <span class="count" data-count="callees">0 callees</span>');
     expect(html).toContain('<summary>Callers (2 of 5)</summary>');
-    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="calc.cli.main">calc.cli.main</button>');
+    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="calc.cli.main" title="calc.cli.main">calc.cli.main</button>');
     expect(html).not.toContain('Callees');
     const trimmed = renderCard(readCard({ qualifiedName: 'x.y', counts: { callers: 2 } })!);
     expect(trimmed).toContain('<p class="refs callers none">Callers: none of 2 shown</p>');
@@ -86,7 +86,7 @@ describe('renderResult', () => {
     // recorded: callers of shop.pricing.with_tax, depth 2 (test/unit/fixtures/record.sh)
     const result = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'callGraphCallers.json'), 'utf8')) as unknown;
     const html = renderResult({ title: 'Callers', subtitle: 'shop.pricing.with_tax', budget: 20000, more: null, result });
-    expect(html).toContain('<h2>Callers</h2><p class="subtitle">shop.pricing.with_tax</p>');
+    expect(html).toContain('<h2>Callers</h2><p class="subtitle" title="shop.pricing.with_tax">shop.pricing.with_tax</p>');
     // the root card first, then the tree
     expect(html).toContain('<article class="card" data-qualified-name="shop.pricing.with_tax">');
     expect(html).toContain('<section class="calltree" data-direction="callers"><h3>Callers (3) <button class="link hierarchy" data-action="hierarchy" data-direction="callers" data-selector="shop.pricing.with_tax" data-path="shop/pricing.py" data-line="11">Open in Call Hierarchy</button></h3>');
@@ -135,7 +135,7 @@ describe('renderResult', () => {
     // retrieval legs are diagnostics: the card's tooltip, not a "Legs" block after it
     expect(html).not.toContain('Legs');
     expect(html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total" title="found by bm25, exact">');
-    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
+    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout" title="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
   });
 
   it('puts the subject card of a symbol answer first, without a heading, and says "Not found"', () => {
@@ -193,7 +193,7 @@ describe('renderResult', () => {
     // a recorded card: no "confidence 0" beside the unresolved callee
     const card = renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') });
     expect(card.replace(/<[^>]*>/g, '')).not.toContain('confidence'); // only in the tooltip
-    expect(card).toContain('<li class="ref" title="resolution unresolved, confidence 0"><button class="link symbol" data-action="card" data-selector="gateway.charge">gateway.charge</button> <button class="link location" data-action="open" data-path="shop/cart.py" data-line="33">shop/cart.py:33</button> <span class="detail">unresolved</span></li>');
+    expect(card).toContain('<li class="ref" title="resolution unresolved, confidence 0"><button class="link symbol" data-action="card" data-selector="gateway.charge" title="gateway.charge">gateway.charge</button> <button class="link location" data-action="open" data-path="shop/cart.py" data-line="33">shop/cart.py:33</button> <span class="detail">unresolved</span></li>');
     // recall's leg reports ("Ran yes / Hits 0") and index status' fingerprint go to Details
     const recall = renderResult({ title: 'Recall', budget: null, more: null, result: read('recall') });
     const recallBody = recall.slice(recall.indexOf('<div class="body">'), recall.indexOf('<details class="diagnostics">'));
