@@ -96,7 +96,7 @@ def cmd_index(args) -> int:
         report = app.index(_Bar())
         s = _summary(report, app)
         sv = app.symbol_vectors
-        if sv is not None:  # the dense leg's vectors are part of the index: computed before exit
+        if sv is not None and args.vectors:  # else the daemon computes them in the background
             t0 = time.perf_counter()
             sv.start()
             sv.sync()
@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("index", help="index a repository and print a summary")
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--vectors", action="store_true",
+                    help="also compute the dense leg's symbol vectors before exiting (the daemon computes "
+                         "them in the background; this takes much longer than the index itself)")
     common(sp)
     sp.set_defaults(func=cmd_index)
 

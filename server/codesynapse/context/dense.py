@@ -62,7 +62,8 @@ SIGNATURE_MAX_CHARS = 200
 SUMMARY_MAX_CHARS = 240
 EMBED_BATCH = 32  # texts per model call (sorted by length, so a batch pads little)
 UPSERT_BATCH = 256  # rows per Milvus upsert
-FLUSH_EVERY = 4096  # rows between milvus-lite flushes during a long sync (searches stay fast)
+FLUSH_EVERY = 512  # rows between milvus-lite flushes during a long sync: its memtable is searched row
+# by row (measured: 1,000 rows 77 ms, 3,000 rows 270 ms a search; flushed 3-20 ms; a flush ~0.5 s)
 QUERY_PAGE = 16384  # Milvus' largest query window (offset + limit)
 SEARCH_MAX = 100
 EXTRA_CANDIDATES = 10  # asked beyond ``limit`` so that stale hits dropped do not shorten the list
