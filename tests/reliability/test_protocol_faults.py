@@ -120,6 +120,22 @@ def test_a_position_past_the_end_of_the_document_is_an_empty_answer(lsp, repo, m
         assert res in (None, []), (line, character, res)
 
 
+@pytest.mark.parametrize("method", ["codesynapse/symbolCard", "codesynapse/symbolContext", "codesynapse/callGraph",
+                                    "codesynapse/snippet"])
+def test_a_position_selector_out_of_range_or_past_the_end(lsp, repo, method):
+    """The custom requests' ``{uri, line, character}`` selector: negative or over the limit is
+    InvalidParams naming the member; past the end of the file is answered for the file's
+    module (a position outside every symbol means the module, as inside the file)."""
+    uri = (repo / "shop" / "cart.py").as_uri()
+    for sel, field in [({"uri": uri, "line": -1}, "selector.line"),
+                       ({"uri": uri, "line": 0, "character": 2**31}, "selector.character"),
+                       ({"uri": uri, "line": 2**31}, "selector.line")]:
+        e = error_of(lsp.request_async(method, {"selector": sel}))
+        assert e.code == INVALID_PARAMS and e.data["field"] == field, (sel, e)
+    res = lsp.request(method, {"selector": {"uri": uri, "line": 1_000_000, "character": 5}}, timeout=REPLY_TIMEOUT)
+    assert isinstance(res, dict) and '"shop.cart"' in json.dumps(res), res
+
+
 def test_a_typed_request_without_its_params_is_invalid_params(lsp):
     fut = lsp.request_bytes(frame({"jsonrpc": "2.0", "id": "h-np", "method": "textDocument/hover"}), "h-np")
     e = error_of(fut)
