@@ -477,7 +477,7 @@ def test_warnings_do_not_block_a_policy() -> None:
         ("exclude:\n  - a\n - b\n", (2, 1, "error", ""), None),
         ("exclude: [a, b\n", (1, 0, "error", ""), None),
         ("- a\n- b\n", (0, 0, "error", ""), "the policy must be a mapping of keys (version, exclude, include, "
-         "maxFileBytes, languages, annotations, redact), found a list"),
+         "maxFileBytes, languages, annotations, redact, findings), found a list"),
         ("exclude: generated/**\n", (0, 9, "error", "exclude"), "exclude: expected a list of globs, found a string"),
         ("exclude: [[a]]\n", (0, 10, "error", "exclude[0]"), "exclude[0]: expected a glob, found a list"),
         ("exclude: " + "[" * 100 + "]" * 100, (0, 0, "error", ""), "invalid YAML: nested too deeply"),
@@ -530,7 +530,8 @@ def test_scope_keys_are_rejected_inside_annotations_too() -> None:
 
 def test_policy_has_no_scope_fields() -> None:
     fields = set(Policy.__struct_fields__)
-    assert fields == {"version", "exclude", "include", "max_file_bytes", "languages", "annotations", "redact", "fingerprint"}
+    assert fields == {"version", "exclude", "include", "max_file_bytes", "languages", "annotations", "redact",
+                      "findings", "fingerprint"}
 
 
 # ---------------------------------------------------------------------------------------
