@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import reprlib
 import sys
 import threading
 from typing import Any
@@ -25,6 +26,9 @@ QUEUE_MAX = 2000  # records waiting for stderr (2000 × 2 KiB = 4 MiB at most)
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _CUT = " …[{} more]"
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = ARG_MAX
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple = 6, 30, 30, 30
 
 
 def bound_text(text: str, limit: int) -> str:
@@ -40,6 +44,8 @@ def _bound_arg(a: Any) -> Any:
         return bound_text(a, ARG_MAX)
     if isinstance(a, (bytes, bytearray)):
         return bound_text(repr(bytes(a[:ARG_MAX + 1])), ARG_MAX)
+    if isinstance(a, (dict, list, tuple, set, frozenset)):  # without building the whole repr
+        return bound_text(_REPR.repr(a), ARG_MAX)
     try:
         s = str(a)
     except Exception:
