@@ -167,8 +167,8 @@ class App:
         self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
         from codesynapse.context.dense import for_app
 
-        # the dense leg's symbol vectors (None when off); started by the daemon's live updater
-        # and `codesynapse index`, brought in line after every index and live update
+        # the dense leg's symbol vectors (None when off); started by the daemon after its first
+        # index (and `codesynapse index --vectors`), brought in line after every index and live update
         self.symbol_vectors = for_app(self)
         self._stats_cache = None
 

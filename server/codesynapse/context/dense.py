@@ -16,14 +16,16 @@ changed one is embedded and upserted; a deleted one is deleted. Symbols sharing 
 a qualified name (a redefinition) share one row, the first one's.
 
 Work runs in one tracked background thread, started by :meth:`SymbolVectors.start` (the
-daemon and ``codesynapse index`` start it; a one-shot ``codesynapse query`` does not) and
+daemon starts it once its first index is done, ``codesynapse index --vectors`` before it
+exits; other processes, a one-shot ``codesynapse query`` or a benchmark, only if they ask) and
 fed by :meth:`SymbolVectors.sync` (after each index, the whole graph) and
 :meth:`SymbolVectors.update_paths` (after each live update, only the files it changed).
 Nothing is opened or embedded before the first sync, so the first answer is never delayed.
 The thread runs at a lower CPU priority where the OS allows it (Linux: per-thread nice).
 A failure is logged once and reported by :meth:`SymbolVectors.status` and every search as
-state ``unavailable`` with the reason; the next sync tries again (an embedder that cannot
-load is not retried: its files do not change while the process runs).
+state ``unavailable`` with the reason; the whole graph is tried again after a growing pause
+(5 s doubling to 5 min) or at the next sync or live update, whichever comes first (an
+embedder that cannot load is not retried: its files do not change while the process runs).
 
 :meth:`SymbolVectors.search` embeds the query and searches in the memory's ``EmbedWorker``
 pattern: one timeout (2 s) for both; a timeout, no model, a broken model or a vector store
@@ -72,7 +74,7 @@ RETRY_FIRST_S = 5.0  # after a failure the whole graph is tried again after 5, 1
 RETRY_MAX_S = 300.0
 OUTPUT_FIELDS = ["id", "graph_d", "path", "qname"]
 
-NOT_STARTED = ("the symbol vectors are computed by the daemon and `codesynapse index`; "
+NOT_STARTED = ("the symbol vectors are computed by the daemon and `codesynapse index --vectors`; "
                "this process did not start them")
 
 
@@ -375,7 +377,11 @@ class SymbolVectors:
             hits.append(DenseHit(qname=qname, path=path, score=score))
             if len(hits) >= limit:
                 break
-        return DenseResult(hits=hits, state=self.status()["state"])
+        st = self.status()
+        if st["state"] == "pending":  # hits from the part embedded so far
+            return DenseResult(hits=hits, state="pending",
+                               reason=f"{st['embedded']} of {st['total']} symbols embedded")
+        return DenseResult(hits=hits, state=st["state"], reason=st.get("reason", ""))
 
     def _current(self, qname: str, path: str) -> bool:
         return any(r.path == path for r in self._store().symbols_by_qname(qname))
@@ -535,6 +541,8 @@ class SymbolVectors:
             full = True  # what changed while the rows were not known is not known either
         if full:
             current = self._current_all()
+            with self._cv:
+                self._total = len(current)
         else:
             current = self._current_paths(paths)
         self._check_stop()
@@ -548,10 +556,8 @@ class SymbolVectors:
         self._embed_and_store(todo)
         with self._cv:
             if full:
-                self._total = len(current)
                 self._synced = True
-            else:
-                self._total = len(self._rows)
+            self._total = len(self._rows)
             self._error = ""
             self._failures = 0
             self._retry_at = None

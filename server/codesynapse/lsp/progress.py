@@ -75,6 +75,9 @@ def start_indexing(ls) -> None:
         finally:
             live.start_worker()
             ls.ready.set()
+            if app.symbol_vectors is not None:  # the dense leg, computed from the ready graph in the
+                app.symbol_vectors.start()  # background; live updates keep it in line
+                app.symbol_vectors.sync()
         if failed:  # again after a growing pause, until it succeeds or the daemon stops
             rep = app.retry_index()
             if rep is not None:

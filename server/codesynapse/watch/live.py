@@ -156,13 +156,6 @@ class LiveUpdater:
         t = threading.Thread(target=self._worker, name="codesynapse-live", daemon=True)
         t.start()
         self._threads.append(t)
-        # the graph is ready (the daemon starts the worker after its first index): the symbol
-        # vectors of the dense leg are computed in the background from here on, and each
-        # update below brings those of the files it changed in line (context/dense.py)
-        sv = getattr(self.app, "symbol_vectors", None)
-        if sv is not None:
-            sv.start()
-            sv.sync()
 
     def stop(self, join: float = 0.0) -> None:
         """Stop watching and updating; with ``join``, wait up to that many seconds for a
@@ -323,7 +316,7 @@ class LiveUpdater:
             app.indexer.update(changed, deleted, skipped, overlays=overlays)
             app.touch()
             sv = getattr(app, "symbol_vectors", None)
-            if sv is not None:
+            if sv is not None:  # the dense leg's vectors of these files (once started: context/dense.py)
                 sv.update_paths({c.path for c in changed} | set(deleted) | {f.path for f in skipped})
             self._tell({c.path for c in changed} | set(deleted))
 
