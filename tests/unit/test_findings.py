@@ -323,3 +323,11 @@ def test_the_benchmark_log_is_sarif_that_imports_whole(app, tmp_path):
     # 100 call sites, results round robin: f0 of pkg/m0000.py (line 7) holds results 0 and 100
     first = app.store.findings("pkg/m0000.py", 7, 7)
     assert [(f.symbol, f.rule_id, f.level) for f in first] == [("pkg.m0000.f0", "B000", "warning")] * 2
+
+
+def test_a_removed_line_that_reads_like_a_header_stays_in_its_hunk():
+    from codesynapse.context.deps import file_hunks
+
+    diff = ("--- a/r.txt\n+++ b/r.txt\n@@ -1,2 +1,2 @@\n x\n--- y\n+++ z\n"
+            "--- a/q.txt\n+++ b/q.txt\n@@ -3,0 +4 @@\n+new\n")
+    assert file_hunks(diff) == {"r.txt": [(1, 1, ["x", "-- y"], ["x", "++ z"])], "q.txt": [(3, 4, [], ["new"])]}

@@ -226,44 +226,43 @@ class _NoSide(Exception):
 
 def file_hunks(diff: str) -> dict[str, list[tuple[int, int, list[str], list[str]]]]:
     """Per new path (old path for a deletion): hunks as (old_start, new_start, old lines,
-    new lines) — context lines are on both sides."""
+    new lines) — context lines are on both sides. A hunk ends when its header's line counts
+    are used up, so a removed line that reads like a file header stays a removed line."""
     out: dict[str, list] = {}
     old_path = new_path = None
     cur = None
+    left_old = left_new = 0
     for line in diff.split("\n"):
-        if line.startswith("diff --git "):
-            cur = None
-            continue
-        if line.startswith("--- ") and cur is None:
-            old_path = _strip_ab(line[4:])
-            continue
-        if line.startswith("+++ ") and cur is None:
-            new_path = _strip_ab(line[4:])
-            continue
-        m = re.match(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
-        if m:
-            path = new_path if new_path not in (None, "/dev/null") else old_path
-            if path is None:
+        if cur is not None and (left_old > 0 or left_new > 0):
+            if line.startswith("\\"):
                 continue
-            cur = (int(m.group(1)), int(m.group(3)), [], [])
-            out.setdefault(path, []).append(cur)
+            tag, text = line[:1], line[1:]
+            if tag in ("-", " ") and left_old > 0:
+                cur[2].append(text)
+                left_old -= 1
+            if tag in ("+", " ") and left_new > 0:
+                cur[3].append(text)
+                left_new -= 1
+            if tag not in ("-", "+", " "):
+                cur = None  # a truncated hunk
             continue
-        if cur is None:
-            continue
-        if line.startswith("-"):
-            cur[2].append(line[1:])
-        elif line.startswith("+"):
-            cur[3].append(line[1:])
-        elif line.startswith(" "):
-            cur[2].append(line[1:])
-            cur[3].append(line[1:])
-        elif line.startswith("\\"):
-            continue
-        else:
-            cur = None
+        cur = None
+        if line.startswith("diff --git "):
             old_path = new_path = None
-    for path in list(out):
-        out[path] = [(a, b, o, n) for a, b, o, n in out[path]]
+        elif line.startswith("--- "):
+            old_path = _strip_ab(line[4:])
+        elif line.startswith("+++ "):
+            new_path = _strip_ab(line[4:])
+        else:
+            m = re.match(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
+            if m:
+                path = new_path if new_path not in (None, "/dev/null") else old_path
+                if path is None:
+                    continue
+                cur = (int(m.group(1)), int(m.group(3)), [], [])
+                left_old = int(m.group(2)) if m.group(2) is not None else 1
+                left_new = int(m.group(4)) if m.group(4) is not None else 1
+                out.setdefault(path, []).append(cur)
     return out
 
 
