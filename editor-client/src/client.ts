@@ -150,9 +150,12 @@ export class ServerConnection implements vscode.Disposable {
             this.log.warn(`server exited; restarting (${crashes}/3)`);
             return { action: CloseAction.Restart };
           }
-          const message = 'The CodeSynapse server exited 4 times; it is not restarted. See the log.';
+          const message = 'The CodeSynapse server stopped 4 times in a row and is not restarted. The log says why.';
+          this.log.error(message);
           this.setState({ kind: 'failed', message });
-          return { action: CloseAction.DoNotRestart, message, handled: false };
+          void this.offerFix(message, fixesFor('crashed', cmd.python, false));
+          // handled: our toast is the only one
+          return { action: CloseAction.DoNotRestart, message, handled: true };
         },
       },
     };
@@ -187,6 +190,8 @@ export class ServerConnection implements vscode.Disposable {
       await openSettings('codesynapse.serverCommand');
     } else if (choice === 'Show Log') {
       this.log.show();
+    } else if (choice === 'Restart Server') {
+      await this.restart();
     }
   }
 

@@ -232,6 +232,8 @@ export class ContextController implements vscode.Disposable {
         break;
       }
     }
+    // the view opens on the symbol at the cursor, then turns to the direction asked for
+    await vscode.commands.executeCommand('references-view.showCallHierarchy');
     await vscode.commands.executeCommand(direction === 'callers' ? 'references-view.showIncomingCalls' : 'references-view.showOutgoingCalls');
   }
 

@@ -137,18 +137,19 @@ export async function installServer(
   return true;
 }
 
-export type FixAction = 'Install Server' | 'Select Interpreter' | 'Open Settings' | 'Show Log';
+export type FixAction = 'Install Server' | 'Select Interpreter' | 'Open Settings' | 'Show Log' | 'Restart Server';
 
 /**
  * The buttons of a failed start's toast: a missing package is installed from the bundled
  * wheel; a missing or wrong interpreter is picked again; a failed `serverCommand` is edited.
  */
 export function fixesFor(
-  reason: 'python-missing' | 'package-missing' | 'python-error' | 'not-python' | 'spawn',
+  reason: 'python-missing' | 'package-missing' | 'python-error' | 'not-python' | 'python-too-old' | 'spawn' | 'crashed',
   python: string | null,
   haveWheel: boolean,
 ): { actions: FixAction[]; python: string | null } {
-  if (reason === 'spawn' && python === null) return { actions: ['Open Settings', 'Show Log'], python };
+  if ((reason === 'spawn' || reason === 'crashed') && python === null) return { actions: ['Open Settings', 'Show Log'], python };
+  if (reason === 'crashed') return { actions: ['Restart Server', 'Show Log', 'Select Interpreter'], python };
   if (reason === 'package-missing' && haveWheel) return { actions: ['Install Server', 'Select Interpreter', 'Show Log'], python };
   return { actions: ['Select Interpreter', 'Show Log'], python };
 }

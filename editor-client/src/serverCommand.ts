@@ -53,12 +53,19 @@ export function resolveServerCommand(
 
 export type PreflightResult =
   | { ok: true; version: string | null }
-  | { ok: false; reason: 'python-missing' | 'package-missing' | 'python-error'; detail: string };
+  | { ok: false; reason: 'python-missing' | 'package-missing' | 'python-error' | 'not-python' | 'python-too-old'; detail: string };
+
+/** Printed by the preflight script first: what ran it is a Python, and which. */
+const SENTINEL = 'codesynapse-preflight';
+
+/** Lowest Python the server supports (pyproject.toml requires-python). */
+export const MIN_PYTHON: readonly [number, number] = [3, 11];
 
 /**
- * Check that the interpreter runs and can import `codesynapse`, before the language client
- * starts it; a missing interpreter or package becomes a message with a fix instead of a
- * server that dies on start. Only meaningful when the command is `<python> -m codesynapse`.
+ * Check that the interpreter is a Python 3.11+ and can import `codesynapse`, before the
+ * language client starts it; a missing interpreter, a program that is not Python, an old
+ * Python or a missing package becomes a message with a fix instead of a server that dies on
+ * start. Only meaningful when the command is `<python> -m codesynapse`.
  */
 export function preflight(
   python: string,
@@ -67,19 +74,35 @@ export function preflight(
   timeoutMs = 15_000,
 ): Promise<PreflightResult> {
   const script =
-    'import importlib.metadata as m, sys\n' +
+    'import sys\n' +
+    `print("${SENTINEL}", "%d.%d.%d" % sys.version_info[:3], flush=True)\n` +
+    `if sys.version_info < (${MIN_PYTHON[0]}, ${MIN_PYTHON[1]}): sys.exit(3)\n` +
+    'import importlib.metadata as m\n' +
     'import codesynapse\n' +
     'try:\n    print(m.version("codesynapse"))\nexcept Exception:\n    print("")\n';
   return new Promise((resolve) => {
     execFile(python, ['-c', script], { env, cwd, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
-      if (!error) {
-        const version = stdout.trim();
-        resolve({ ok: true, version: version || null });
+      const err = error as (Omit<NodeJS.ErrnoException, 'code'> & { code?: string | number }) | null;
+      if (err && (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'ENOTDIR')) {
+        resolve({ ok: false, reason: 'python-missing', detail: `${python}: ${err.code}` });
         return;
       }
-      const err = error as NodeJS.ErrnoException & { code?: string | number };
-      if (err.code === 'ENOENT' || err.code === 'EACCES') {
-        resolve({ ok: false, reason: 'python-missing', detail: `${python}: ${err.code}` });
+      const lines = stdout.split(/\r?\n/);
+      const head = lines[0]?.split(' ') ?? [];
+      // anything that does not print the sentinel did not run our Python code
+      if (head[0] !== SENTINEL) {
+        const said = lastLine(stderr || stdout || (err ? err.message : ''));
+        resolve({ ok: false, reason: 'not-python', detail: said ? said.slice(0, 200) : 'no output' });
+        return;
+      }
+      const pythonVersion = head[1] ?? '?';
+      if (err && err.code === 3) {
+        resolve({ ok: false, reason: 'python-too-old', detail: pythonVersion });
+        return;
+      }
+      if (!err) {
+        const version = (lines[1] ?? '').trim();
+        resolve({ ok: true, version: version || null });
         return;
       }
       const text = stderr || err.message;
@@ -103,9 +126,17 @@ export function preflightMessage(result: Exclude<PreflightResult, { ok: true }>,
   switch (result.reason) {
     case 'python-missing':
       return (
-        `CodeSynapse could not run the Python interpreter "${python}" (${sourceLabel(cmd)}). ` +
-        'Set "codesynapse.pythonPath" to a Python 3.11+ interpreter, or create a .venv in the workspace.'
+        `CodeSynapse could not run the Python interpreter "${python}" (${sourceLabel(cmd)}): ` +
+        `${result.detail.endsWith('EACCES') ? 'it is a folder or not executable' : 'there is no such program'}. Select a Python ${MIN_PYTHON.join('.')}+ interpreter.`
       );
+    case 'not-python':
+      return (
+        // what the program printed goes to the log (the detail), not into the toast: it is noise
+        `"${python}" (${sourceLabel(cmd)}) is not a Python interpreter: it did not run Python code. ` +
+        `Select a Python ${MIN_PYTHON.join('.')}+ interpreter.`
+      );
+    case 'python-too-old':
+      return `"${python}" is Python ${result.detail}; the CodeSynapse server needs Python ${MIN_PYTHON.join('.')} or newer. Select a newer interpreter.`;
     case 'package-missing':
       return (
         `The codesynapse package is not installed for "${python}". ` +

@@ -27,6 +27,14 @@ export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** The index states of docs/PROTOCOL.md, as the tooltip says them. */
+const STATE_TEXT: Record<string, string> = {
+  ready: 'Index is ready',
+  indexing: 'Index is being built',
+  idle: 'Index not built by this server yet',
+  failed: 'The last index failed; answers come from the index before it',
+};
+
 /** An editor document with unsaved changes, by URI and by workspace-relative path. */
 export interface UnsavedDocument {
   uri: string;
@@ -55,7 +63,7 @@ export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly Uns
     .map(([lang, n]) => `${lang} ${formatCount(n)}`)
     .join(', ');
   const lines = [
-    `Index ${indexing ? 'is being built' : 'is ready'}${age ? `, updated ${age}` : ''}`,
+    `${STATE_TEXT[status.state] ?? `Index ${status.state}`}${age ? `, updated ${age}` : ''}`,
     `${formatCount(status.files)} files, ${formatCount(status.symbols)} symbols, ${formatCount(status.edges)} edges`,
   ];
   if (languages) lines.push(`Languages: ${languages}`);

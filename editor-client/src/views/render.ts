@@ -588,11 +588,12 @@ export function renderResult(view: ResultView): string {
   } else {
     body = renderValue(view.result);
   }
-  const stale = view.stale
-    ? `<div class="stale" role="status"><span class="stale-text">${escapeHtml(view.stale)}</span> <button class="refresh" data-action="refresh">Refresh</button></div>`
+  const staleText = view.stale ?? freshnessNote(env);
+  const stale = staleText
+    ? `<div class="stale" role="status"><span class="stale-text">${escapeHtml(staleText)}</span> <button class="refresh" data-action="refresh">Refresh</button></div>`
     : '';
   return (
-    `<div class="result${view.stale ? ' is-stale' : ''}">` +
+    `<div class="result${staleText ? ' is-stale' : ''}">` +
     head +
     stale +
     meter +
@@ -601,6 +602,27 @@ export function renderResult(view: ResultView): string {
     renderDiagnostics(env, view.result) +
     `</div>`
   );
+}
+
+/**
+ * Why an answer may not reflect the workspace, from the index freshness it carries
+ * (docs/PROTOCOL.md: `state` idle | indexing | ready | failed, `pending` changes): null when
+ * it is current (ready, nothing pending).
+ */
+export function freshnessNote(env: Envelope): string | null {
+  const fresh = env.provenance?.freshness;
+  const state = typeof fresh === 'string' ? fresh : isRecord(fresh) ? asString(fresh.state) : null;
+  const pending = isRecord(fresh) && typeof fresh.pending === 'number' ? fresh.pending : 0;
+  switch (state) {
+    case 'indexing':
+      return 'The index is still being built: this answer may miss files not indexed yet.';
+    case 'idle':
+      return 'The server has not indexed the folder yet: this answer comes from an older index, or none.';
+    case 'failed':
+      return 'The last index of the folder failed: this answer comes from the index before it (see the log).';
+  }
+  if (pending > 0) return `${fmt(pending)} change${pending === 1 ? ' is' : 's are'} not indexed yet: this answer may not reflect ${pending === 1 ? 'it' : 'them'}.`;
+  return null;
 }
 
 export function renderError(title: string, message: string): string {

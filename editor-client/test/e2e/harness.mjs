@@ -114,7 +114,7 @@ export class CodeServer {
 
   /** Change user settings in place (VS Code reloads the file). */
   updateSettings(patch) {
-    let current = {};
+    let current;
     try {
       current = JSON.parse(fs.readFileSync(this.settingsFile, 'utf8'));
     } catch {

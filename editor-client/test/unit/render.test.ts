@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEnvelope } from '../../src/protocol';
-import { escapeHtml, meterFigures, renderCard, renderMeter, renderResult, renderValue } from '../../src/views/render';
+import { escapeHtml, freshnessNote, meterFigures, renderCard, renderMeter, renderResult, renderValue } from '../../src/views/render';
 import { readCard } from '../../src/protocol';
 
 describe('token meter', () => {
@@ -203,5 +203,23 @@ describe('renderResult', () => {
     const statusBody = status.slice(status.indexOf('<div class="body">'), status.indexOf('<details class="diagnostics">'));
     expect(statusBody).not.toContain('Policy fingerprint');
     expect(status.slice(status.indexOf('<details class="diagnostics">'))).toContain('<dt>Policy fingerprint</dt>');
+  });
+
+  it('marks an answer from an index that is not current, with Refresh', () => {
+    const read = (n: string): unknown => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${n}.json`), 'utf8'));
+    // a search answered before the server indexed the folder (as `query --no-index` answers it)
+    const answer = read('search') as { provenance: { freshness: unknown } };
+    answer.provenance.freshness = { state: 'idle', lastUpdate: '2026-12-01T14:59:11Z' };
+    const idle = renderResult({ title: 'Search', budget: null, more: null, result: answer });
+    expect(idle).toContain(
+      '<div class="stale" role="status"><span class="stale-text">The server has not indexed the folder yet: this answer comes from an older index, or none.</span> <button class="refresh" data-action="refresh">Refresh</button></div>',
+    );
+    expect(idle).toContain('<div class="result is-stale">');
+    // a ready index with nothing pending: current, no banner
+    expect(renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') })).not.toContain('class="stale"');
+    const env = (freshness: unknown) => readEnvelope({ provenance: { legs: [], freshness } });
+    expect(freshnessNote(env({ state: 'indexing' }))).toBe('The index is still being built: this answer may miss files not indexed yet.');
+    expect(freshnessNote(env({ state: 'ready', pending: 3 }))).toBe('3 changes are not indexed yet: this answer may not reflect them.');
+    expect(freshnessNote(env({ state: 'failed' }))).toBe('The last index of the folder failed: this answer comes from the index before it (see the log).');
   });
 });

@@ -136,3 +136,36 @@ describe('installing the bundled server', () => {
     expect(fs.readFileSync(path.resolve(__dirname, '../../.vscodeignore'), 'utf8')).toContain('!dist/server/*.whl');
   });
 });
+
+describe('preflight of programs that are not a usable Python', () => {
+  const cmd = (python: string) => ({ command: python, args: ['-m', 'codesynapse', 'serve'], python, source: 'pythonPath' as const });
+
+  it('says a program that does not run Python code is not a Python interpreter (real /bin/ls and /bin/true)', async () => {
+    const ls = await preflight('/bin/ls', process.env, os.tmpdir());
+    expect(ls.ok).toBe(false);
+    if (ls.ok) return;
+    expect(ls.reason).toBe('not-python');
+    // what ls printed (our script, quoted back) stays out of the toast; it is in the detail for the log
+    expect(preflightMessage(ls, cmd('/bin/ls'))).toBe(
+      '"/bin/ls" (from codesynapse.pythonPath) is not a Python interpreter: it did not run Python code. Select a Python 3.11+ interpreter.',
+    );
+    expect(ls.detail).toMatch(/^\/bin\/ls: cannot access/);
+    // exits 0 without running anything: before, this passed and the server "started"
+    const t = await preflight('/bin/true', process.env, os.tmpdir());
+    expect(t).toEqual({ ok: false, reason: 'not-python', detail: 'no output' });
+    expect(preflightMessage(t as Exclude<typeof t, { ok: true }>, cmd('/bin/true'))).toBe(
+      '"/bin/true" (from codesynapse.pythonPath) is not a Python interpreter: it did not run Python code. Select a Python 3.11+ interpreter.',
+    );
+  });
+
+  it('says a folder is not an interpreter', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-dir-'));
+    const r = await preflight(dir, process.env, os.tmpdir());
+    expect(r).toEqual({ ok: false, reason: 'python-missing', detail: `${dir}: EACCES` });
+    expect(preflightMessage(r as Exclude<typeof r, { ok: true }>, cmd(dir))).toBe(
+      `CodeSynapse could not run the Python interpreter "${dir}" (from codesynapse.pythonPath): it is a folder or not executable. Select a Python 3.11+ interpreter.`,
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
