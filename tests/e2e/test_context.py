@@ -173,7 +173,8 @@ async def test_phrases_are_found_where_the_code_writes_them(client):
     assert a["provenance"]["legs"] == ["exact", "literal"]  # found verbatim: no BM25 word matches
     m = await ask(client, "codesynapse/minimalContext", {"task": "Which code logs 'charging %s' before a payment?"})
     first = m["cards"][0]
-    assert (first["qualifiedName"], first["line"], first["legs"]) == ("shop.payment.Gateway.charge", 13, ["lexical", "literal"])
+    assert (first["qualifiedName"], first["line"]) == ("shop.payment.Gateway.charge", 13)
+    assert {"lexical", "literal"} <= set(first["legs"])
 
 
 async def test_snippet_modes(client):

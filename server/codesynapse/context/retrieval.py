@@ -17,7 +17,8 @@ Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg bef
 cut); they are fused by reciprocal-rank fusion (k = 60). Exact current matches (a symbol
 the task names, a phrase found where it is written) come before approximate ranks. Then one
 hop along call edges: a share of a top hit's score (``DECAY``, split over its callees or its
-callers) goes to the function that does its work and to the dispatcher that calls it. Role
+callers) goes to the function that does its work and to the dispatcher that calls it (a
+type's members count as its callees). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
 unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
 expansion and priors off one by one (the evaluation's ablations).
@@ -53,8 +54,10 @@ LEG_LIMIT = 10  # candidates per leg (DESIGN: at most 10 per leg, fused with RRF
 LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role prior can order them before the cut
 EXPAND_FROM = 5  # the top candidates whose callees and callers receive a share of their score
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
-EXPAND_FANOUT = 16  # a hop with more distinct neighbours only reinforces candidates already found
+EXPAND_FANOUT = 16
+TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "object", "record"})  # a hop with more distinct neighbours only reinforces candidates already found
 ROLE_PRIOR = 0.25  # the factor of a symbol in test, example, docs, config, generated or vendored code
+PLAIN_NAME_DF = 50  # a plain word (no case change, digit or _) in more symbols' lexical fields is no name
 LITERAL_SYMBOLS = 12  # a needle written in more symbols than this does not single anything out
 DENSE_UNAVAILABLE = "dense leg not available"
 
@@ -74,7 +77,7 @@ LIBRARY, TEST, EXAMPLE, DOCS, CONFIG, GENERATED, VENDORED = (
     "library", "test", "example", "docs", "config", "generated", "vendored")
 _DOC_LANGS = frozenset({"markdown", "rst", "asciidoc", "text"})
 _CONFIG_LANGS = frozenset({"yaml", "json", "toml", "ini", "xml", "properties"})
-_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)(/|$)", re.IGNORECASE)
+_EXAMPLE_PATH = re.compile(r"(^|/)[_.]?(examples?|samples?|demos?|tutorials?)(/|$)", re.IGNORECASE)
 _DOC_PATH = re.compile(r"(^|/)(docs?|documentation)(/|$)", re.IGNORECASE)
 _VENDOR_PATH = re.compile(r"(^|/)(vendor|third[_-]?party|node_modules|external|extern)(/|$)", re.IGNORECASE)
 _GENERATED_PATH = re.compile(r"(^|/)(gen|generated|__generated__)(/|$)|_pb2(_grpc)?\.py$|\.pb(\.gw)?\.go$"
@@ -201,9 +204,16 @@ class Retriever:
                     got[rid] = got.get(rid, 0.0) + 10.0
             named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
             # a name many definitions share ("error", "run") singles out less than a rare one
-            rarity = 1.0 / (1.0 + math.log2(max(1, len({r.qname for r in named}))))
+            n_named = len({r.qname for r in named if r.kind != "module"})
+            rarity = 1.0 / (1.0 + math.log2(max(1, n_named)))
             if not code_like:
                 rarity *= 0.5
+                if named and self.count_lexical(lexical.query_terms(ident), PLAIN_NAME_DF + 1) > PLAIN_NAME_DF:
+                    # a plain word that the metadata of many symbols uses ("input", "headers",
+                    # "connection") is a word of the task, not a name: the lexical leg weighs it.
+                    # A rare one names what it names ("dlopen")
+                    named = []
+                    hit = True
             for r in named:
                 hit = True
                 if r.kind == "module":
@@ -334,11 +344,12 @@ class Retriever:
             return fn(terms, limit, offset)
         return self.store.search(" ".join(terms), limit, offset)
 
-    def count_lexical(self, terms: list[str]) -> int:
+    def count_lexical(self, terms: list[str], cap: int | None = None) -> int:
         fn = getattr(self.store, "count_lexical", None)
         if fn is not None:
-            return fn(terms)
-        return self.store.count_search(" ".join(terms))
+            return fn(terms, cap)
+        n = self.store.count_search(" ".join(terms))
+        return n if cap is None else min(n, cap)
 
     def lexical_leg(self, task: str, rows: dict[int, SymbolRow], asked: set[str]) -> list[int]:
         terms = lexical.query_terms(task)
@@ -414,14 +425,16 @@ class Retriever:
             for i in sure:
                 sure_score[i] += escores[i]
             described = {w for got in by_ident.values() for rid in got for w in _name_words(rows[rid])}
-            known = (lambda w: self.count_lexical(lexical.query_terms(w)) > 0) if cfg.lexical else (lambda w: False)
+            known = (lambda w: self.count_lexical(lexical.query_terms(w), 1) > 0) if cfg.lexical else (lambda w: False)
             lscores, lsure, out.lines, out.unread = self.literal_leg(task, unnamed, described, rows, dl, known)
             if lscores:
                 out.provenance.append("literal")
                 add_leg("literal", cut(lscores))
                 for i in lsure:
                     sure_score[i] += lscores[i]
-            out.sure = {i for i in sure | lsure if sure_score[i] > 0}
+            # a test (example, doc...) that the task names or that writes its phrase is no exact
+            # answer to a task about library code: it ranks with the approximate candidates
+            out.sure = {i for i in sure | lsure if sure_score[i] > 0 and self._prior(rows[i], asked) == 1.0}
         if cfg.lexical:
             dl.check()
             out.provenance.append("lexical")
@@ -439,9 +452,8 @@ class Retriever:
             add_leg("path", list(dict.fromkeys(ids)))
         fused = dict(rrf([[str(i) for i in ids] for ids in rankings], RRF_K))
         score = {int(k): v * self._prior(rows[int(k)], asked) for k, v in fused.items()}
-        if cfg.expand and score:
-            if self._expand(score, rows, out.legs, asked, dl):
-                out.provenance.append("graph")
+        if cfg.expand and score and self._expand(score, rows, out.legs, asked, dl):
+            out.provenance.append("graph")
         out.score = score
         sure_order = sorted(out.sure, key=lambda i: (-sure_score[i] * self._prior(rows[i], asked), -score.get(i, 0.0),
                                                      rows[i].qname, rows[i].path))
@@ -471,7 +483,10 @@ class Retriever:
             callees = list(dict.fromkeys(c.target for c in store.callees(r.qname, limit=200)
                                          if c.target and c.target != r.qname))
             callers = list(dict.fromkeys(c.caller for c in store.callers(r.qname, limit=200) if c.caller != r.qname))
-            for names in (callees, callers):
+            # a type's members do its work (a call of the class runs its constructor)
+            members = [x.qname for x in store.symbols_in_file(r.path) if x.parent == r.qname and x.id != r.id] \
+                if r.kind in TYPE_KINDS else []
+            for names in (callees, callers, list(dict.fromkeys(members))):
                 if not names:
                     continue
                 share = DECAY * score[h] / math.sqrt(len(names))

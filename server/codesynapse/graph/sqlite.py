@@ -758,20 +758,24 @@ class SqliteGraphStore(SqliteDepsMixin):
         q = fts_query(list(terms))
         if not q or limit <= 0:
             return []
+        # CROSS JOIN: the full-text match drives the join (every symbol has the same graph id,
+        # so the planner would otherwise walk the symbols and probe the index for each)
         rows = self._q(
             f"SELECT s.*, bm25(symbols_lex, {', '.join(str(w) for w in FIELD_WEIGHTS)}) AS score FROM symbols_lex "
-            "JOIN symbols s ON s.id = symbols_lex.rowid "
+            "CROSS JOIN symbols s ON s.id = symbols_lex.rowid "
             "WHERE symbols_lex MATCH ? AND s.graph_id=? "
             "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
             (q, self.graph_id, limit, offset))
         return [(self._sym(r), -float(r["score"])) for r in rows]
 
-    def count_lexical(self, terms: Sequence[str]) -> int:
+    def count_lexical(self, terms: Sequence[str], cap: int | None = None) -> int:
+        """How many symbols ``lexical_search`` matches; at most ``cap`` when given (cheap)."""
         q = fts_query(list(terms))
         if not q:
             return 0
-        rows = self._q("SELECT count(*) AS n FROM symbols_lex JOIN symbols s ON s.id = symbols_lex.rowid "
-                       "WHERE symbols_lex MATCH ? AND s.graph_id=?", (q, self.graph_id))
+        rows = self._q("SELECT count(*) AS n FROM (SELECT 1 FROM symbols_lex CROSS JOIN symbols s "
+                       "ON s.id = symbols_lex.rowid WHERE symbols_lex MATCH ? AND s.graph_id=? LIMIT ?)",
+                       (q, self.graph_id, -1 if cap is None else cap))
         return rows[0]["n"]
 
     def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:

@@ -1,0 +1,164 @@
+"""The retrieval legs' parts with written-out values: sub-word splitting and stemming of
+symbol fields and queries, roles, and the dense leg's provenance (unavailable, broken,
+pending, stale hits) on a real index of fixtures/retrieval_repo."""
+
+from __future__ import annotations
+
+import shutil
+from types import SimpleNamespace
+
+import pytest
+from codesynapse.app import App
+from codesynapse.context import lexical
+from codesynapse.context.retrieval import RetrievalConfig, asked_roles, role_of
+from codesynapse.errors import InvalidParams
+from codesynapse.methods import call_method
+from codesynapse.settings import load_settings
+
+from tests.e2e.lspclient import FIXTURES
+
+
+def test_identifiers_split_into_sub_words():
+    assert lexical.sub_words("HTTPServerError") == ["http", "server", "error"]
+    assert lexical.sub_words("parse_http2") == ["parse", "http", "2"]
+    assert lexical.sub_words("nextDelayMs") == ["next", "delay", "ms"]
+    assert lexical.sub_words("__init__") == ["init"]
+
+
+def test_fields_and_queries_are_stemmed_alike():
+    # name (sub-words, stemmed, and the name whole), qualified name above it, signature,
+    # summary and path words, function words left out except in the name
+    assert lexical.symbol_fields("retryRequests", "net.client.Pool.retryRequests",
+                                 "def retryRequests(self, max_tries)", "Retries the failed requests.",
+                                 "net/client.py") == (
+        "retri request retryrequests", "net client pool", "def retri request self max tri",
+        "retri fail request", "net client")
+    assert lexical.query_terms("Why are parsed headers retried?") == ["pars", "header", "retri"]
+    assert lexical.stem("parsed") == lexical.stem("parse") == "pars"
+    # an identifier written in several parts is a term whole, beside its parts
+    assert lexical.query_terms("maxRetries") == ["maxretries", "max", "retri"]
+
+
+def test_roles_from_paths_flags_kinds_and_languages():
+    assert role_of("netkit/client.py") == "library"
+    assert role_of("tests/test_client.py") == "test"
+    assert role_of("pkg/util.py", is_test=True) == "test"
+    assert role_of("src/foo_test.go") == "test"
+    assert role_of("docs/guide.md", kind="section", language="markdown") == "docs"
+    assert role_of("package.json", kind="key", language="json") == "config"
+    assert role_of("examples/basic/main.go") == "example"
+    assert role_of("vendor/github.com/x/y.go") == "vendored"
+    assert role_of("api/v1/service_pb2.py") == "generated"
+    assert asked_roles("which test covers the parser") == {"test"}
+    assert asked_roles("where is the retry configured") == {"config"}
+    assert asked_roles("why does the parser fail") == set()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("retrieval") / "repo"
+    shutil.copytree(FIXTURES / "retrieval_repo", root)
+    a = App(root, load_settings({"data_dir": str(root.parent / "data"), "workers": 1, "symbol_vectors": False}))
+    a.index()
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def vectors(app):
+    """Put a stand-in symbol-vector store on the app for one test, then take it away."""
+    had = hasattr(app, "symbol_vectors")
+    old = getattr(app, "symbol_vectors", None)
+
+    def put(sv):
+        app.symbol_vectors = sv
+
+    yield put
+    if had:
+        app.symbol_vectors = old
+    else:
+        del app.symbol_vectors
+
+
+def dense_entry(answer):
+    return next(x for x in answer["provenance"]["legs"] if isinstance(x, dict) and x.get("leg") == "dense")
+
+
+TASK = "send request retries on server error"
+
+
+def test_without_a_dense_leg_the_lexical_legs_answer_and_say_why(app, vectors):
+    vectors(None)
+    a = call_method(app, "codesynapse/minimalContext", {"task": TASK})
+    assert a["cards"][0]["qualifiedName"] == "netkit.client.send_request"
+    assert "lexical" in a["provenance"]["legs"]
+    assert dense_entry(a) == {"leg": "dense", "state": "unavailable", "reason": "dense leg not available"}
+
+
+class _Broken:
+    """A vector store whose model fails on every query (a fault the tests cannot cause with
+    the real model, which is intact)."""
+
+    def search(self, text, limit=10, timeout=2.0):
+        raise RuntimeError("the model file is damaged")
+
+
+class _Fixed:
+    def __init__(self, hits, state="ready", reason=""):
+        self.result = SimpleNamespace(hits=[SimpleNamespace(qname=q, path=p, score=s) for q, p, s in hits],
+                                      state=state, reason=reason)
+
+    def search(self, text, limit=10, timeout=2.0):
+        return self.result
+
+
+def test_a_broken_model_leaves_the_lexical_answer_with_the_reason(app, vectors):
+    vectors(_Broken())
+    a = call_method(app, "codesynapse/minimalContext", {"task": TASK})
+    assert a["cards"][0]["qualifiedName"] == "netkit.client.send_request"
+    assert dense_entry(a) == {"leg": "dense", "state": "unavailable",
+                              "reason": "RuntimeError: the model file is damaged"}
+
+
+def test_dense_hits_map_to_current_symbols_and_stale_ones_are_dropped(app, vectors):
+    vectors(_Fixed([("netkit.backoff.nextDelayMs", "netkit/backoff.py", 0.9),
+                    ("netkit.client.gone", "netkit/client.py", 0.8),  # no such symbol any more
+                    ("netkit.client.parse", "netkit/old_client.py", 0.7)]))  # moved since embedded
+    a = call_method(app, "codesynapse/minimalContext", {"task": "how long to wait before trying again"})
+    assert "dense" in a["provenance"]["legs"]
+    cards = {c["qualifiedName"]: c for c in a["cards"]}
+    assert "dense" in cards["netkit.backoff.nextDelayMs"]["legs"]
+    assert "netkit.client.gone" not in cards
+    assert "dense" not in cards.get("netkit.client.parse", {}).get("legs", [])
+
+
+def test_a_pending_dense_leg_is_said_in_provenance(app, vectors):
+    vectors(_Fixed([], state="pending", reason="3 of 12 symbols embedded"))
+    a = call_method(app, "codesynapse/minimalContext", {"task": TASK})
+    assert dense_entry(a) == {"leg": "dense", "state": "pending", "reason": "3 of 12 symbols embedded"}
+    assert a["cards"][0]["qualifiedName"] == "netkit.client.send_request"
+
+
+def test_the_ablation_switches_turn_legs_off(app, vectors):
+    vectors(None)
+    try:
+        app.retrieval_config = RetrievalConfig(lexical=False, dense=False, expand=False, priors=False)
+        a = call_method(app, "codesynapse/minimalContext", {"task": TASK})
+        # no lexical leg: no word of the task names a symbol, the literal leg reads the files
+        # for them (send_request writes "retries")
+        assert "lexical" not in a["provenance"]["legs"] and "graph" not in a["provenance"]["legs"]
+        assert all(c["legs"] == ["literal"] for c in a["cards"])
+        app.retrieval_config = RetrievalConfig(dense=False, expand=False, priors=False)
+        b = call_method(app, "codesynapse/minimalContext", {"task": TASK})
+        # without the role prior the test whose name holds every word of the task comes first;
+        # without expansion the callee that does the work is not there
+        assert b["cards"][0]["qualifiedName"] == "test_client.test_send_request_retries_request_on_server_error"
+        assert "netkit.client._attempt" not in [c["qualifiedName"] for c in b["cards"]]
+    finally:
+        app.retrieval_config = RetrievalConfig()
+
+
+def test_an_empty_task_names_the_field(app):
+    with pytest.raises(InvalidParams) as e:
+        call_method(app, "codesynapse/minimalContext", {"task": " \n "})
+    assert e.value.field == "task"
