@@ -201,7 +201,7 @@ class App:
             where = (str(self.workspace.data_dir) if self.settings.backend == "sqlite"
                      else f"the {self.settings.backend} server")
             msg = (f"CodeSynapse: the code index cannot be opened ({reason}). Code requests answer "
-                   f"an error until it can be; memory still works. Check {where} (free disk space, "
+                   f"an error until it can be; memory requests do not need it. Check {where} (free disk space, "
                    f"make the folder writable, or set dataDir / CODESYNAPSE_DATA_DIR to another "
                    f"folder); the daemon tries again with a growing pause.")
             log.error("%s", msg, exc_info=not isinstance(e, CodeSynapseError))

@@ -62,6 +62,11 @@ def status(d: RawLsp) -> dict:
     return d.request("codesynapse/indexStatus", {})
 
 
+def status_in(d: RawLsp, state: str) -> dict | None:
+    st = status(d)
+    return st if st["state"] == state else None
+
+
 def card(d: RawLsp, selector: str = CARD["selector"]) -> dict:
     return d.request("codesynapse/symbolCard", {"selector": selector})
 
@@ -108,11 +113,13 @@ class SmallDisk:
         self.limit: int | None = None
         if sys.platform.startswith("linux") and shutil.which("mount"):
             r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                               capture_output=True, text=True)
+                               check=False, capture_output=True, text=True)
             if r.returncode == 0:
                 self.mode = "tmpfs"
 
-    def fill(self, left: int = 256 << 10) -> None:
+    def fill(self, left: int = 256 << 10, limit: int | None = None) -> None:
+        """Leave ``left`` bytes free (rlimit: writes past ``limit``, or past the largest
+        file plus ``left``, fail)."""
         if self.mode == "tmpfs":
             st = os.statvfs(self.path)
             free = st.f_bavail * st.f_frsize
@@ -125,7 +132,7 @@ class SmallDisk:
                     todo -= len(chunk)
         else:
             # the graph grows by far more than this during the index of the new modules
-            self.limit = max(p.stat().st_size for p in self.path.rglob("*") if p.is_file()) + left
+            self.limit = limit or max(p.stat().st_size for p in self.path.rglob("*") if p.is_file()) + left
 
     def argv(self) -> list[str] | None:
         if self.mode == "tmpfs" or self.limit is None:
@@ -143,7 +150,7 @@ class SmallDisk:
 
     def close(self) -> None:
         if self.mode == "tmpfs":
-            subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+            subprocess.run(["umount", "-l", str(self.path)], check=False, capture_output=True)
 
 
 # ---- item 6: a full index that cannot commit --------------------------------------------------------
@@ -161,7 +168,7 @@ def test_a_full_index_that_cannot_commit_says_failed_keeps_answering_and_retries
         log = tmp_path / "full.log"
         with RawLsp(disk.path, env=ENV, log=log, argv=disk.argv()) as d:
             d.initialize(root)
-            st = eventually(lambda: (lambda s: s if s["state"] == "failed" else None)(status(d)))
+            st = eventually(lambda: status_in(d, "failed"))
             # the reason, short, no traceback; the counts are those of the last committed index
             assert st["error"] and len(st["error"]) <= 300, st
             if disk.mode == "tmpfs":
@@ -181,7 +188,7 @@ def test_a_full_index_that_cannot_commit_says_failed_keeps_answering_and_retries
             assert not card(d, "gen.mod_7.generated_function_7_3")["found"]
             # room again: the retry in the background brings the index to ready
             disk.make_room(d)
-            st = eventually(lambda: (lambda s: s if s["state"] == "ready" else None)(status(d)), timeout=180)
+            st = eventually(lambda: status_in(d, "ready"), timeout=180)
             assert "error" not in st and st["files"] == FIXTURE_FILES + NEW_MODULES + 1, st
             c = card(d, "gen.mod_7.generated_function_7_3")
             assert c["found"] and c["provenance"]["freshness"]["state"] == "ready", c
@@ -267,10 +274,43 @@ def test_a_damaged_graph_store_is_moved_aside_and_rebuilt_while_memory_is_served
     assert "moved aside" in text and moved[0].name in text, text[-3000:]
 
 
+def test_a_full_disk_at_start_fails_clearly_then_the_index_is_built_when_there_is_room(tmp_path):
+    root = copy_fixture(tmp_path)
+    disk = SmallDisk(tmp_path / "data")
+    try:
+        disk.fill(left=0, limit=64 << 10)  # not even the new index's schema fits
+        with RawLsp(disk.path, env=ENV, log=tmp_path / "full.log", argv=disk.argv()) as d:
+            res = d.initialize(root)
+            assert "capabilities" in res
+            st = status(d)
+            assert st["state"] == "failed" and "graph.db" in st["error"], st
+            if disk.mode == "tmpfs":
+                assert "database or disk is full" in st["error"], st
+            no_traceback(st)
+            with pytest.raises(RpcError) as e:
+                card(d)
+            assert e.value.code == -32803 and e.value.data.get("kind") == "StoreUnavailable", e.value
+            assert st["error"].split(": ")[-1] in e.value.message, (st, e.value.message)
+            no_traceback({"message": e.value.message, "data": e.value.data})
+            shown = eventually(lambda: messages(d), timeout=30)
+            assert [m["type"] for m in shown] == [1] and "free disk space" in shown[0]["message"], shown
+            # memory needs room too: a clear answer either way, never an internal error
+            try:
+                d.request("codesynapse/memory/recall", {"query": "anything"})
+            except RpcError as m:
+                assert m.code == -32803 and m.data.get("kind") != "internal", m
+            disk.make_room(d)
+            eventually(lambda: status(d)["state"] == "ready", timeout=180)
+            assert status(d)["files"] == FIXTURE_FILES
+            assert card(d)["found"]
+    finally:
+        disk.close()
+
+
 def _read_only(path: Path):
     """Make ``path`` read-only for this process' user, root included; returns the undo."""
     if os.geteuid() == 0:
-        r = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+        r = subprocess.run(["chattr", "+i", str(path)], check=False, capture_output=True, text=True)
         if r.returncode != 0:
             pytest.skip(f"chattr +i is not supported here: {r.stderr.strip()}")
         return lambda: subprocess.run(["chattr", "-i", str(path)], check=True)
@@ -305,7 +345,7 @@ def test_a_graph_store_that_cannot_be_opened_nor_created_leaves_memory_working(t
             assert r["entities"][0]["status"] == "created", r
             shown = eventually(lambda: messages(d), timeout=30)
             assert [m["type"] for m in shown] == [1], shown  # Error
-            assert "unable to open database file" in shown[0]["message"] and "memory still works" in shown[0]["message"]
+            assert "unable to open database file" in shown[0]["message"] and "memory requests do not need it" in shown[0]["message"]
             # writable again: the daemon opens the index and catches up by itself
             undo()
             undo = None

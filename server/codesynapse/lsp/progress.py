@@ -69,8 +69,9 @@ def start_indexing(ls) -> None:
         except Exception as e:
             failed = True
             ls.index_error = short_reason(e)
-            log.error("indexing failed: %s; the last committed index keeps answering, retrying in the "
-                      "background", ls.index_error, exc_info=not isinstance(e, CodeSynapseError))
+            log.error("indexing failed: %s; retrying in the background (meanwhile requests are answered "
+                      "from the last committed index, if there is one)", ls.index_error,
+                      exc_info=not isinstance(e, CodeSynapseError))
             send("end", f"indexing failed: {ls.index_error}; retrying")
         finally:
             live.start_worker()
