@@ -208,7 +208,7 @@ class Retriever:
             rarity = 1.0 / (1.0 + math.log2(max(1, n_named)))
             if not code_like:
                 rarity *= 0.5
-                if named and self.count_lexical(lexical.query_terms(ident), PLAIN_NAME_DF + 1) > PLAIN_NAME_DF:
+                if named and self.count_lexical(ident, PLAIN_NAME_DF + 1) > PLAIN_NAME_DF:
                     # a plain word that the metadata of many symbols uses ("input", "headers",
                     # "connection") is a word of the task, not a name: the lexical leg weighs it.
                     # A rare one names what it names ("dlopen")
@@ -336,26 +336,30 @@ class Retriever:
         return scores, sure, lines, unread
 
     # -- lexical -------------------------------------------------------------------------------
-    def lexical_search(self, terms: list[str], limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
-        """The store's BM25 over the stemmed fields; a store without them (Neo4j, HugeGraph)
-        answers from its name search over the same words and their stems."""
+    def lexical_search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
+        """The store's BM25 over the stemmed fields for the query terms of ``text``; a store
+        without them (Neo4j, HugeGraph) answers from its name search over the words of the
+        text (unstemmed, as its index holds them) and their stems."""
+        terms = lexical.query_terms(text)
+        if not terms:
+            return []
         fn = getattr(self.store, "lexical_search", None)
         if fn is not None:
             return fn(terms, limit, offset)
-        return self.store.search(" ".join(terms), limit, offset)
+        return self.store.search(_fallback_query(text, terms), limit, offset)
 
-    def count_lexical(self, terms: list[str], cap: int | None = None) -> int:
+    def count_lexical(self, text: str, cap: int | None = None) -> int:
+        terms = lexical.query_terms(text)
+        if not terms:
+            return 0
         fn = getattr(self.store, "count_lexical", None)
         if fn is not None:
             return fn(terms, cap)
-        n = self.store.count_search(" ".join(terms))
+        n = self.store.count_search(_fallback_query(text, terms))
         return n if cap is None else min(n, cap)
 
     def lexical_leg(self, task: str, rows: dict[int, SymbolRow], asked: set[str]) -> list[int]:
-        terms = lexical.query_terms(task)
-        if not terms:
-            return []
-        got = self.lexical_search(terms, LEG_LIMIT * LEG_POOL)
+        got = self.lexical_search(task, LEG_LIMIT * LEG_POOL)
         ranked = sorted(enumerate(got), key=lambda x: (-x[1][1] * self._prior(x[1][0], asked), x[0]))
         out: list[int] = []
         for _i, (r, _s) in ranked:
@@ -425,7 +429,7 @@ class Retriever:
             for i in sure:
                 sure_score[i] += escores[i]
             described = {w for got in by_ident.values() for rid in got for w in _name_words(rows[rid])}
-            known = (lambda w: self.count_lexical(lexical.query_terms(w), 1) > 0) if cfg.lexical else (lambda w: False)
+            known = (lambda w: self.count_lexical(w, 1) > 0) if cfg.lexical else (lambda w: False)
             lscores, lsure, out.lines, out.unread = self.literal_leg(task, unnamed, described, rows, dl, known)
             if lscores:
                 out.provenance.append("literal")
@@ -514,6 +518,13 @@ def _name_words(s: SymbolRow) -> set[str]:
     async, action, request, id), lower case."""
     names = [s.name, re.split(r"\.|::|/", s.parent)[-1] if s.parent else ""]
     return {w.lower() for n in names for w in _WORD.findall(n)}
+
+
+def _fallback_query(text: str, terms: list[str]) -> str:
+    """The words of ``text`` (function words left out) and the stemmed terms, for a store's
+    own name search."""
+    raw = [w for w in re.findall(r"[^\W_]+", text) if w.lower() not in lexical.STOP_WORDS]
+    return " ".join(dict.fromkeys(raw + terms))
 
 
 def quoted(task: str) -> bool:

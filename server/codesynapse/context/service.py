@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from codesynapse.context import lexical, literals
+from codesynapse.context import literals
 from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
 from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
 from codesynapse.context.models import (
@@ -580,13 +580,12 @@ class ContextService:
         rows (not in ``seen``, of ``kind``), each one's legs, the provenance entries and the
         approximate total. ``run`` False: only the count and provenance (the page is full)."""
         cfg = retriever.config
-        terms = lexical.query_terms(q) if cfg.lexical else []
         report: list[Any] = ["lexical"] if cfg.lexical else []
-        total = retriever.count_lexical(terms) if terms else 0
+        total = retriever.count_lexical(q) if cfg.lexical else 0
         if not run:
             return [], {}, report, total
         ok = lambda r: r.id not in seen and (kind is None or r.kind == kind)
-        lex = [r for r, _ in retriever.lexical_search(terms, min(need + LEG_LIMIT * LEG_POOL, 5000))] if terms else []
+        lex = [r for r, _ in retriever.lexical_search(q, min(need + LEG_LIMIT * LEG_POOL, 5000))] if cfg.lexical else []
         asked = asked_roles(q) if cfg.priors else set()
         pri = (lambda r: prior(row_role(r), asked)) if cfg.priors else (lambda r: 1.0)
         head = sorted(enumerate(lex[:LEG_LIMIT * LEG_POOL]), key=lambda x: (-pri(x[1]) / (RRF_K + x[0] + 1), x[0]))
