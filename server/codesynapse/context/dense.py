@@ -405,7 +405,14 @@ class SymbolVectors:
                 output_fields=OUTPUT_FIELDS, timeout=timeout,
                 search_params={"metric_type": "COSINE"}, **kwargs)
 
-        res = vectors.filtered("symbol search", build)
+        try:
+            res = vectors.filtered("symbol search", build)
+        except StoreError as e:
+            if "load" not in str(e):
+                raise
+            # a new milvus-lite owner (the previous one exited) has not loaded the collection
+            vectors.filtered("load symbol collection", lambda templated: lambda c: c.load_collection(name))
+            res = vectors.filtered("symbol search", build)
         return list(res[0]) if res else []
 
     # -- the background thread ----------------------------------------------------------------
@@ -455,6 +462,7 @@ class SymbolVectors:
             # the work is not lost: the whole graph is tried again after a growing pause
             # (or at the next sync or live update, whichever comes first)
             self._loaded = False
+            self._collection = ""  # ensured (created if missing, loaded) again on the retry
             self._failures += 1
             self._retry_at = time.monotonic() + min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (self._failures - 1))
         self._log_once(f"symbol vectors: background work failed: {reason}", exc=True)
@@ -736,5 +744,9 @@ def for_app(app: Any) -> SymbolVectors | None:
         return None
     from codesynapse.memory.methods import memory_settings
 
-    return open_symbol_vectors(lambda: app.store, app.workspace.graph_id, app.workspace.data_dir / "memory",
-                               memory_settings(app))
+    try:
+        return open_symbol_vectors(lambda: app.store, app.workspace.graph_id, app.workspace.data_dir / "memory",
+                                   memory_settings(app))
+    except ValueError as e:  # a graph id that may not enter a filter: no dense leg, no crash
+        log.error("symbol vectors: %s; the dense leg is off", e)
+        return None
