@@ -4,11 +4,13 @@ import {
   ErrorAction,
   LanguageClient,
   State,
+  WorkDoneProgress,
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { currentSettings } from './config';
 import { LINK_COMMANDS, hoverLinks, hoverSymbol } from './editorLinks';
+import { ProgressNotification } from './progress';
 import { isRecord, type Method, type ParamsByMethod } from './protocol';
 import { fixesFor, installServer, openSettings, selectInterpreter, type FixAction } from './interpreter';
 import {
@@ -71,6 +73,9 @@ export class ServerConnection implements vscode.Disposable {
   private readonly stateEmitter = new vscode.EventEmitter<ConnectionState>();
   readonly onDidChangeState = this.stateEmitter.event;
   private starting: Promise<void> | undefined;
+  private readonly progressEmitter = new vscode.EventEmitter<string | null>();
+  /** The server's indexing progress text ("3/10 files · 30%"); null when it ended. */
+  readonly onDidChangeProgress = this.progressEmitter.event;
   private generation = 0;
 
   constructor(
@@ -169,6 +174,20 @@ export class ServerConnection implements vscode.Disposable {
     });
     try {
       await client.start();
+      // the server's progress (the first index) as a notification, not only a status-bar spinner
+      client.onRequest('window/workDoneProgress/create', (params: { token: string | number }) => {
+        const notification = new ProgressNotification(this.log);
+        const forward = notification.onDidChange((text) => this.progressEmitter.fire(text));
+        const sub = client.onProgress(WorkDoneProgress.type, params.token, (value) => {
+          notification.handle(value);
+          if (value.kind === 'end') {
+            sub.dispose();
+            forward.dispose();
+            notification.dispose();
+          }
+        });
+        return null;
+      });
       if (this.client === client) this.setState({ kind: 'running', command: cmd });
     } catch (error) {
       if (this.client !== client) return;

@@ -44,6 +44,7 @@ export const COMMANDS = {
   showLog: 'codesynapse.showLog',
   selectInterpreter: 'codesynapse.selectInterpreter',
   showInCallHierarchy: 'codesynapse.showInCallHierarchy',
+  openWalkthrough: 'codesynapse.openWalkthrough',
   installServer: 'codesynapse.installServer',
 } as const;
 
@@ -199,6 +200,9 @@ export class ContextController implements vscode.Disposable {
         break;
       case 'hierarchy':
         await this.openCallHierarchy(message.selector, message.path, message.line, message.direction);
+        break;
+      case 'command':
+        await vscode.commands.executeCommand(message.command);
         break;
       case 'refresh':
         if (this.view) await this.view.rerun();
@@ -482,6 +486,9 @@ export function registerCommands(
     vscode.commands.registerCommand(COMMANDS.restartServer, () => connection.restart()),
     vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.selectInterpreter, () => selectInterpreter()),
+    vscode.commands.registerCommand(COMMANDS.openWalkthrough, () =>
+      vscode.commands.executeCommand('workbench.action.openWalkthrough', 'codesynapse.codesynapse#codesynapse.gettingStarted', false),
+    ),
     vscode.commands.registerCommand(COMMANDS.showInCallHierarchy, async (arg?: unknown) => {
       // the built-in Call Hierarchy view at a position (a hover link), or at the cursor
       if (isRecord(arg) && typeof arg.uri === 'string' && typeof arg.line === 'number' && typeof arg.character === 'number') {

@@ -46,12 +46,13 @@ export interface UnsavedDocument {
  * documents; those the server reports among its open buffers (as URIs or workspace-relative
  * paths) are counted as "unsaved": the index answers from their unsaved text.
  */
-export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly UnsavedDocument[], now: Date): StatusView {
+export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly UnsavedDocument[], now: Date, progress: string | null = null): StatusView {
   const served = new Set(status.openBuffers);
   const unsaved = unsavedDocs.filter((d) => served.has(d.uri) || served.has(d.relativePath)).length;
   const indexing = status.state === 'indexing';
   const icon = indexing || status.pending > 0 ? '$(sync~spin)' : '$(database)';
-  const parts = [`${formatCount(status.files)} files`];
+  // while indexing, the server's progress ("3/10 files · 30%") says more than the files so far
+  const parts = [indexing && progress ? progress : `${formatCount(status.files)} files`];
   if (indexing) parts.unshift('indexing');
   if (status.pending > 0) parts.push(`${formatCount(status.pending)} pending`);
   if (unsaved > 0) parts.push(`${unsaved} unsaved`);
@@ -101,6 +102,7 @@ export class IndexStatusBar implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private inFlight = false;
   private lastStatus: IndexStatus | null = null;
+  private progress: string | null = null;
 
   constructor(
     private readonly connection: ServerConnection,
@@ -123,6 +125,10 @@ export class IndexStatusBar implements vscode.Disposable {
           this.item.command = 'codesynapse.showIndexStatus';
           void this.refresh();
         }
+      }),
+      connection.onDidChangeProgress((text) => {
+        this.progress = text;
+        void this.refresh();
       }),
       vscode.workspace.onDidSaveTextDocument(() => this.refreshSoon()),
       vscode.workspace.onDidChangeTextDocument((e) => {
@@ -178,7 +184,7 @@ export class IndexStatusBar implements vscode.Disposable {
       const unsaved = vscode.workspace.textDocuments
         .filter((d) => d.isDirty)
         .map((d) => ({ uri: d.uri.toString(), relativePath: vscode.workspace.asRelativePath(d.uri, false) }));
-      if (this.connection.state.kind === 'running') this.show(formatIndexStatus(status, unsaved, new Date()));
+      if (this.connection.state.kind === 'running') this.show(formatIndexStatus(status, unsaved, new Date(), this.progress));
       return status;
     } catch (error) {
       this.log.debug(`indexStatus failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { renderWelcome } from './render';
+import { WELCOME_COMMANDS, renderWelcome } from './render';
 
 export const VIEW_ID = 'codesynapse.context';
 
@@ -10,6 +10,7 @@ export type PanelMessage =
   | { type: 'open'; path: string; line: number | null }
   | { type: 'more' }
   | { type: 'refresh' }
+  | { type: 'command'; command: string }
   | { type: 'hierarchy'; selector: string; path: string | null; line: number | null; direction: 'callers' | 'callees' }
   | { type: 'add'; selector: string }
   | { type: 'task'; task: string };
@@ -39,6 +40,8 @@ export function parsePanelMessage(value: unknown): PanelMessage | null {
             direction: m.direction,
           }
         : null;
+    case 'command':
+      return typeof m.command === 'string' && WELCOME_COMMANDS.has(m.command) ? { type: 'command', command: m.command } : null;
     case 'task':
       return typeof m.task === 'string' && m.task.trim() ? { type: 'task', task: m.task.trim() } : null;
     default:

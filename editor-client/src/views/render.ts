@@ -636,10 +636,37 @@ export function renderBusy(title: string): string {
   return `<div class="result busy"><header class="result-head"><h2>${escapeHtml(title)}</h2></header><p class="muted">Asking the server…</p></div>`;
 }
 
+/** A button that runs one of the extension's commands (the panel allows only WELCOME_COMMANDS). */
+function commandButton(command: string, label: string, key?: string): string {
+  return (
+    `<button class="command" data-action="command" data-command="${escapeHtml(command)}">${escapeHtml(label)}</button>` +
+    (key ? ` <kbd>${escapeHtml(key)}</kbd>` : '')
+  );
+}
+
+/** Commands the welcome text links to; the panel runs no other command from a click. */
+export const WELCOME_COMMANDS: ReadonlySet<string> = new Set([
+  'codesynapse.showSymbolCard',
+  'codesynapse.showCallers',
+  'codesynapse.showCallees',
+  'codesynapse.contextForDiff',
+  'codesynapse.showIndexStatus',
+  'codesynapse.selectInterpreter',
+  'codesynapse.openWalkthrough',
+]);
+
 export function renderWelcome(): string {
   return (
-    `<div class="welcome"><p>Put the cursor on a symbol and run <strong>CodeSynapse: Show Symbol Card</strong>, ` +
-    `<strong>Show Callers</strong> or <strong>Show Callees</strong> (editor context menu), or type a task above.</p>` +
-    `<p class="muted">Every answer shows its token cost against the budget and against reading the raw files.</p></div>`
+    `<div class="welcome">` +
+    `<p>Put the cursor on a symbol, then:</p>` +
+    `<ul class="welcome-actions">` +
+    `<li>${commandButton('codesynapse.showSymbolCard', 'Show Symbol Card', 'Ctrl+Alt+Shift+C')}</li>` +
+    `<li>${commandButton('codesynapse.showCallers', 'Show Callers', 'Ctrl+Alt+Shift+I')}</li>` +
+    `<li>${commandButton('codesynapse.showCallees', 'Show Callees', 'Ctrl+Alt+Shift+O')}</li>` +
+    `<li>${commandButton('codesynapse.contextForDiff', 'Context for the Current Git Diff', 'Ctrl+Alt+Shift+D')}</li>` +
+    `</ul>` +
+    `<p>…or type a task in the box above. Every answer shows its token cost against the budget and against reading the raw files.</p>` +
+    `<p class="muted">${commandButton('codesynapse.openWalkthrough', 'Get started')} · ${commandButton('codesynapse.showIndexStatus', 'Index status')} · ${commandButton('codesynapse.selectInterpreter', 'Select interpreter')}</p>` +
+    `</div>`
   );
 }

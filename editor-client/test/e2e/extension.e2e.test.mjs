@@ -183,6 +183,26 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       // The LogOutputChannel on disk: the restart, and the agent tools VS Code accepted.
       const log = codeServer.extensionLog();
       assert.match(log, /\[info\] registered \d+ language-model tools/);
+      // the first index's progress came as a notification (the log records what it showed)
+      assert.match(log, /\[info\] CodeSynapse: indexing: scanning the workspace · 0%/);
+      assert.match(log, new RegExp(`\\[info\\] indexing done: ${EXPECTED_FILES} files, \\d+ symbols`));
+      // the welcome text's buttons run commands
+      await wb.runCommand('CodeSynapse: Focus on Context View');
+      const welcome = await panel();
+      await welcome.locator('.welcome button.command').first().waitFor({ timeout: 15_000 });
+      assert.deepEqual(
+        (await welcome.locator('.welcome-actions button.command').allInnerTexts()).map((t) => t.trim()),
+        ['Show Symbol Card', 'Show Callers', 'Show Callees', 'Context for the Current Git Diff'],
+      );
+      await docShot('extension-welcome.png');
+      await welcome.locator('.welcome button.command', { hasText: 'Index status' }).click();
+      await waitForResult('Index status');
+      // the walkthrough
+      await wb.runCommand('CodeSynapse: Get Started');
+      await page.locator('.gettingStartedContainer', { hasText: 'Get started with CodeSynapse' }).first().waitFor({ timeout: 20_000 });
+      await page.locator('.gettingStartedContainer', { hasText: 'Pick the Python that runs the server' }).first().waitFor({ timeout: 10_000 });
+      await docShot('extension-walkthrough.png');
+      await wb.runCommand('View: Close Editor');
       assert.match(log, new RegExp(`\\[info\\] starting server: ${python.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} -m codesynapse serve \\(pythonPath\\)`));
     }),
   );
@@ -272,7 +292,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     'shows the callees of the symbol at the cursor',
     step('callees at cursor', async () => {
       await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
-      await wb.runCommand('CodeSynapse: Show Callees');
+      await page.keyboard.press('Control+Alt+Shift+O'); // the keybinding of Show Callees
       // the subtitle names the symbol, not the cursor position that asked for it
       const frame = await waitForResult('Callees', 'shop.cart.Cart.total');
       assert.equal(await frame.locator('.subtitle').innerText(), 'shop.cart.Cart.total');
@@ -349,6 +369,19 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         return t?.startsWith('Ln 11,') ? t : null;
       });
       assert.match(pos, /^Ln 11, Col \d+/);
+      // the editor's context menu has the CodeSynapse items in a "CodeSynapse" submenu
+      await wb.clickLine('def with_tax(amount):');
+      await page.locator('.monaco-editor .view-lines .view-line', { hasText: 'def with_tax(amount):' }).first().click({ button: 'right' });
+      const entry = page.locator('.context-view .action-item', { hasText: /^CodeSynapse$/ }).first();
+      await entry.waitFor({ timeout: 10_000 });
+      await entry.hover();
+      const sub = page.locator('.context-view .monaco-submenu .action-label');
+      await sub.first().waitFor({ timeout: 10_000 });
+      const labels = (await sub.allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+      for (const want of ['Show Symbol Card', 'Show Callers', 'Show Callees', 'Show in Call Hierarchy']) assert.ok(labels.includes(want), `submenu: ${labels.join(', ')}`);
+      await docShot('extension-context-menu.png');
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Escape');
     }),
   );
 
