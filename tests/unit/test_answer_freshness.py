@@ -25,3 +25,9 @@ def test_an_answer_that_may_lag_says_since_when():
         "state": "ready", "pending": 1500, "lastUpdate": "2026-11-30T06:50:37Z"}
     assert answer_freshness({**FULL, "state": "indexing"}) == {
         "state": "indexing", "lastUpdate": "2026-11-30T06:50:37Z"}
+
+
+def test_a_failed_index_says_why_and_since_when():
+    f = {**FULL, "state": "failed", "error": "graph commit failed: database or disk is full", "failedAttempts": 3}
+    assert answer_freshness(f) == {"state": "failed", "error": "graph commit failed: database or disk is full",
+                                   "lastUpdate": "2026-11-30T06:50:37Z"}
