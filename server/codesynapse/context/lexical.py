@@ -78,22 +78,29 @@ def words(text: str, keep_stop: bool = False) -> list[str]:
     return out
 
 
-def _field(parts: list[str]) -> str:
+@lru_cache(maxsize=100_000)
+def _shared_words(text: str, keep_stop: bool = False) -> tuple[str, ...]:
+    """``words`` of a text many symbols share (a name like ``__init__``, a file's path, a
+    class's qualified name): computed once."""
+    return tuple(words(text, keep_stop))
+
+
+def _field(parts) -> str:
     return " ".join(parts)[:FIELD_MAX_CHARS]
 
 
 def symbol_fields(name: str, qname: str, signature: str, summary: str, path: str) -> tuple[str, ...]:
     """The lexical fields of a symbol, in ``FIELDS`` order: each a space-separated string of
     stemmed lower-case words (what the stores' full-text tables index)."""
-    name_part = words(name, keep_stop=True)
+    name_part = list(_shared_words(name, keep_stop=True))
     whole = _whole(name)
     if whole and len(sub_words(name)) > 1:
         name_part.append(whole)
     # the qualified name above the symbol: its container and module (the name is field 1)
     above = qname[: len(qname) - len(name)] if name and qname.endswith(name) else qname
     stem_path = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    return (_field(name_part), _field(words(above)), _field(words(signature)), _field(words(summary)),
-            _field(words(stem_path)))
+    return (_field(name_part), _field(_shared_words(above)), _field(words(signature)), _field(words(summary)),
+            _field(_shared_words(stem_path)))
 
 
 def query_terms(text: str) -> list[str]:
