@@ -43,7 +43,7 @@ import binascii
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Annotated, Any, Final, NamedTuple, TypeVar, get_args, get_origin
 
 import msgspec
 
@@ -1121,25 +1121,67 @@ class RecordGate:
     def record(self, rec: R) -> R:
         """``rec`` (a msgspec Struct) with every string field, and the strings of nested
         records and lists, through the gate; the same object when nothing changed."""
-        names = rec.__struct_fields__  # type: ignore[attr-defined]
-        changes: dict[str, Any] = {}
-        own = "qname" in names and "name" in names and "parent" in names
-        # nested records first: the symbols a file's ``module`` or a call's ``caller`` name
-        for f in sorted(names, key=lambda f: isinstance(getattr(rec, f), str)):
+        changes: dict[str, Any] | None = None
+        for f, how in _plan(rec):
             v = getattr(rec, f)
-            if own and f == "qname":
+            if how == _TEXT:
+                new = self._texts.get(v) if v else v
+                if new is None:
+                    new = self.text(v)
+            elif how == _REF:
+                new = self._qnames.get(v)
+                if new is None:
+                    new = self.text(v)
+            elif how == _OWN_QNAME:
                 new = self.qname(v, getattr(rec, "name"), getattr(rec, "parent"))
             else:
                 new = self.value(f, v)
             if new is not v and new != v:
+                if changes is None:
+                    changes = {}
                 changes[f] = new
         return msgspec.structs.replace(rec, **changes) if changes else rec  # type: ignore[type-var]
 
     def records(self, recs: Sequence[R]) -> list[R]:
         """Records in their order, symbols redacted parents first (a parent's qualified name
         is a prefix of its children's)."""
-        order = sorted(range(len(recs)), key=lambda i: len(getattr(recs[i], "qname", "")))
+        if not recs or not hasattr(recs[0], "qname"):
+            return [self.record(r) for r in recs]
+        order = sorted(range(len(recs)), key=lambda i: len(recs[i].qname))  # type: ignore[attr-defined]
         out: list[Any] = [None] * len(recs)
         for i in order:
             out[i] = self.record(recs[i])
         return out
+
+
+_TEXT, _REF, _OWN_QNAME, _NESTED = range(4)
+_PLANS: dict[type, tuple[tuple[str, int], ...]] = {}
+
+
+def _plan(rec: Any) -> tuple[tuple[str, int], ...]:
+    """How ``RecordGate.record`` treats each field of ``rec``'s type, from its annotations:
+    nested records and lists first (the symbols a file's ``module`` or a call's ``caller``
+    name), then strings; numbers and flags are not looked at."""
+    cls = type(rec)
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = msgspec.structs.fields(cls)
+        names = {f.name for f in hints}
+        own = {"qname", "name", "parent"} <= names
+        nested: list[tuple[str, int]] = []
+        strings: list[tuple[str, int]] = []
+        for f in hints:
+            t = f.type
+            while get_origin(t) is Annotated:
+                t = get_args(t)[0]
+            if t is str:
+                if f.name in VERBATIM_FIELDS:
+                    continue
+                how = _OWN_QNAME if own and f.name == "qname" else _REF if f.name in QNAME_FIELDS else _TEXT
+                strings.append((f.name, how))
+            elif t in (int, float, bool):
+                continue
+            else:
+                nested.append((f.name, _NESTED))
+        plan = _PLANS[cls] = tuple(nested + strings)
+    return plan
