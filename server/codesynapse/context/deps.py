@@ -204,7 +204,7 @@ def pr_dependencies(svc, p: Packer, changes: list[tuple[str, list[tuple[int, int
         except _NoSide as e:
             notes.append(f"{man}: {e}")
             continue
-        for kind, items in _compare(man, old, new).items():
+        for kind, items in _compare(man, old, new, svc.app.policy).items():
             out[kind].extend(items)
     mods: dict[str, Any] = {}
     for kind in ("added", "removed", "changed"):
@@ -334,8 +334,13 @@ def _parse(man: str, texts: dict[str, str | None]) -> dict[tuple[str, str], Any]
     return out
 
 
-def _compare(man: str, old_t: dict, new_t: dict) -> dict[str, list]:
-    from codesynapse.extract.redact import redact
+def _compare(man: str, old_t: dict, new_t: dict, policy=None) -> dict[str, list]:
+    from codesynapse.extract.redact import redact as _redact
+
+    extra = tuple(getattr(policy, "redact_patterns", ())) if policy is not None else ()
+
+    def redact(s: str) -> str:
+        return _redact(s, extra) if s else s
 
     old, new = _parse(man, old_t), _parse(man, new_t)
 

@@ -497,8 +497,6 @@ def sync_policy_findings(store, root, policy, paths: Iterable[str] | None = None
 
     if not supported(store) or policy is None or not getattr(policy, "findings", ()):
         return 0
-    from codesynapse.workspace import Workspace  # noqa: F401  (type only)
-
     root = Path(root)
     ws = _RootOnly(root)
     present = policy_sarif_files(root, policy) if paths is None else \
