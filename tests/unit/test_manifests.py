@@ -181,6 +181,9 @@ def test_modules_are_paged_filtered_and_budgeted(app):
     assert [m["name"] for m in page["modules"]] == ["serde", "serde_json"]
     assert page["total"] == 4 and page["hasMore"] is True
     assert page["paginationHint"] == "more modules: ask again with offset 3"
+    assert "manifestNotes" not in page  # the notes of the other ecosystems' manifests are not for this list
+    assert call_method(app, "codesynapse/modules", {"ecosystem": "go"})["manifestNotes"] == [
+        {"path": "svc/go.mod", "notes": "line 12: replace directive not applied (gopkg.in/yaml.v3 => ../yaml)"}]
     q = call_method(app, "codesynapse/modules", {"query": "yaml"})
     assert [m["name"] for m in q["modules"]] == ["gopkg.in/yaml.v3", "PyYAML"]
     small = call_method(app, "codesynapse/modules", {"maxTokens": 300})

@@ -122,7 +122,8 @@ def modules_answer(svc, prm: ModulesParams) -> dict[str, Any]:
     if answer["hasMore"] or shown < len(keys):
         answer["hasMore"] = True
         answer["paginationHint"] = f"more modules: ask again with offset {prm.offset + shown}"
-    notes = [{"path": m.path, "notes": m.notes} for m in store.manifests() if m.notes]
+    notes = [{"path": m.path, "notes": m.notes} for m in store.manifests()
+             if m.notes and (prm.ecosystem is None or m.ecosystem == prm.ecosystem)]
     for n in notes:
         p.add("manifestNotes", n, "manifest notes", "raise maxTokens")
     if prm.offset == 0 and not q:
