@@ -70,6 +70,7 @@ CREATE TRIGGER IF NOT EXISTS symbols_ad AFTER DELETE ON symbols BEGIN
 END;
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_lex USING fts5(
   lex_name, lex_qname, lex_sig, lex_doc, lex_path, content='symbols', content_rowid='id', tokenize='unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS lex_vocab USING fts5vocab(symbols_lex, 'row');
 CREATE TRIGGER IF NOT EXISTS symbols_lex_ai AFTER INSERT ON symbols BEGIN
   INSERT INTO symbols_lex(rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path)
   VALUES (new.id, new.lex_name, new.lex_qname, new.lex_sig, new.lex_doc, new.lex_path);
@@ -136,6 +137,11 @@ def _fts_query(text: str) -> str:
 
 
 # column order of the symbol and call rows write_files builds
+# the lexical table's ranking function: bm25 with the fields' weights (context/lexical.py)
+_BM25_RANK = f"bm25({', '.join(str(w) for w in FIELD_WEIGHTS)})"
+_FTS_ALL = 1 << 30
+LEX_COMMON_SHARE = 0.1  # a lexical query term in more than this share of the symbols ...
+LEX_COMMON_MIN = 1000  # ... and in more than this many is left out (_distinctive)
 _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
                 "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms",
                 "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path")
@@ -754,23 +760,46 @@ class SqliteGraphStore(SqliteDepsMixin):
         """Symbols by BM25 over their stemmed lexical fields (context/lexical.py: name
         sub-words, qualified-name parts, signature, summary, path words; column weights
         ``FIELD_WEIGHTS``) for ``terms`` OR-ed (already split and stemmed), best first, ties
-        by (qname, path, start_line)."""
-        q = fts_query(list(terms))
+        by (qname, path, start_line). FTS5 ranks on its own (``ORDER BY rank LIMIT``: a top-n pass that reads no
+        symbol row) and only the best rows are joined; rows of other graphs in the file are
+        skipped, reading further while they crowd the page."""
+        q = fts_query(self._distinctive(terms))
         if not q or limit <= 0:
             return []
-        # CROSS JOIN: the full-text match drives the join (every symbol has the same graph id,
-        # so the planner would otherwise walk the symbols and probe the index for each)
-        rows = self._q(
-            f"SELECT s.*, bm25(symbols_lex, {', '.join(str(w) for w in FIELD_WEIGHTS)}) AS score FROM symbols_lex "
-            "CROSS JOIN symbols s ON s.id = symbols_lex.rowid "
-            "WHERE symbols_lex MATCH ? AND s.graph_id=? "
-            "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
-            (q, self.graph_id, limit, offset))
-        return [(self._sym(r), -float(r["score"])) for r in rows]
+        want = limit + offset
+        inner = max(want * 2, 50)
+        while True:
+            rows = self._q(
+                "SELECT s.*, r.score AS score FROM (SELECT rowid, rank AS score FROM symbols_lex "
+                "WHERE symbols_lex MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) r "
+                "CROSS JOIN symbols s ON s.id = r.rowid WHERE s.graph_id=? ORDER BY r.score, s.qname, s.path, s.start_line",
+                (q, _BM25_RANK, inner, self.graph_id))
+            if len(rows) >= want or inner >= _FTS_ALL:
+                break
+            got = self._q("SELECT count(*) AS n FROM (SELECT 1 FROM symbols_lex WHERE symbols_lex MATCH ? LIMIT ?)",
+                          (q, inner + 1))[0]["n"]
+            if got <= inner:
+                break  # every match was read: this graph has no more
+            inner = min(inner * 4, _FTS_ALL)
+        return [(self._sym(r), -float(r["score"])) for r in rows[offset:want]]
+
+    def _distinctive(self, terms: Sequence[str]) -> list[str]:
+        """``terms`` without those in more than ``LEX_COMMON_SHARE`` of the symbols and more
+        than ``LEX_COMMON_MIN`` ("self", "def", "test" in a standard library): BM25 gives them
+        almost no weight, and ranking every symbol that holds them is what a query costs (a
+        short list costs little and still tells). When all are that common, the rarest stays."""
+        terms = list(dict.fromkeys(terms))
+        if len(terms) < 2:
+            return terms
+        df = {r["term"]: r["doc"] for r in self._q(
+            f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(terms))})", terms)}
+        n = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
+        keep = [t for t in terms if df.get(t, 0) <= max(LEX_COMMON_SHARE * n, LEX_COMMON_MIN)]
+        return keep or [min(terms, key=lambda t: df.get(t, 0))]
 
     def count_lexical(self, terms: Sequence[str], cap: int | None = None) -> int:
         """How many symbols ``lexical_search`` matches; at most ``cap`` when given (cheap)."""
-        q = fts_query(list(terms))
+        q = fts_query(self._distinctive(terms))
         if not q:
             return 0
         rows = self._q("SELECT count(*) AS n FROM (SELECT 1 FROM symbols_lex CROSS JOIN symbols s "
