@@ -45,6 +45,7 @@ export const COMMANDS = {
   selectInterpreter: 'codesynapse.selectInterpreter',
   showInCallHierarchy: 'codesynapse.showInCallHierarchy',
   openWalkthrough: 'codesynapse.openWalkthrough',
+  showMemory: 'codesynapse.showMemory',
   installServer: 'codesynapse.installServer',
 } as const;
 
@@ -201,6 +202,9 @@ export class ContextController implements vscode.Disposable {
       case 'hierarchy':
         await this.openCallHierarchy(message.selector, message.path, message.line, message.direction);
         break;
+      case 'forget':
+        await this.forget(message.name, message.id);
+        break;
       case 'command':
         await vscode.commands.executeCommand(message.command);
         break;
@@ -330,7 +334,24 @@ export class ContextController implements vscode.Disposable {
 
   async recall(query: string): Promise<unknown> {
     const q = truncateUtf8(query.trim(), MAX_RECALL_QUERY_BYTES).text;
-    return this.run({ title: 'Recall', subtitle: q, method: Methods.recall, params: { query: q } });
+    return this.run({ title: 'Recall', subtitle: q, method: Methods.recall, params: { query: q, includeIds: true } });
+  }
+
+  /** The remembered entities (this session's and durable), each with a Delete button. */
+  async showMemory(): Promise<unknown> {
+    return this.run({ title: 'Memory', subtitle: 'what agents and you remembered in this workspace', method: Methods.listMemory, params: { includeIds: true } });
+  }
+
+  /** Forget one entity (by id when the answer gave it, else by name) after the user confirms, then redraw. */
+  async forget(name: string, id: string | null): Promise<void> {
+    const choice = await vscode.window.showWarningMessage(`Forget "${name}" and all its facts?`, { modal: true }, 'Forget');
+    if (choice !== 'Forget') return;
+    try {
+      await this.connection.request(Methods.forget, id ? { ids: [id] } : { names: [name] });
+      if (this.view) await this.view.rerun();
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Could not forget "${name}": ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   async remember(subject: string, text: string, type: string): Promise<unknown> {
@@ -483,6 +504,7 @@ export function registerCommands(
       return undefined;
     }),
     vscode.commands.registerCommand(COMMANDS.showIndexStatus, () => controller.indexStatus()),
+    vscode.commands.registerCommand(COMMANDS.showMemory, () => controller.showMemory()),
     vscode.commands.registerCommand(COMMANDS.restartServer, () => connection.restart()),
     vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.selectInterpreter, () => selectInterpreter()),

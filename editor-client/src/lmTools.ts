@@ -125,6 +125,28 @@ export const TOOLS: Record<string, ToolSpec> = {
     params: (i) => ({ query: truncateUtf8(requireString(i, 'query'), MAX_RECALL_QUERY_BYTES).text }),
     describe: (i) => `recall ${String(i.query)}`,
   },
+  codesynapse_memory_list: {
+    method: Methods.listMemory,
+    params: (i) => {
+      const durable = typeof i.durable === 'boolean' ? i.durable : undefined;
+      const cursor = typeof i.cursor === 'string' && i.cursor ? i.cursor : undefined;
+      return { durable, cursor, limit: optInt(i, 'limit'), includeIds: true };
+    },
+    describe: (i) => (i.durable === true ? 'list durable memory' : i.durable === false ? 'list this session\'s memory' : 'list memory'),
+  },
+  codesynapse_forget: {
+    method: Methods.forget,
+    params: (i) => {
+      const names = Array.isArray(i.names) ? i.names.filter((n): n is string => typeof n === 'string' && n.trim() !== '') : [];
+      const ids = Array.isArray(i.ids) ? i.ids.filter((n): n is string => typeof n === 'string' && n.trim() !== '') : [];
+      if (names.length === 0 && ids.length === 0) throw new Error('pass "names" or "ids" of the entities to forget');
+      return { ...(names.length ? { names } : {}), ...(ids.length ? { ids } : {}) };
+    },
+    describe: (i) => {
+      const list = (v: unknown): unknown[] => (Array.isArray(v) ? (v as unknown[]) : []);
+      return `forget ${[...list(i.names), ...list(i.ids)].map(String).join(', ')}`;
+    },
+  },
   codesynapse_remember: {
     method: Methods.remember,
     params: (i) => {
@@ -153,6 +175,42 @@ function unsavedBuffers(cwd: string): { path: string; text: string }[] {
     .map((doc) => ({ path: path.relative(cwd, doc.uri.fsPath), text: doc.getText() }));
 }
 
+/** The server's request names, as the hints in its answers write them, and the tool for each. */
+const TOOL_FOR_METHOD: Readonly<Record<string, string>> = {
+  symbolCard: 'codesynapse_symbol_card',
+  symbolContext: 'codesynapse_symbol_context',
+  callGraph: 'codesynapse_call_graph',
+  minimalContext: 'codesynapse_minimal_context',
+  prContext: 'codesynapse_pr_context',
+  search: 'codesynapse_search',
+  snippet: 'codesynapse_snippet',
+  'memory/recall': 'codesynapse_recall',
+  'memory/remember': 'codesynapse_remember',
+  'memory/list': 'codesynapse_memory_list',
+  'memory/forget': 'codesynapse_forget',
+};
+
+/** Keys whose text tells the reader what to ask next. */
+const HINT_KEYS = new Set(['hint', 'hints', 'followUp', 'howToGetMore', 'next']);
+
+/**
+ * An answer for a model, with the server's request names in its hints replaced by the tool
+ * names the model can call ("ask its symbolCard" → "ask its codesynapse_symbol_card").
+ * Bare words that are also plain English ("search the words") are replaced only when written
+ * as a request (`codesynapse/search`).
+ */
+export function withToolNames(value: unknown, key = ''): unknown {
+  if (typeof value === 'string') {
+    if (!HINT_KEYS.has(key)) return value;
+    return value
+      .replace(/\bcodesynapse\/(memory\/(?:recall|remember|list|forget)|[A-Za-z]+)\b/g, (m, name: string) => TOOL_FOR_METHOD[name] ?? m)
+      .replace(/\b(symbolCard|symbolContext|callGraph|minimalContext|prContext)\b/g, (m, name: string) => TOOL_FOR_METHOD[name] ?? m);
+  }
+  if (Array.isArray(value)) return value.map((v) => withToolNames(v, key));
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withToolNames(v, HINT_KEYS.has(key) ? key : k)]));
+  return value;
+}
+
 /** Drop undefined fields so the server sees only what was given. */
 export function compact<T extends object>(params: T): T {
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)) as T;
@@ -168,13 +226,19 @@ export function registerLanguageModelTools(connection: ServerConnection, log: vs
   for (const [name, spec] of Object.entries(TOOLS)) {
     disposables.push(
       lm.registerTool<Input>(name, {
-        prepareInvocation: (options) => ({ invocationMessage: `CodeSynapse: ${spec.describe(options.input ?? {})}` }),
+        prepareInvocation: (options) => ({
+          invocationMessage: `CodeSynapse: ${spec.describe(options.input ?? {})}`,
+          // deleting memory is confirmed by the user first
+          ...(name === 'codesynapse_forget'
+            ? { confirmationMessages: { title: 'Forget memory?', message: `CodeSynapse: ${spec.describe(options.input ?? {})} and all their facts.` } }
+            : {}),
+        }),
         invoke: async (options, token) => {
           const { settings } = currentSettings();
           const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
           const params = compact(await spec.params(options.input ?? {}, settings, cwd));
           const result = await connection.request(spec.method, params, token);
-          return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(JSON.stringify(result))]);
+          return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(JSON.stringify(withToolNames(result)))]);
         },
       }),
     );

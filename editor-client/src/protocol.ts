@@ -91,6 +91,7 @@ export interface MemoryFactInput {
   object: string;
   confidence?: number;
   sourceClient?: string;
+  durable?: boolean;
 }
 export interface RememberParams {
   entities: MemoryEntityInput[];
@@ -98,8 +99,22 @@ export interface RememberParams {
 }
 export interface RecallParams {
   query: string;
+  limit?: number;
+  hops?: number;
+  maxFacts?: number;
+  includeIds?: boolean;
 }
-export type ForgetParams = { names: string[] } | { ids: string[] };
+export interface ForgetParams {
+  names?: string[];
+  ids?: string[];
+  facts?: { subject: string; predicate: string; object: string }[];
+}
+export interface ListMemoryParams {
+  durable?: boolean;
+  cursor?: string;
+  limit?: number;
+  includeIds?: boolean;
+}
 
 export interface ParamsByMethod {
   [Methods.indexStatus]: Record<string, never>;
@@ -113,7 +128,7 @@ export interface ParamsByMethod {
   [Methods.remember]: RememberParams;
   [Methods.recall]: RecallParams;
   [Methods.forget]: ForgetParams;
-  [Methods.listMemory]: Record<string, never>;
+  [Methods.listMemory]: ListMemoryParams;
 }
 
 /** Requests whose answers carry the budget envelope and may be re-asked with a larger budget. */

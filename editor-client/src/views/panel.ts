@@ -11,6 +11,7 @@ export type PanelMessage =
   | { type: 'more' }
   | { type: 'refresh' }
   | { type: 'command'; command: string }
+  | { type: 'forget'; name: string; id: string | null }
   | { type: 'hierarchy'; selector: string; path: string | null; line: number | null; direction: 'callers' | 'callees' }
   | { type: 'add'; selector: string }
   | { type: 'task'; task: string };
@@ -42,6 +43,10 @@ export function parsePanelMessage(value: unknown): PanelMessage | null {
         : null;
     case 'command':
       return typeof m.command === 'string' && WELCOME_COMMANDS.has(m.command) ? { type: 'command', command: m.command } : null;
+    case 'forget':
+      return typeof m.name === 'string' && m.name
+        ? { type: 'forget', name: m.name, id: typeof m.id === 'string' && m.id ? m.id : null }
+        : null;
     case 'task':
       return typeof m.task === 'string' && m.task.trim() ? { type: 'task', task: m.task.trim() } : null;
     default:

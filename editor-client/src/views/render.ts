@@ -84,7 +84,10 @@ export function renderMeter(env: Envelope, requestedBudget: number, estimate: Ra
         ? `raw files ≈ ${fmt(m.raw)} tokens (${m.rawFiles} file${m.rawFiles === 1 ? '' : 's'})`
         : `raw files ${fmt(m.raw)} tokens`,
     );
-    if (m.savedPercent !== null) summary.push(`${m.savedPercent}% saved`);
+    if (m.savedPercent !== null) {
+      // an answer larger than the files it names saves nothing: say so, not "-0.6% saved"
+      summary.push(m.savedPercent > 0 ? `${m.savedPercent}% saved` : m.savedPercent === 0 ? 'no saving' : `no saving (${-m.savedPercent}% more than the raw files)`);
+    }
   } else {
     summary.push('raw file cost not reported');
   }
@@ -412,7 +415,7 @@ function renderDiagnostics(env: Envelope, result: unknown): string {
   if (env.resultBytes !== null) parts.push(`${fmt(env.resultBytes)} bytes`);
   const fields: Record<string, unknown> = {};
   if (isRecord(result)) {
-    for (const key of DIAGNOSTIC_KEYS) if (key !== 'resultBytes' && result[key] !== undefined) fields[key] = result[key];
+    for (const key of DIAGNOSTIC_KEYS) if (key !== 'resultBytes' && result[key] !== undefined && result[key] !== '') fields[key] = result[key];
   }
   const extra = Object.keys(fields).length > 0 ? renderFields(fields, new Set(), 0, true) : '';
   if (parts.length === 0 && !extra) return '';
@@ -538,9 +541,52 @@ function renderCallTree(answer: Record<string, unknown>, direction: 'callers' | 
   );
 }
 
+/** True for a recall or list answer of session memory (docs/PROTOCOL.md "Memory answers"). */
+function looksLikeMemory(answer: Record<string, unknown>): boolean {
+  return Array.isArray(answer.entries) && (typeof answer.notice === 'string' || 'nextCursor' in answer);
+}
+
+function renderMemory(answer: Record<string, unknown>): string {
+  const entries = (answer.entries as unknown[]).filter(isRecord);
+  const facts = Array.isArray(answer.facts) ? answer.facts.filter(isRecord) : [];
+  const rows = entries.map((e) => {
+    const name = asString(e.name) ?? '?';
+    const id = asString(e.id);
+    const type = asString(e.type);
+    const count = typeof e.facts === 'number' ? e.facts : null;
+    return (
+      `<li class="memory-entry" data-name="${escapeHtml(name)}">` +
+      `<span class="memory-name" title="${escapeHtml(name)}">${escapeHtml(name)}</span>` +
+      (type ? ` <span class="kind">${escapeHtml(type)}</span>` : '') +
+      ` <span class="badge scope">${e.durable === true ? 'durable' : 'session'}</span>` +
+      (count !== null ? ` <span class="muted">${fmt(count)} fact${count === 1 ? '' : 's'}</span>` : '') +
+      ` <button class="forget" data-action="forget" data-name="${escapeHtml(name)}"${id ? ` data-id="${escapeHtml(id)}"` : ''} title="Forget ${escapeHtml(name)} and its facts">Delete</button>` +
+      `</li>`
+    );
+  });
+  const factRows = facts.map((f) => {
+    const subject = asString(f.subject) ?? '?';
+    const object = asString(f.object) ?? '?';
+    const predicate = asString(f.predicate) ?? '?';
+    const conf = typeof f.confidence === 'number' ? ` <span class="detail">(${f.confidence})</span>` : '';
+    return (
+      `<li class="fact"><span class="subject">${escapeHtml(subject)}</span> <span class="predicate">${escapeHtml(predicate)}</span> ` +
+      `<span class="object">${escapeHtml(object)}</span>${conf}</li>`
+    );
+  });
+  const parts: string[] = [];
+  if (entries.length === 0) parts.push(`<p class="muted">${escapeHtml(asString(answer.hint) ?? 'Nothing remembered matches.')}</p>`);
+  else parts.push(`<section class="memory"><h3>Remembered (${entries.length})</h3><ul class="memory-entries">${rows.join('')}</ul></section>`);
+  if (factRows.length > 0) parts.push(`<section class="memory-facts"><h3>Facts (${factRows.length})</h3><ul class="facts">${factRows.join('')}</ul></section>`);
+  if (typeof answer.nextCursor === 'string' && answer.nextCursor) parts.push('<p class="muted">More entries: narrow the list, or page with the memory-list tool.</p>');
+  if (typeof answer.notice === 'string') parts.push(`<p class="notice muted">${escapeHtml(answer.notice)}</p>`);
+  return parts.join('');
+}
+
 /** Keys that only qualify the subject: shown when they say something unusual. */
 function renderBody(answer: Record<string, unknown>): string {
   if (looksLikeCard(answer)) return renderValue(answer);
+  if (looksLikeMemory(answer)) return renderMemory(answer);
   const parts: string[] = [];
   const skip = new Set(ENVELOPE_KEYS);
   if (answer.found === false) {

@@ -37,13 +37,14 @@ content.addEventListener('click', (event) => {
   const target = (event.target as HTMLElement).closest<HTMLElement>('[data-action]');
   if (!target) return;
   event.preventDefault();
-  const { action, selector, path, line, direction, command } = target.dataset;
+  const { action, selector, path, line, direction, command, name, id } = target.dataset;
   if (action === 'card' && selector) vscode.postMessage({ type: 'card', selector });
   else if (action === 'open' && path) vscode.postMessage({ type: 'open', path, line: line ? Number(line) : null });
   else if (action === 'more') vscode.postMessage({ type: 'more' });
   else if (action === 'hierarchy' && selector)
     vscode.postMessage({ type: 'hierarchy', selector, path: path ?? null, line: line ? Number(line) : null, direction });
   else if (action === 'command' && command) vscode.postMessage({ type: 'command', command });
+  else if (action === 'forget' && name) vscode.postMessage({ type: 'forget', name, id: id ?? null });
   else if (action === 'refresh') vscode.postMessage({ type: 'refresh' });
   else if (action === 'add' && selector) vscode.postMessage({ type: 'add', selector });
 });

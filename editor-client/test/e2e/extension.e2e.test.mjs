@@ -467,6 +467,22 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const frame = await waitForResult('Recall', 'Cart.total');
       const body = await frame.locator('.result .body').innerText();
       assert.ok(body.includes('def total(self, percent=0):'), `recall shows the remembered text:\n${body}`);
+      // entries and sentences, not field dumps
+      assert.doesNotMatch(body, /Found by|Created at|Ran|Hits/);
+      assert.ok((await frame.locator('.memory-entry[data-name="Cart.total"]').count()) === 1, body);
+      // the memory list, with Delete
+      await wb.runCommand('CodeSynapse: Show Memory');
+      let list = await waitForResult('Memory');
+      await list.locator('.memory-entry[data-name="Cart.total"] button.forget').click();
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ timeout: 10_000 });
+      assert.match(await dialog.innerText(), /Forget "Cart.total" and all its facts\?/);
+      await docShot('extension-memory.png');
+      await dialog.locator('.monaco-button', { hasText: /^Forget$/ }).click();
+      await waitFor('Cart.total to be gone from the list', async () => {
+        list = await panel();
+        return (await list.locator('.result-head h2', { hasText: 'Memory' }).count()) === 1 && (await list.locator('.memory-entry[data-name="Cart.total"]').count()) === 0;
+      });
     }),
   );
 

@@ -155,4 +155,43 @@ describe('ContextController', () => {
     await vi.waitFor(() => expect(panel.html).not.toContain('class="stale"'));
     fs.rmSync(root, { recursive: true, force: true });
   });
+
+  it('lists memory with a Delete button per entity, and forgets one after the user confirms', async () => {
+    const { sent, connection } = recordingConnection((m) => recorded(m === 'codesynapse/memory/forget' ? 'forget' : 'list'));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
+    await controller.showMemory();
+    expect(sent).toEqual([{ method: 'codesynapse/memory/list', params: { includeIds: true } }]);
+    // the recorded list: two durable entities with one fact each
+    const id = ((recorded('list').entries as { name: string; id: string }[]).find((e) => e.name === 'shop.cart.Cart.total') as { id: string }).id;
+    expect(panel.html).toContain('<h3>Remembered (2)</h3>');
+    expect(panel.html).toContain(
+      '<li class="memory-entry" data-name="shop.cart.Cart.total"><span class="memory-name" title="shop.cart.Cart.total">shop.cart.Cart.total</span> <span class="kind">symbol</span> <span class="badge scope">durable</span> <span class="muted">1 fact</span> ' +
+        `<button class="forget" data-action="forget" data-name="shop.cart.Cart.total" data-id="${id}" title="Forget shop.cart.Cart.total and its facts">Delete</button></li>`,
+    );
+    expect(panel.html.replace(/<[^>]*>/g, '')).not.toMatch(/Created at|Next cursor|mem_/);
+
+    vscode.answers.message.push(undefined); // the user closes the confirmation: nothing is forgotten
+    await controller.forget('shop.cart.Cart.total', id);
+    expect(sent).toHaveLength(1);
+    vscode.answers.message.push('Forget');
+    await controller.forget('shop.cart.Cart.total', id);
+    expect(vscode.messages.at(-1)).toEqual({ level: 'warning', text: 'Forget "shop.cart.Cart.total" and all its facts?', actions: ['Forget'] });
+    expect(sent.slice(1)).toEqual([
+      { method: 'codesynapse/memory/forget', params: { ids: [id] } },
+      { method: 'codesynapse/memory/list', params: { includeIds: true } },
+    ]);
+  });
+
+  it('shows a recall as entries and sentences, not field dumps', async () => {
+    const { sent, connection } = recordingConnection(() => recorded('recall'));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    await new ContextController(connection, panel, {} as IndexStatusBar, log).recall('Cart.total');
+    expect(sent).toEqual([{ method: 'codesynapse/memory/recall', params: { query: 'Cart.total', includeIds: true } }]);
+    const body = panel.html.slice(panel.html.indexOf('<div class="body">'), panel.html.indexOf('<details class="diagnostics">'));
+    expect(body.replace(/<[^>]*>/g, '|').replace(/\|+/g, '|')).toBe(
+      '|Remembered (2)|shop.cart.Cart.total| |symbol| |durable| |Delete|def total(self, percent=0):| |durable| |Delete|Facts (1)|shop.cart.Cart.total| |note| |def total(self, percent=0):|' +
+        'Supplied by agents and clients, not verified against the code: check the source.|',
+    );
+  });
 });

@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from './vscode.mock';
 import type { ServerConnection } from '../../src/client';
 import { readSettings } from '../../src/config';
-import { compact, registerLanguageModelTools, TOOLS } from '../../src/lmTools';
+import { compact, registerLanguageModelTools, TOOLS, withToolNames } from '../../src/lmTools';
 
 const settings = readSettings({ get: () => undefined }).settings;
 const log = { info: () => undefined, warn: () => undefined, debug: () => undefined, error: () => undefined } as never;
@@ -79,7 +79,7 @@ describe('registerLanguageModelTools', () => {
       },
     } as unknown as ServerConnection;
     const disposables = registerLanguageModelTools(connection, log);
-    expect(disposables).toHaveLength(9);
+    expect(disposables).toHaveLength(11);
     expect([...vscode.registeredTools.keys()].sort()).toEqual(Object.keys(TOOLS).sort());
 
     const tool = vscode.registeredTools.get('codesynapse_symbol_card')!;
@@ -91,3 +91,56 @@ describe('registerLanguageModelTools', () => {
     expect(vscode.registeredTools.size).toBe(0);
   });
 });
+
+describe('memory tools and hints for models', () => {
+  it('lists memory with ids, and forgets by name or id after the user confirms', async () => {
+    expect(TOOLS.codesynapse_memory_list!.method).toBe('codesynapse/memory/list');
+    expect(compact(await TOOLS.codesynapse_memory_list!.params({ durable: true, limit: 20 }, settings, undefined))).toEqual({ durable: true, limit: 20, includeIds: true });
+    expect(await TOOLS.codesynapse_forget!.params({ names: ['Cart', ' '], ids: ['mem_94c9cb80fe5eee3c545b9de0'] }, settings, undefined)).toEqual({
+      names: ['Cart'],
+      ids: ['mem_94c9cb80fe5eee3c545b9de0'],
+    });
+    await expect(async () => TOOLS.codesynapse_forget!.params({}, settings, undefined)).rejects.toThrow('pass "names" or "ids" of the entities to forget');
+    registerLanguageModelTools({ request: () => Promise.resolve({}) } as unknown as ServerConnection, log);
+    const forget = vscode.registeredTools.get('codesynapse_forget')!;
+    expect(forget.prepareInvocation?.({ input: { names: ['Cart'] } })).toEqual({
+      invocationMessage: 'CodeSynapse: forget Cart',
+      confirmationMessages: { title: 'Forget memory?', message: 'CodeSynapse: forget Cart and all their facts.' },
+    });
+  });
+
+  it('names tools, not server requests, in the hints of an answer', () => {
+    const answer = {
+      omitted: [{ what: 'callers', count: 3, hint: 'raise maxTokens, or ask its symbolCard' }],
+      followUp: 'no indexed symbol matches the task; use codesynapse/search or codesynapse/memory/recall',
+      related: [{ qualifiedName: 'a.symbolCard', hint: 'see callGraph' }],
+      summary: 'symbolCard stays as written outside hints',
+    };
+    expect(withToolNames(answer)).toEqual({
+      omitted: [{ what: 'callers', count: 3, hint: 'raise maxTokens, or ask its codesynapse_symbol_card' }],
+      followUp: 'no indexed symbol matches the task; use codesynapse_search or codesynapse_recall',
+      related: [{ qualifiedName: 'a.symbolCard', hint: 'see codesynapse_call_graph' }],
+      summary: 'symbolCard stays as written outside hints',
+    });
+    // the recorded task answer's hint ("search the words") is plain English and stays
+    const task = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'minimalContext.json'), 'utf8')) as unknown;
+    expect(withToolNames(task)).toEqual(task);
+  });
+
+  it('describes every input field of every tool', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as {
+      contributes: { languageModelTools: { name: string; inputSchema: Record<string, unknown> }[] };
+    };
+    const missing: string[] = [];
+    const walk = (schema: Record<string, unknown>, at: string): void => {
+      const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+      for (const [k, v] of Object.entries(props)) {
+        if (typeof v.description !== 'string' || !v.description) missing.push(`${at}.${k}`);
+        if (v.type === 'array' && typeof v.items === 'object' && v.items !== null) walk(v.items as Record<string, unknown>, `${at}.${k}[]`);
+      }
+    };
+    for (const t of pkg.contributes.languageModelTools) walk(t.inputSchema, t.name);
+    expect(missing).toEqual([]);
+  });
+});
+

@@ -48,6 +48,8 @@ describe('package.json manifest', () => {
     expect(declared).toEqual(Object.keys(TOOLS).sort());
     expect(declared).toEqual([
       'codesynapse_call_graph',
+      'codesynapse_forget',
+      'codesynapse_memory_list',
       'codesynapse_minimal_context',
       'codesynapse_pr_context',
       'codesynapse_recall',

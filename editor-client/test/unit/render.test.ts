@@ -222,4 +222,11 @@ describe('renderResult', () => {
     expect(freshnessNote(env({ state: 'ready', pending: 3 }))).toBe('3 changes are not indexed yet: this answer may not reflect them.');
     expect(freshnessNote(env({ state: 'failed' }))).toBe('The last index of the folder failed: this answer comes from the index before it (see the log).');
   });
+
+  it('says "no saving" instead of a negative saving when the answer is larger than the raw files', () => {
+    expect(renderMeter(readEnvelope({ tokens: 573, maxTokens: 1500, rawTokens: 402 }), 1500)).toContain(
+      '573 of 1,500 tokens (38% of budget) · raw files 402 tokens · no saving (42.5% more than the raw files)',
+    );
+    expect(renderMeter(readEnvelope({ tokens: 100, maxTokens: 1500, rawTokens: 100 }), 1500)).toContain('raw files 100 tokens · no saving');
+  });
 });
