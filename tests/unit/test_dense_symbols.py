@@ -12,6 +12,7 @@ import pytest
 from codesynapse.app import App
 from codesynapse.context.dense import (
     NOT_STARTED,
+    _Mirror,
     DenseResult,
     open_symbol_vectors,
     split_words,
@@ -81,6 +82,22 @@ def test_symbol_text_is_capped():
     assert text.startswith("function f. in m. def f(x, x, ")
 
 
+def test_the_in_process_copy_puts_replaces_and_removes_rows():
+    m = _Mirror(3, capacity=2)  # grows past its first capacity
+    m.put("a", "x.py", "x.a", [1.0, 0.0, 0.0])
+    m.put("b", "x.py", "x.b", [0.0, 2.0, 0.0])  # stored at unit length
+    m.put("c", "y.py", "y.c", [0.0, 0.0, 1.0])
+    m.put("d", "y.py", "y.d", [0.0, 0.0, 0.0])  # all zeros: never stored
+    assert len(m) == 3
+    assert m.search([0.0, 1.0, 0.0], 1) == [("b", "x.py", "x.b", 1.0)]
+    m.remove("a")  # the last row moves into its place
+    m.remove("zz")  # unknown: nothing happens
+    assert len(m) == 2
+    assert [r[0] for r in m.search([1.0, 0.0, 0.1], 5)] == ["c", "b"]
+    m.put("b", "z.py", "z.b", [0.0, 0.0, -1.0])  # replaced in place
+    assert m.search([0.0, 0.0, -1.0], 5) == [("b", "z.py", "z.b", 1.0), ("c", "y.py", "y.c", -1.0)]
+
+
 # -- the service on a real index --------------------------------------------------------------
 
 def _app(tmp_path: Path, name: str = "data", **over) -> App:
@@ -135,6 +152,18 @@ def test_status_is_ready_with_every_symbol_embedded(shop):
 ])
 def test_plain_english_finds_the_function(shop, task, expected):
     assert expected in _top(shop, task)
+
+
+def test_the_in_process_copy_answers_what_milvus_answers(shop):
+    # searches run on the in-process copy of the collection (milvus-lite 3.x searches row by row
+    # in Python); it must rank exactly as Milvus does over the same rows
+    sv = shop.symbol_vectors
+    for task in ("lower the price by some percent", "charge money through a payment gateway"):
+        vec = sv.embedder.embed([task])[0]
+        in_milvus = sv._milvus_search(sv.vectors, sv.collection, vec, 8, 10.0)
+        copy = sv.search(task, 8).hits
+        assert [h.qname for h in copy] == [h["entity"]["qname"] for h in in_milvus]
+        assert all(abs(a.score - b["distance"]) < 1e-4 for a, b in zip(copy, in_milvus, strict=True))
 
 
 def test_search_never_returns_more_than_limit(shop):
