@@ -117,6 +117,10 @@ def cmd_query(args) -> int:
     from codesynapse.errors import CodeSynapseError
     from codesynapse.methods import call_method
 
+    try:  # the memory requests register on import, so an unknown-method error lists them too
+        import codesynapse.memory.methods  # noqa: F401
+    except ImportError:
+        pass
     try:
         params = json.loads(args.params) if args.params else {}
     except json.JSONDecodeError as e:
@@ -183,20 +187,33 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("codesynapse")
+    except Exception:  # running from a source tree that is not installed
+        from codesynapse import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesynapse", description="A code-context daemon and its tools.")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--version", action="version", version=f"codesynapse {_version()}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages (to stderr)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp):
         sp.add_argument("--data-dir", dest="data_dir", help="where the index lives (default: user cache)")
         sp.add_argument("--tenant", help="the organisation this daemon serves (default: local)")
-        sp.add_argument("--backend", choices=("sqlite", "neo4j", "hugegraph"))
-        sp.add_argument("--workers", type=int)
+        sp.add_argument("--backend", choices=("sqlite", "neo4j", "hugegraph"),
+                        help="graph store (default: sqlite, or the backend of the settings)")
+        sp.add_argument("--workers", type=int, help="parser processes for indexing (default: from the settings)")
 
     sp = sub.add_parser("index", help="index a repository and print a summary")
     sp.add_argument("path", nargs="?", default=".")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="print the summary as JSON")
     sp.add_argument("--vectors", action="store_true",
                     help="also compute the dense leg's symbol vectors before exiting (the daemon computes "
                          "them in the background; this takes much longer than the index itself)")
@@ -208,12 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_serve)
 
-    sp = sub.add_parser("query", help="run one custom request in-process and print its JSON")
-    sp.add_argument("method")
-    sp.add_argument("--root", default=".")
-    sp.add_argument("--params", default="{}")
+    sp = sub.add_parser("query", help="run one custom request in-process and print its JSON",
+                        description="Run one custom request (docs/PROTOCOL.md) on a folder and print its answer "
+                                    "as JSON; an error is printed as JSON too (exit 1). The index is brought up "
+                                    "to date first unless --no-index. Index states in answers: idle (not built "
+                                    "by this process yet), indexing, ready, failed.")
+    sp.add_argument("method", help="the request, e.g. codesynapse/symbolCard, codesynapse/minimalContext, "
+                                   "codesynapse/memory/recall (an unknown name lists them all)")
+    sp.add_argument("--root", default=".", help="the workspace folder (default: the current folder)")
+    sp.add_argument("--params", default="{}", help="the request's params as a JSON object, e.g. "
+                                                   "'{\"selector\": \"pkg.mod.func\"}' (default: {})")
     sp.add_argument("--no-index", action="store_true", help="use the index as it is (no catch-up)")
-    sp.add_argument("--compact", action="store_true")
+    sp.add_argument("--compact", action="store_true", help="print the JSON on one line")
     common(sp)
     sp.set_defaults(func=cmd_query)
 
@@ -230,13 +253,18 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_findings)
 
-    sp = sub.add_parser("bench", help="benchmarks (results go to docs/)")
+    sp = sub.add_parser("bench", help="benchmarks (results go to --out)",
+                        description="Run benchmarks and write their results (PERFORMANCE.md sections, "
+                                    "RETRIEVAL_RESULTS.md, JSON twins) to --out.")
     sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "retrieval",
-                                     "findings", "all"))
-    sp.add_argument("--corpus", action="append", default=[], help="corpus path (repeatable)")
-    sp.add_argument("--workload")
-    sp.add_argument("--out", default="docs")
-    sp.add_argument("--quick", action="store_true")
+                                     "findings", "all"), help="which benchmark to run (all: each in turn)")
+    sp.add_argument("--corpus", action="append", default=[],
+                    help="a corpus name (python-stdlib, django, go-stdlib, rxjs) or a directory (repeatable)")
+    sp.add_argument("--workload", help="bench tokens: a workload file (default: fixtures/workloads/*.yaml)")
+    sp.add_argument("--out", default=None,
+                    help="folder for the result files (default: docs/ of the CodeSynapse checkout this runs "
+                         "from; outside a checkout, ./codesynapse-bench)")
+    sp.add_argument("--quick", action="store_true", help="a shorter run with fewer samples (results say so)")
     sp.add_argument("--half", choices=("tune", "heldout", "both"), default="both",
                     help="bench retrieval: which half of the plain-English set to run")
     sp.add_argument("--repo", action="append", default=[], help="bench retrieval: only this repository (repeatable)")

@@ -2,8 +2,9 @@
 
 ``--corpus`` (repeatable) takes a corpus name (``python-stdlib``, ``django``, ``go-stdlib``,
 ``rxjs``; see :mod:`codesynapse.bench.corpora`) or a directory; ``--workload`` a workload
-file; ``--out`` the folder for result files (default ``docs``); ``--quick`` a shorter run
-(fewer samples; each result says when it was quick).
+file; ``--out`` the folder for result files (default: ``docs/`` of the CodeSynapse checkout
+this runs from, never the current project's; outside a checkout ``./codesynapse-bench``);
+``--quick`` a shorter run (fewer samples; each result says when it was quick).
 """
 
 from __future__ import annotations
@@ -189,7 +190,19 @@ def _subargs(args, name: str):
     return argparse.Namespace(**d)
 
 
+def default_out() -> Path:
+    """Where results go without ``--out``: the ``docs/`` of the CodeSynapse checkout this package
+    runs from (the benchmarks keep its PERFORMANCE.md current), not the current folder's, which
+    may be any project; installed from a wheel, ``./codesynapse-bench``."""
+    if (REPO / "pyproject.toml").is_file() and (REPO / "docs").is_dir():
+        return REPO / "docs"
+    return Path.cwd() / "codesynapse-bench"
+
+
 def run_bench(args) -> int:
+    if getattr(args, "out", None) is None:
+        args.out = str(default_out())
+    say(f"results go to {Path(args.out).resolve()}")
     kind = args.kind
     if kind == "all":
         return _all(args)
