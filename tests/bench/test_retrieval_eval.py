@@ -209,3 +209,36 @@ def test_units_must_sit_at_their_lines_in_the_index(tmp_path):
         assert missing == ["pkg.mod.parse_headers: no such symbol in the index"]
     finally:
         app.close()
+
+
+# ---- the pipeline on a small real repository ------------------------------------------------------
+
+
+def _eval_task(units: list[str], evidence: list[str], text: str) -> ev.EvalTask:
+    from codesynapse.bench.workload import parse_workload
+
+    wl = parse_workload({"tasks": [{"id": "t", "kind": "lookup", "evidence": evidence, "request": {
+        "method": "codesynapse/minimalContext", "params": {"task": text}}}]})
+    return ev.EvalTask(task=wl.tasks[0], repo="python_repo", corpus="", split="tune", group="plain_english",
+                       units=units, file="")
+
+
+def test_a_run_measures_each_task_through_the_daemons_request_path():
+    repo = str(Path(__file__).resolve().parents[2] / "fixtures" / "python_repo")
+    task = _eval_task(["shop.pricing.apply_discount"], ["shop/pricing.py:6-8"],
+                      "How is an amount reduced by a percentage?")
+    res = ev.run_corpus(repo, [task], [ev.CURRENT], dense_wait=0)
+    (row,) = res["rows"][ev.CURRENT]
+    assert row["id"] == "t" and row["units"] == 1
+    assert row["tokens"] > 0 and row["baselineA"] > 0  # the answer and the raw file (shop/pricing.py) are counted
+    # the card-level recall and the answer-level evidence check agree on this one-unit task
+    assert row["ok"] == (row["unitsFound"] == 1)
+    assert row["rr"] == (1.0 / (row["cards"].index("shop.pricing.apply_discount") + 1)
+                         if "shop.pricing.apply_discount" in row["cards"] else 0.0)
+
+
+def test_a_run_stops_before_any_request_when_a_unit_is_not_at_its_lines():
+    repo = str(Path(__file__).resolve().parents[2] / "fixtures" / "python_repo")
+    task = _eval_task(["shop.pricing.apply_discount"], ["shop/pricing.py:7-8"], "How is an amount reduced?")
+    with pytest.raises(ev.EvalSetError, match=r"apply_discount: not at shop/pricing.py:7-8 in the index"):
+        ev.run_corpus(repo, [task], [ev.CURRENT], dense_wait=0)
