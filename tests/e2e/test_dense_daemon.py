@@ -13,7 +13,14 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.lspclient import FIXTURES, config, eventually, init_params, request, wait_indexed
+from tests.e2e.lspclient import (
+    FIXTURES,
+    config,
+    eventually,
+    init_params,
+    request,
+    wait_indexed,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from codesynapse.app import App
 from codesynapse.context.dense import (
     NOT_STARTED,
-    _Mirror,
     DenseResult,
+    _Mirror,
     open_symbol_vectors,
     split_words,
     symbol_text,
@@ -27,9 +26,9 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
 
 
 def row(**kw) -> SymbolRow:
-    base = dict(id=1, path="shop/pricing.py", qname="", name="", kind="function", signature="",
-                start_line=1, end_line=2, start_col=0, end_col=0, hash="", summary="", parent="",
-                is_test=False, exported=True, language="python")
+    base = {"id": 1, "path": "shop/pricing.py", "qname": "", "name": "", "kind": "function", "signature": "",
+            "start_line": 1, "end_line": 2, "start_col": 0, "end_col": 0, "hash": "", "summary": "", "parent": "",
+            "is_test": False, "exported": True, "language": "python"}
     return SymbolRow(**{**base, **kw})
 
 
@@ -50,8 +49,8 @@ def test_split_words(text, words):
 @pytest.mark.parametrize("symbol, text", [
     (row(qname="shop.pricing.apply_discount", name="apply_discount", signature="def apply_discount(amount, percent)",
          summary="Reduce an amount by a percentage."),
-     "function apply discount. in shop pricing. def apply_discount(amount, percent). "
-     "Reduce an amount by a percentage. file shop pricing"),
+     ("function apply discount. in shop pricing. def apply_discount(amount, percent). "
+      "Reduce an amount by a percentage. file shop pricing")),
     (row(path="shop/cart.py", qname="shop.cart.BaseCart.__init__", name="__init__", kind="method",
          signature="def __init__(self)"),
      "method init. in shop cart base cart. def __init__(self). file shop cart"),
@@ -65,8 +64,8 @@ def test_split_words(text, words):
      "doc section Shop > Pricing. Discounts and tax live in shop/pricing.py. file readme"),
     (row(path="src/net/codec.ts", qname="net.codec.parseHTTP2Header", name="parseHTTP2Header",
          signature="function parseHTTP2Header(buf: Buffer): Header", language="typescript"),
-     "function parse http 2 header. in net codec. function parseHTTP2Header(buf: Buffer): Header. "
-     "file src net codec"),
+     ("function parse http 2 header. in net codec. function parseHTTP2Header(buf: Buffer): Header. "
+      "file src net codec")),
     # whitespace in a signature is folded; a file without an extension keeps its name
     (row(path="Makefile", qname="Makefile.build", name="build", kind="target", signature="build:\n\t  deps"),
      "target build. in makefile. build: deps. file makefile"),

@@ -396,9 +396,9 @@ class SymbolVectors:
         """At most ``limit`` symbols nearest to ``text``, each still in the current graph."""
         try:
             return self._search(text, limit, timeout)
-        except Exception as e:  # never out of search: the caller answers with the other legs
+        except Exception as e:  # noqa: BLE001 (never out of search: the other legs answer)
             reason = f"{e.__class__.__name__}: {e}"[:300]
-            self._log_once(f"symbol vectors: search failed: {reason}", exc=True)
+            self._log_once(f"symbol vectors: search failed: {reason}", exc=e)
             return DenseResult(hits=[], state="unavailable", reason=reason)
 
     def _search(self, text: str, limit: int, timeout: float) -> DenseResult:
@@ -520,7 +520,7 @@ class SymbolVectors:
                     self._work(full, paths)
                 except _Stopped:
                     return
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 (logged once, reported by status, retried)
                     self._fail(e, full, paths)
                 finally:
                     with self._cv:
@@ -544,16 +544,16 @@ class SymbolVectors:
             self._collection = ""  # ensured (created if missing, loaded) again on the retry
             self._failures += 1
             self._retry_at = time.monotonic() + min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (self._failures - 1))
-        self._log_once(f"symbol vectors: background work failed: {reason}", exc=True)
+        self._log_once(f"symbol vectors: background work failed: {reason}", exc=e)
 
-    def _log_once(self, msg: str, exc: bool = False) -> None:
+    def _log_once(self, msg: str, exc: BaseException | None = None) -> None:
         with self._cv:
             if msg in self._logged:
                 log.debug("%s", msg)
                 return
             self._logged.add(msg)
-        if exc:
-            log.error("%s", msg, exc_info=True)
+        if exc is not None:
+            log.error("%s", msg, exc_info=exc)
         else:
             log.warning("%s", msg)
 
@@ -800,7 +800,12 @@ def open_symbol_vectors(store: Callable[[], Any], graph_id: str, data_dir: Path,
     data folder: ``<index data>/memory``), shared with memory in this process.
     ``memory_settings``: a dict (``memory_settings(app)``) or ``MemorySettings``."""
     from codesynapse.memory.embedder import EmbedderUnavailable
-    from codesynapse.memory.factory import EMBEDDER_DIR, acquire_vectors, get_embedder, release_vectors
+    from codesynapse.memory.factory import (
+        EMBEDDER_DIR,
+        acquire_vectors,
+        get_embedder,
+        release_vectors,
+    )
     from codesynapse.memory.service import MemorySettings, settings_from_dict
 
     s = memory_settings if isinstance(memory_settings, MemorySettings) else settings_from_dict(memory_settings)
