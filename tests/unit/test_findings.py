@@ -53,6 +53,33 @@ def app(tmp_path):
     a.close()
 
 
+JSLINT = Path(__file__).resolve().parents[1] / "infra" / "jslint"
+UNSAFE_JS = """export function run(code) {
+  return eval(code);
+}
+
+export function compare(a) {
+  if (a == null) {
+    return 0;
+  }
+  return 1;
+}
+"""
+
+
+def eslint_sarif(root: Path, out: Path) -> Path:
+    eslint = JSLINT / "node_modules" / ".bin" / "eslint"
+    formatter = JSLINT / "node_modules" / "@microsoft" / "eslint-formatter-sarif" / "sarif.js"
+    if not eslint.exists() or not formatter.exists():
+        pytest.skip("ESLint is not installed (scripts/setup.sh: npm ci --prefix tests/infra/jslint)")
+    r = subprocess.run([str(eslint), "--no-eslintrc", "--parser-options=ecmaVersion:2022,sourceType:module",
+                        "--rule", "no-eval: error", "--rule", "eqeqeq: warn", "-f", str(formatter), "web/src"],
+                       cwd=root, capture_output=True, check=False)
+    assert r.returncode in (0, 1), r.stderr  # 1: problems found
+    out.write_bytes(r.stdout)
+    return out
+
+
 def _rows(app):
     return sorted((f.tool, f.rule_id, f.level, f.severity, f.path, f.start_line, f.symbol)
                   for f in app.store.findings())
@@ -78,6 +105,20 @@ def test_real_ruff_and_bandit_results_attach_to_the_innermost_symbol(app, tmp_pa
         ("ruff", "F401", "error", "high", "app/unsafe.py", 3, ""),
         ("ruff", "S307", "error", "high", "app/unsafe.py", 16, "app.unsafe.Store.load"),
         ("ruff", "S602", "error", "high", "app/unsafe.py", 8, "app.unsafe.run"),
+    ]
+
+
+def test_real_eslint_results_in_a_javascript_file(app, tmp_path):
+    root = app.workspace.root
+    (root / "web" / "src" / "unsafe.js").write_text(UNSAFE_JS)
+    app.index()
+    s = _import(app, eslint_sarif(root, tmp_path / "eslint.sarif"))
+    assert [(x["tool"], x["results"], x["stored"]) for x in s["runs"]] == [("ESLint", 2, 2)]
+    # ESLint's columns are 1-based (SARIF): `eval` at column 10 is stored as 9
+    assert sorted((f.tool, f.rule_id, f.level, f.path, f.start_line, f.start_col, f.symbol)
+                  for f in app.store.findings()) == [
+        ("ESLint", "eqeqeq", "warning", "web/src/unsafe.js", 6, 8, "web/src/unsafe.compare"),
+        ("ESLint", "no-eval", "error", "web/src/unsafe.js", 2, 9, "web/src/unsafe.run"),
     ]
 
 
