@@ -124,7 +124,7 @@ def workspace(tmp_path_factory, outside) -> Path:
 @pytest.fixture(scope="module")
 def daemon(workspace, tmp_path_factory):
     data = tmp_path_factory.mktemp("sec-data")
-    d = RawLsp(data, env={"CODESYNAPSE_TENANT": "acme"}, log=data.parent / "sec-daemon.log")
+    d = RawLsp(data, env={"CODESYNAPSE_TENANT": "acme", "CODESYNAPSE_LOG": "1"}, log=data.parent / "sec-daemon.log")
     d.initialize(workspace)
     d.wait_ready()
     d.data = data  # type: ignore[attr-defined]
@@ -234,6 +234,9 @@ def test_secrets_never_reach_a_store_or_an_answer(daemon, workspace):
     d.request("codesynapse/indexStatus", {})
     found = scan_tree(d.data)
     assert not found, f"secrets stored on disk: {found}"
+    # nor in the daemon's log (INFO level: CODESYNAPSE_LOG)
+    log = d.data.parent / "sec-daemon.log"
+    assert log.stat().st_size > 0 and leaks_in(log.read_bytes()) == []
     _record(answers=len(answers), secrets=len(SECRETS), files_scanned=sum(1 for p in d.data.rglob("*") if p.is_file()))
 
 
