@@ -162,3 +162,23 @@ def test_an_empty_task_names_the_field(app):
     with pytest.raises(InvalidParams) as e:
         call_method(app, "codesynapse/minimalContext", {"task": " \n "})
     assert e.value.field == "task"
+
+
+def test_sqlite_leaves_out_query_terms_most_symbols_hold(tmp_path):
+    """A term in more than 10% of the symbols and more than 1,000 of them is left out of the
+    lexical query (ranking every symbol that holds it is what such a query costs, and BM25
+    gives it almost no weight); alone, it stays."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    body = "".join(f"def check_{i}():\n    return {i}\n\n\n" for i in range(1100))
+    (root / "big.py").write_text(body + "def parse():\n    return 0\n")
+    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
+    try:
+        a.index()
+        store = a.store
+        assert [r.qname for r, _ in store.lexical_search(["check", "pars"], 5)] == ["big.parse"]
+        assert store.count_lexical(["check", "pars"]) == 1
+        assert [r.qname for r, _ in store.lexical_search(["check"], 2)] == ["big.check_0", "big.check_1"]
+        assert store.count_lexical(["check"]) == 1100
+    finally:
+        a.close()
