@@ -44,6 +44,7 @@ def make_repo(base: Path) -> Path:
     shutil.copytree(FIXTURES / "python_repo", root)
     (root / "loop.py").symlink_to("loop.py")  # a symlink loop: opening it fails with ELOOP
     (root / "a_dir.py").mkdir()  # a "file" that is a directory
+    (root / "latin1.py").write_bytes("def caf\xe9_total():\n    return 1\n".encode("latin-1"))  # not UTF-8
     return root
 
 
@@ -209,6 +210,13 @@ def test_a_file_that_cannot_be_read_is_request_failed_naming_its_relative_path(l
     assert str(repo) not in e.message and "Errno" not in e.message and "internal" not in e.message, e.message
     assert e.data.get("kind") != "internal" and e.data.get("path") == name, e.data
     alive(lsp)
+
+
+@pytest.mark.parametrize("method", POSITION_METHODS)
+def test_a_file_that_is_not_utf8_is_read_with_replacement(lsp, repo, method):
+    """Bytes that are not UTF-8 are replaced (as the indexer reads them), not an error."""
+    res = lsp.request(method, pos_params((repo / "latin1.py").as_uri(), 1, 5, method), timeout=REPLY_TIMEOUT)
+    assert res in (None, []) or isinstance(res, (dict, list)), res
 
 
 # ---- item 8 / 9: the lifecycle -------------------------------------------------------------

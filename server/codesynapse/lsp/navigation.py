@@ -94,17 +94,21 @@ _UNREADABLE = {errno.ELOOP: "a symbolic link loop", errno.EISDIR: "a directory, 
 
 
 def document_lines(ls, uri: str, rel: str) -> Sequence[str]:
-    """The lines of the open document, or of the file on disk. A file that cannot be read
-    (a symlink loop, a directory, no permission, not UTF-8) is a RequestFailed naming its
-    workspace-relative path, never the OS error with an absolute path."""
+    """The lines of the open document, or of the file on disk (bytes that are not UTF-8
+    replaced, as the indexer reads them). A file that cannot be read (a symlink loop, a
+    directory, no permission) is a RequestFailed naming its workspace-relative path, never
+    the OS error with an absolute path."""
     from codesynapse.lsp.server import JsonRpcRequestFailed
 
+    doc = ls.workspace.get_text_document(uri)
     try:
-        return ls.workspace.get_text_document(uri).lines
+        try:
+            return doc.lines
+        except UnicodeDecodeError:
+            with open(doc.path, encoding="utf-8", errors="replace") as f:
+                return f.read().splitlines(True)
     except OSError as e:
         reason = _UNREADABLE.get(e.errno or 0, "the file cannot be read")
-    except UnicodeDecodeError:
-        reason = "not UTF-8 text"
     raise JsonRpcRequestFailed(f"cannot read {rel}: {reason}", data={"kind": "unreadable", "path": rel})
 
 
