@@ -599,3 +599,76 @@ def test_sentences_of_secret_vocabulary_are_never_redacted(words: list[str]) -> 
     """Secret-ish vocabulary alone (no value that looks like a credential) stays."""
     text = " ".join(words)
     assert redact(text) == text
+
+
+# ---- the gate: every string of a stored record ----------------------------------------------
+
+
+def _section(qname: str, name: str, parent: str):
+    from codesynapse.extract.model import Symbol
+
+    return Symbol(qname=qname, name=name, kind="section", signature=f"## {name}", start_line=1, end_line=1,
+                  start_col=0, end_col=0, hash="h", summary="", parent=parent)
+
+
+def test_gate_redacts_names_qualified_names_and_the_links_between_records() -> None:
+    from codesynapse.extract.model import CallSite, FileExtraction
+    from codesynapse.extract.redact import RecordGate
+
+    fx = FileExtraction(path="notes.md", language="markdown", hash="x", size=1, lines=1, module="notes.md", symbols=[
+        # a child before its parent: the parent's qualified name is redacted first all the same
+        _section("notes.md#Setup > password: hunter2 > Details", "Details", "notes.md#Setup > password: hunter2"),
+        _section("notes.md#Setup", "Setup", "notes.md"),
+        _section("notes.md#Setup > password: hunter2", "password: hunter2", "notes.md#Setup"),
+        _section("notes.md#Token ghp_TBnfLVlf3KRdvHzlUR2B8sdZrBiRTumpeOdz",
+                 "Token ghp_TBnfLVlf3KRdvHzlUR2B8sdZrBiRTumpeOdz", "notes.md"),
+    ], calls=[CallSite(caller="notes.md#Setup > password: hunter2", callee="AKIAHRCTVVURXGF7PJW5.get", name="get",
+                       line=1, col=0)])
+    out = RecordGate().record(fx)
+    assert [(s.qname, s.name, s.parent, s.signature) for s in out.symbols] == [
+        ("notes.md#Setup > password: [REDACTED:password] > Details", "Details",
+         "notes.md#Setup > password: [REDACTED:password]", "## Details"),
+        ("notes.md#Setup", "Setup", "notes.md", "## Setup"),
+        ("notes.md#Setup > password: [REDACTED:password]", "password: [REDACTED:password]", "notes.md#Setup",
+         "## password: [REDACTED:password]"),
+        ("notes.md#Token [REDACTED:github_token]", "Token [REDACTED:github_token]", "notes.md",
+         "## Token [REDACTED:github_token]"),
+    ]
+    assert [(c.caller, c.callee, c.name) for c in out.calls] == [
+        ("notes.md#Setup > password: [REDACTED:password]", "[REDACTED:aws_access_key].get", "get")]
+    assert (out.path, out.module, out.hash) == ("notes.md", "notes.md", "x")
+    assert RecordGate().record(out) == out  # idempotent
+
+
+def test_gate_keeps_ordinary_records_as_they_are() -> None:
+    from codesynapse.extract.model import CallSite, ImportRef, Symbol
+    from codesynapse.extract.redact import RecordGate
+
+    sym = Symbol(qname="shop.auth.TokenStore.get_password_hash", name="get_password_hash", kind="method",
+                 signature="def get_password_hash(self, user: str, secret_key: bytes) -> str",
+                 start_line=3, end_line=9, start_col=4, end_col=0, hash="h",
+                 summary="Return the password hash; the token is never stored.", parent="shop.auth.TokenStore")
+    call = CallSite(caller=sym.qname, callee="self.api_key_for", name="api_key_for", line=4, col=8)
+    imp = ImportRef(module="shop.secrets", name="SECRET_KEY_NAME", alias="key_name")
+    gate = RecordGate()
+    assert gate.record(sym) is sym and gate.record(call) is call and gate.record(imp) is imp
+
+
+def test_gate_applies_the_policy_patterns_and_redacts_memory_types_and_predicates() -> None:
+    from codesynapse.extract.redact import RecordGate
+    from codesynapse.memory.models import EntityIn, FactIn, RememberParams
+
+    p = RememberParams(
+        entities=[EntityIn(name="upload job", aliases=["uploader AKIAZJTA2SKNTDRODMAT"], type="AKIA6PE03KS8O79GMRBE"),
+                  EntityIn(name="licence ACME-LIC-73019264", type="ACME7305918264")],
+        facts=[FactIn(subject="upload job", predicate="ghp_5D99UbnilshbdE1beeo87TGYVJ7pjblRRZ5Y", object="x",
+                      source_client="agent ACME-LIC-60418273"),
+               FactIn(subject="upload job", predicate="runs_on", object="ci")])
+    out = RecordGate(compile_patterns(["ACME-LIC-[0-9]{8}", "ACME[0-9]{10}"])).record(p)
+    assert [(e.name, e.aliases, e.type) for e in out.entities] == [
+        ("upload job", ["uploader [REDACTED:aws_access_key]"], "[REDACTED:aws_access_key]"),
+        ("licence [REDACTED:custom]", [], "[REDACTED:custom]")]
+    assert [(f.subject, f.predicate, f.object, f.source_client) for f in out.facts] == [
+        ("upload job", "[REDACTED:github_token]", "x", "agent [REDACTED:custom]"),
+        ("upload job", "runs_on", "ci", "")]
+    assert out.facts[1] is p.facts[1]
