@@ -338,3 +338,22 @@ def test_the_setting_turns_it_off(tmp_path):
     finally:
         app.close()
     assert load_settings(env={"CODESYNAPSE_SYMBOL_VECTORS": "0"}).symbol_vectors is False
+
+
+def test_cli_index_computes_the_vectors_only_when_asked(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+
+    def index(*flags):
+        out = subprocess.run([sys.executable, "-m", "codesynapse", "index", str(root), "--data-dir",
+                              str(tmp_path / "data"), "--json", *flags],
+                             capture_output=True, text=True, timeout=600, check=True)
+        return json.loads(out.stdout)
+
+    assert "symbolVectors" not in index()  # the daemon computes them in the background
+    sv = index("--vectors")["symbolVectors"]
+    assert (sv["state"], sv["embedded"], sv["total"]) == ("ready", 23, 23)
