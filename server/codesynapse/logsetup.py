@@ -48,7 +48,7 @@ def _bound_arg(a: Any) -> Any:
         return bound_text(_REPR.repr(a), ARG_MAX)
     try:
         s = str(a)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any __str__ may raise; logging must not
         s = f"<{type(a).__name__}>"
     return bound_text(s, ARG_MAX)
 
@@ -78,7 +78,7 @@ class BoundedFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         try:
             text = super().format(record)
-        except Exception as e:  # bad format arguments: say so, never fail
+        except Exception as e:  # noqa: BLE001 - bad format arguments: say so, never fail
             text = f"{record.levelname} {record.name}: unformattable log record {record.msg!r:.300}: {e!r:.200}"
         data = text.encode("utf-8", "replace")
         room = self.limit - 1
@@ -104,7 +104,7 @@ class _DroppingQueueHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             line = self.formatter.format(record)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is dropped, counted
             self.dropped += 1
             return
         try:
@@ -196,7 +196,7 @@ def flush(timeout: float = 2.0) -> None:
     The queue stays in place: a record logged later is queued too, never written here."""
     if _active is None:
         return
-    handler, writer = _active
+    _, writer = _active
     done = threading.Event()
     try:
         writer.q.put(done, timeout=timeout)

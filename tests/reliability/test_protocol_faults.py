@@ -10,6 +10,7 @@ and matches replies by id. A reply that does not come within ``REPLY_TIMEOUT`` i
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -268,14 +269,14 @@ def test_a_second_initialize_is_refused_and_changes_nothing(tmp_path):
 
 # ---- item 11 (logs): bounded records, and a loop that never waits for stderr ---------------
 
-_RECORD_START = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ", re.M)
+_RECORD_START = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ", re.MULTILINE)
 RECORD_MAX = 2048
 
 
 def records(log: bytes) -> list[bytes]:
     starts = [m.start() for m in _RECORD_START.finditer(log)] + [len(log)]
     head = [log[:starts[0]]] if starts[0] > 0 else []
-    return head + [log[a:b] for a, b in zip(starts, starts[1:])]
+    return head + [log[a:b] for a, b in itertools.pairwise(starts)]
 
 
 def test_bad_requests_with_a_10_mb_parameter_leave_bounded_log_records(tmp_path):
@@ -305,7 +306,7 @@ def test_bad_requests_with_a_10_mb_parameter_leave_bounded_log_records(tmp_path)
         for i, f in enumerate(futs):
             try:
                 error_of(f)
-            except Exception as e:  # asserted after the log (the log is what this test is about)
+            except Exception as e:  # noqa: BLE001 - asserted after the log (the log is what this test is about)
                 unanswered.append((i, repr(e)[:200]))
         alive(c)
         c.request("codesynapse/search", {"query": "cart"}, timeout=REPLY_TIMEOUT)  # an answer logged at INFO

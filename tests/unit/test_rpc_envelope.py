@@ -4,10 +4,10 @@ and the InvalidParams field named for an LSP params type that does not fit."""
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types
-
+from cattrs.errors import BaseValidationError
 from codesynapse.lsp.rpc import invalid_field, shallow_envelope
 from codesynapse.lsp.server import keep_dicts_converter
+from lsprotocol import types
 
 
 @pytest.mark.parametrize("body,expected", [
@@ -36,7 +36,7 @@ def _fields(params):
     try:
         conv.structure({"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": params},
                        types.HoverRequest)
-    except Exception as e:
+    except BaseValidationError as e:
         return invalid_field(e)
     raise AssertionError("structured")
 

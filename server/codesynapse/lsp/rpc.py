@@ -61,7 +61,7 @@ def _size(body: bytes | None) -> str:
 
 # ---- reading the envelope of a frame that cannot be decoded --------------------------------
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _WS = re.compile(r"[ \t\r\n]*")
 
 
@@ -129,7 +129,7 @@ def invalid_field(exc: BaseException) -> tuple[str, str]:
 
     try:
         msgs = transform_error(exc, path="$", format_exception=fmt) if isinstance(exc, BaseValidationError) else []
-    except Exception:  # the error itself could not be described
+    except Exception:  # noqa: BLE001 - describing the error failed: name the params as a whole
         msgs = []
     if not msgs:
         return "params", "invalid params"
@@ -246,7 +246,7 @@ class CodeSynapseProtocol(LanguageServerProtocol):
             return
         try:
             structured = self._converter.structure(data, typ)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - whatever the converter raises, the params do not fit
             field, reason = invalid_field(e)
             log.warning("%s: params do not fit (%s): %.300s", method[:80], _size(body), reason)
             if has_id:
@@ -262,7 +262,7 @@ class CodeSynapseProtocol(LanguageServerProtocol):
             return
         try:
             msg = super().structure_message(data)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a reply we cannot read is dropped, logged
             log.warning("a response that does not fit its type (%s), id %.80r", _size(body), data.get("id"))
             return
         super().handle_message(msg)
