@@ -295,6 +295,7 @@ class SymbolVectors:
         self._by_path: dict[str, set[str]] = {}
         self._loaded = False
         self._mirror: _Mirror | None = None  # complete once the rows are loaded (``_loaded``)
+        self._unflushed = 0  # rows written since the last milvus-lite flush
         self._total = 0
         self.stats: dict[str, float] = {"embedded": 0, "embedSeconds": 0.0, "deleted": 0,
                                         "lastSyncSeconds": 0.0}
@@ -736,8 +737,7 @@ class SymbolVectors:
                         if not keys_of:
                             del self._by_path[p]
             self.stats["deleted"] += len(chunk)
-        if keys:
-            self.vectors.settle(name)
+        self._written(len(keys))
 
     def _embed_and_store(self, todo: list[tuple[str, _Current]]) -> None:
         if not todo:
@@ -746,10 +746,9 @@ class SymbolVectors:
         dim = int(self.embedder.dim)
         todo.sort(key=lambda kc: len(kc[1].text))  # similar lengths pad little
         pending: list[dict[str, Any]] = []
-        since_flush = 0
 
         def upsert() -> None:
-            nonlocal pending, since_flush
+            nonlocal pending
             if not pending:
                 return
             data = pending
@@ -764,11 +763,8 @@ class SymbolVectors:
                     self._by_path.setdefault(p, set()).add(k)
                     if self._mirror is not None:
                         self._mirror.put(k, p, d["qname"], d["vec"])
-            since_flush += len(data)
             pending = []
-            if since_flush >= FLUSH_EVERY:
-                self.vectors.settle(name)
-                since_flush = 0
+            self._written(len(data))
 
         for i in range(0, len(todo), EMBED_BATCH):
             self._check_stop()
@@ -785,7 +781,16 @@ class SymbolVectors:
             if len(pending) >= UPSERT_BATCH:
                 upsert()
         upsert()
-        self.vectors.settle(name)
+
+    def _written(self, n: int) -> None:
+        """Flush milvus-lite's memtable every FLUSH_EVERY rows written: searches go to the
+        in-process copy, but Milvus answers while the copy loads, and its memtable is searched
+        row by row. A small live update is not flushed on its own (a flush costs ~0.5 s; the
+        write is durable in milvus-lite's log either way)."""
+        self._unflushed += n
+        if self._unflushed >= FLUSH_EVERY:
+            self.vectors.settle(self._collection)
+            self._unflushed = 0
 
 
 class _Stopped(Exception):
