@@ -493,13 +493,14 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await wb.runCommand('CodeSynapse: Show Symbol Card');
       await wb.answerInputBox('CodeSynapse: symbol card', 'shop.cart.Cart.checkout');
       await waitForResult('Symbol card', 'shop.cart.Cart.checkout');
-      for (const [theme, label] of [['Default Dark Modern', 'dark'], ['Default Light Modern', 'light']]) {
-        codeServer.updateSettings({ 'workbench.colorTheme': theme });
+      for (const [theme, label] of [['Dark Modern', 'dark'], ['Light Modern', 'light']]) {
+        await wb.setColorTheme(theme);
         await waitFor(`the ${label} theme`, async () => {
           const bg = await page.locator('.monaco-workbench').evaluate((el) => getComputedStyle(el).getPropertyValue('--vscode-editor-background'));
           const [r, g, b] = (bg.match(/[0-9a-f]{2}/gi) ?? []).map((h) => parseInt(h, 16));
           return label === 'light' ? r > 200 && g > 200 && b > 200 : r < 80 && g < 80 && b < 80;
         });
+        await page.mouse.move(900, 450); // off the side bar's edge, which lights up under the pointer
         await sleep(500);
         await docShot(`extension-panel-${label}.png`);
         const width = await wb.setSidebarWidth(190);
@@ -528,10 +529,12 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         assert.equal(layout.titleOneLine, true, 'the card name is on one line, not broken letter by letter');
         assert.equal(layout.titleEllipsis, 'ellipsis');
         assert.equal(layout.overflowX, false, 'nothing scrolls sideways');
+        await page.mouse.move(900, 450);
+        await sleep(300);
         await docShot(`extension-panel-${label}-narrow.png`);
         await wb.setSidebarWidth(420);
       }
-      codeServer.updateSettings({ 'workbench.colorTheme': 'Default Dark Modern' });
+      await wb.setColorTheme('Dark Modern');
     }),
   );
 });

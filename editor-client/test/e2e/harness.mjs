@@ -112,17 +112,6 @@ export class CodeServer {
     fs.writeFileSync(this.settingsFile, JSON.stringify({ ...base, ...settings }, null, 2));
   }
 
-  /** Change user settings in place (VS Code reloads the file). */
-  updateSettings(patch) {
-    let current;
-    try {
-      current = JSON.parse(fs.readFileSync(this.settingsFile, 'utf8'));
-    } catch {
-      current = {};
-    }
-    fs.writeFileSync(this.settingsFile, JSON.stringify({ ...current, ...patch }, null, 2));
-  }
-
   /** Wait until VS Code has written `key: value` to the user or machine settings file. */
   async waitForSetting(key, value) {
     const files = [this.settingsFile, path.join(this.userDataDir, 'Machine', 'settings.json')];
@@ -313,6 +302,13 @@ export class Workbench {
       .first();
     await row.waitFor({ state: 'visible', timeout: 15_000 });
     await row.click();
+  }
+
+  /** Pick a color theme the way a user does: Preferences: Color Theme, then its name. */
+  async setColorTheme(label) {
+    await this.runCommand('Preferences: Color Theme');
+    await this.quickInput().fill(label);
+    await this.pickExact(label);
   }
 
   /** Drag the side bar's edge until the side bar is `width` pixels wide. */
