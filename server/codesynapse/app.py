@@ -57,6 +57,7 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
 
 RETRY_FIRST_S = 1.0  # pause before the first retry of a failed index; doubled after each failure
 RETRY_MAX_S = 60.0  # ... up to this
+CLOSE_WAIT_S = 10.0  # how long close() waits for an index in progress
 
 
 def short_reason(e: BaseException) -> str:
@@ -204,7 +205,8 @@ class App:
                    f"an error until it can be; memory requests do not need it. Check {where} (free disk space, "
                    f"make the folder writable, or set dataDir / CODESYNAPSE_DATA_DIR to another "
                    f"folder); the daemon tries again with a growing pause.")
-            log.error("%s", msg, exc_info=not isinstance(e, CodeSynapseError))
+            # logged where the notices are shown (the daemon); a CLI run reports the error itself
+            log.debug("the graph store cannot be opened", exc_info=not isinstance(e, CodeSynapseError))
             self.notices.append(("error", msg))
             return UnavailableGraphStore(reason)
         self.notices.extend(("warning", n) for n in notices)
@@ -350,6 +352,12 @@ class App:
 
     def close(self) -> None:
         self._closing.set()  # ends retry_index
+        # an index running now (the first, or a retry) writes through the store closed below:
+        # wait a while for it to end, as the daemon does for a live batch
+        if self.indexer.lock.acquire(timeout=CLOSE_WAIT_S):
+            self.indexer.lock.release()
+        else:
+            log.warning("closing while an index is still running")
         if self.symbol_vectors is not None:  # its thread reads the store: stopped first
             self.symbol_vectors.close()
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)

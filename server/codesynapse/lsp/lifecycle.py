@@ -57,7 +57,7 @@ def register(server) -> None:
             from codesynapse.app import short_reason
 
             ls.init_error = f"the workspace could not be opened: {short_reason(e)}"
-            log.error("%s", ls.init_error, exc_info=True)
+            log.debug("opening the workspace failed", exc_info=True)  # the notice below is logged
             ls.app_notices = [("error", f"CodeSynapse: {ls.init_error}. Check the data folder "
                                         "(setting dataDir / CODESYNAPSE_DATA_DIR) and restart the server.")]
             return
@@ -81,9 +81,12 @@ def register(server) -> None:
 
 def _show_notices(ls) -> None:
     """Tell the user what went wrong at start and what to do (a damaged index moved aside, a
-    store that cannot be opened): window/showMessage; the log has it already."""
+    store that cannot be opened): window/showMessage, and the log for errors (a moved-aside
+    index is logged where it is moved, for the CLI too)."""
     kinds = {"warning": types.MessageType.Warning, "error": types.MessageType.Error}
     for level, message in getattr(ls, "app_notices", None) or ():
+        if level == "error":
+            log.error("%s", message)
         try:
             ls.window_show_message(types.ShowMessageParams(type=kinds.get(level, types.MessageType.Info),
                                                            message=message))
