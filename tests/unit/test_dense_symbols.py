@@ -95,6 +95,9 @@ def test_the_in_process_copy_puts_replaces_and_removes_rows():
     assert [r[0] for r in m.search([1.0, 0.0, 0.1], 5)] == ["c", "b"]
     m.put("b", "z.py", "z.b", [0.0, 0.0, -1.0])  # replaced in place
     assert m.search([0.0, 0.0, -1.0], 5) == [("b", "z.py", "z.b", 1.0), ("c", "y.py", "y.c", -1.0)]
+    m.trim()  # room given back; the rows stay and it grows again
+    m.put("e", "e.py", "e.e", [1.0, 0.0, 0.0])
+    assert [r[0] for r in m.search([1.0, 0.0, 0.1], 5)] == ["e", "c", "b"]
 
 
 # -- the service on a real index --------------------------------------------------------------

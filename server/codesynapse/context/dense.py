@@ -222,6 +222,12 @@ class _Mirror:
                 self._meta[i] = (path, qname)
             self._vecs[i] = v / norm
 
+    def trim(self) -> None:
+        """Give back the room grown beyond the rows (up to a third of the copy)."""
+        with self._lock:
+            if len(self._vecs) > self._n + 16:
+                self._vecs = self._vecs[: max(16, self._n)].copy()
+
     def remove(self, key: str) -> None:
         with self._lock:
             i = self._row.pop(key, None)
@@ -642,6 +648,8 @@ class SymbolVectors:
         self._delete(stale)
         todo = [(k, c) for k, c in current.items() if self._rows.get(k, ("", ""))[1] != c.text_h]
         self._embed_and_store(todo)
+        if full and todo and self._mirror is not None:
+            self._mirror.trim()
         with self._cv:
             if full:
                 self._synced = True
@@ -696,6 +704,7 @@ class SymbolVectors:
                 if isinstance(k, str) and KEY.match(k):
                     rows[k] = (str(r.get("path", "")), str(r.get("text_h", "")))
                     mirror.put(k, rows[k][0], str(r.get("qname", "")), r.get("vec") or ())
+        mirror.trim()
         by_path: dict[str, set[str]] = {}
         for k, (p, _) in rows.items():
             by_path.setdefault(p, set()).add(k)
