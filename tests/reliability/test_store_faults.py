@@ -180,6 +180,37 @@ def test_neo4j_stopped_and_started_again(neo4j, tmp_path):
         assert [n["qualifiedName"] for n in a["callers"]["nodes"]]
 
 
+def test_neo4j_down_at_start_initializes_then_indexes_when_it_is_back(neo4j, tmp_path):
+    """Neo4j unreachable when the daemon starts: initialize answers (no -32603 with a
+    traceback), the user is told (window/showMessage Error), requests answer RequestFailed
+    naming Neo4j, and the daemon opens the graph and indexes once Neo4j answers."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "python_repo", root)
+    proxy = FaultProxy("127.0.0.1", _port(neo4j["server"].uri))
+    proxy.set("down")
+    env = {"CODESYNAPSE_BACKEND": "neo4j", "CODESYNAPSE_NEO4J_URI": f"bolt://{proxy.address}",
+           "CODESYNAPSE_WATCH": "0"}
+    try:
+        with RawLsp(tmp_path / "data", env=env, log=tmp_path / "neo4j-late.log") as d:
+            res = d.initialize(root)
+            assert "capabilities" in res
+            st = d.request("codesynapse/indexStatus", {})
+            assert st["state"] == "failed" and proxy.address in st["error"], st
+            kind, out, secs = timed(d, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"})
+            TIMES.append({"store": "neo4j", "fault": "down at start", "method": "codesynapse/symbolCard",
+                          "outcome": kind, "seconds": round(secs, 2)})
+            assert kind == "error" and out.code == -32803 and out.data.get("kind") == "StoreUnavailable", out
+            assert proxy.address in out.message and "Traceback" not in json.dumps(out.data)
+            shown = eventually(lambda: [n["params"] for n in list(d.notifications)
+                                        if n.get("method") == "window/showMessage"], timeout=30)
+            assert [m["type"] for m in shown] == [1] and "neo4j server" in shown[0]["message"], shown
+            proxy.set("pass")
+            eventually(lambda: d.request("codesynapse/indexStatus", {})["state"] == "ready")
+            assert _card_ok(d)
+    finally:
+        proxy.close()
+
+
 # ---- Milvus -------------------------------------------------------------------------------------
 
 
