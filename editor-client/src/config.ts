@@ -10,6 +10,7 @@ export const RESTART_SETTINGS = [
   'codesynapse.serverCommand',
   'codesynapse.serverEnv',
   'codesynapse.initializationOptions',
+  'codesynapse.diagnostics.findings',
 ] as const;
 
 export interface Budgets {
@@ -89,8 +90,16 @@ export function readSettings(cfg: Pick<vscode.WorkspaceConfiguration, 'get'>): {
   }
 
   const initRaw = cfg.get<unknown>('initializationOptions');
-  const initializationOptions =
+  let initializationOptions =
     initRaw && typeof initRaw === 'object' && !Array.isArray(initRaw) ? (initRaw as Record<string, unknown>) : {};
+  // the server publishes findings as diagnostics unless told not to; an explicit
+  // initializationOptions.findingsDiagnostics wins over the dedicated setting
+  const findingsRaw = cfg.get<unknown>('diagnostics.findings');
+  if (findingsRaw === false && !('findingsDiagnostics' in initializationOptions)) {
+    initializationOptions = { ...initializationOptions, findingsDiagnostics: false };
+  } else if (findingsRaw !== undefined && findingsRaw !== null && typeof findingsRaw !== 'boolean') {
+    warn('diagnostics.findings', 'expected true or false; using true');
+  }
 
   const budgets = { ...DEFAULT_BUDGETS };
   for (const key of Object.keys(DEFAULT_BUDGETS) as (keyof Budgets)[]) {

@@ -50,4 +50,18 @@ describe('readSettings', () => {
       { key: 'codesynapse.callGraph.depth', message: 'must be 1 to 5; using 5' },
     ]);
   });
+
+  it('turns findings diagnostics off through the initialization options, unless they say otherwise', () => {
+    expect(readSettings(cfg({ 'diagnostics.findings': false })).settings.initializationOptions).toEqual({
+      findingsDiagnostics: false,
+    });
+    expect(
+      readSettings(cfg({ 'diagnostics.findings': false, initializationOptions: { findingsDiagnostics: true, workers: 2 } }))
+        .settings.initializationOptions,
+    ).toEqual({ findingsDiagnostics: true, workers: 2 });
+    expect(readSettings(cfg({ 'diagnostics.findings': true })).settings.initializationOptions).toEqual({});
+    expect(readSettings(cfg({ 'diagnostics.findings': 'no' })).warnings).toEqual([
+      { key: 'codesynapse.diagnostics.findings', message: 'expected true or false; using true' },
+    ]);
+  });
 });
