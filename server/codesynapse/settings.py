@@ -32,6 +32,8 @@ class Settings(msgspec.Struct, kw_only=True):
     native_hybrid: bool = False
     symbol_vectors: bool = True  # dense leg over symbol metadata (context/dense.py); needs the embedder
     findings_diagnostics: bool = True  # SARIF findings published as diagnostics on open documents
+    # unresolved call sites named like a symbol are listed (callGraph, cards, incoming calls, references)
+    unresolved_candidates: bool = True
 
 
 _ENV = {
@@ -56,7 +58,8 @@ _CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph")}
 _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_user", "milvusUri": "milvus_uri",
           "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
           "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid",
-          "symbolVectors": "symbol_vectors", "findingsDiagnostics": "findings_diagnostics"}
+          "symbolVectors": "symbol_vectors", "findingsDiagnostics": "findings_diagnostics",
+          "unresolvedCandidates": "unresolved_candidates"}
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:

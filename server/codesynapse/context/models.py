@@ -35,6 +35,7 @@ class SymbolParams(_Base):
     selector: Selector
     max_tokens: _Tokens | None = None
     include_ids: bool = False
+    cursor: str | None = None  # symbolContext: the next page of the card's callers/callees (context/paging.py)
 
 
 class CallGraphParams(_Base):
@@ -44,6 +45,7 @@ class CallGraphParams(_Base):
     limit: Annotated[int, msgspec.Meta(ge=-(2**53), le=2**53)] = 25
     max_tokens: _Tokens | None = None
     include_ids: bool = False
+    cursor: str | None = None  # the next page, as the previous answer gave it (context/paging.py)
 
 
 class MinimalContextParams(_Base):
@@ -69,6 +71,7 @@ class SearchParams(_Base):
     kind: str | None = None
     max_tokens: _Tokens | None = None
     include_ids: bool = False
+    cursor: str | None = None  # the next page, as the previous answer gave it (context/paging.py)
 
 
 class SnippetParams(_Base):

@@ -1,0 +1,72 @@
+"""Paging cursors: opaque, bound to the index version and to the request they continue.
+
+A cursor is base64url of a msgpack map ``{v: index version, k: what it pages, o: offset}``.
+It is validated on decode: a string this server did not give, one given for another request
+(another symbol, direction or query), or one given before the index changed is an
+InvalidParams naming ``cursor`` with what to do instead (ask again without it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+
+import msgspec
+
+from codesynapse.errors import InvalidParams
+
+FIELD = "cursor"
+CURSOR_MAX = 512  # characters; a cursor this server gives is well under 100
+
+
+class _Cursor(msgspec.Struct, frozen=True):
+    v: str  # index version
+    k: str  # digest of what the cursor pages (method, subject, direction / query and filters)
+    o: int  # offset of the next item
+
+
+def index_version(app) -> str:
+    """Changes with every committed write of the index: a full index and each live update
+    set ``App.last_update``; a process that has not written answers from the store's
+    recorded ``updated_at`` (so a cursor survives a restart only if the index did not change)."""
+    last = getattr(app, "last_update", None)
+    if last is None:
+        try:
+            raw = app.store.get_meta("updated_at")
+        except Exception:  # the store cannot be read: the request itself will say why
+            raw = None
+        last = float(raw) if raw else 0.0
+    return f"{last:.6f}"
+
+
+def key_of(*parts: object) -> str:
+    return hashlib.blake2b("\x1f".join(str(p) for p in parts).encode(), digest_size=8).hexdigest()
+
+
+def encode(app, key: str, offset: int) -> str:
+    raw = msgspec.msgpack.encode(_Cursor(v=index_version(app), k=key, o=offset))
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(app, cursor: str | None, key: str) -> int:
+    """The offset a cursor continues from (0 without one); InvalidParams naming ``cursor``
+    when it is not one of ours, pages another request, or predates the index."""
+    if cursor is None:
+        return 0
+    if not isinstance(cursor, str) or not cursor or len(cursor) > CURSOR_MAX:
+        raise InvalidParams(FIELD, "is not a cursor this server gave; ask again without cursor")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        c = msgspec.msgpack.decode(raw, type=_Cursor)
+    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        raise InvalidParams(FIELD, "is not a cursor this server gave; ask again without cursor") from None
+    if c.k != key:
+        raise InvalidParams(FIELD, "was given for another request (another symbol, direction or query); "
+                                   "pass it only with the request that returned it")
+    if c.v != index_version(app):
+        raise InvalidParams(FIELD, "is stale: the index changed since it was given; ask again without cursor "
+                                   "to start from the first page")
+    if c.o < 0:
+        raise InvalidParams(FIELD, "is not a cursor this server gave; ask again without cursor")
+    return c.o
