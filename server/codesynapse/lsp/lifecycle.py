@@ -42,7 +42,7 @@ def register(server) -> None:
         # scope fields in initialization options are ignored: the server sets the scope
         overrides = {k: v for k, v in (opts or {}).items()
                      if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid",
-                               "findingsDiagnostics")}
+                               "findingsDiagnostics", "unresolvedCandidates")}
         import msgspec
 
         # server-side settings (tenant, backend and its credentials) come only from the
