@@ -8,6 +8,7 @@ units) using the line's text from the open document or the file on disk.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -25,6 +26,42 @@ _KIND = {
     "key": types.SymbolKind.Key,
 }
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
+log = logging.getLogger(__name__)
+# call rows one references / call hierarchy answer reads: past it the answer says so (logged and
+# shown with window/showMessage), never silently
+SAFETY_CAP = 100_000
+PARTIAL_BATCH = 500  # results per $/progress notification when the client gave a partialResultToken
+UNRESOLVED_DETAIL = "unresolved name match: {callee} (not bound to {qname}; it may call something else)"
+
+
+def _over_cap(what: str, total: int) -> str | None:
+    if total <= SAFETY_CAP:
+        return None
+    return f"CodeSynapse: {what}: showing the first {SAFETY_CAP:,} of {total:,} call sites"
+
+
+async def send_results(ls, token, results: list, note: str | None) -> list:
+    """The answer of a request that may be long: a note over the safety cap is logged and
+    shown; with a ``partialResultToken`` the results are streamed as ``$/progress``
+    notifications of ``PARTIAL_BATCH`` items and the response itself is empty (LSP 3.17
+    "Partial Result Progress")."""
+    if note:
+        log.warning("%s", note)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=note))
+    if token is None:
+        return results
+    for i in range(0, len(results), PARTIAL_BATCH):
+        ls.protocol.notify(types.PROGRESS, types.ProgressParams(token=token, value=results[i:i + PARTIAL_BATCH]))
+    return []
+
+
+def unresolved_of(ls, s: SymbolRow) -> list:
+    """Unresolved call sites named like ``s`` (``[]`` when the setting unresolvedCandidates
+    is off, or for a module): shown after the resolved ones, marked as name matches."""
+    if s.kind == "module" or not getattr(ls.app.settings, "unresolved_candidates", True):
+        return []
+    return ls.app.store.unresolved_named(s.name, limit=SAFETY_CAP)
+
 
 
 class Positions:
@@ -240,17 +277,23 @@ def register(server) -> None:
         def run():
             s = target_at(ls, params.text_document.uri, params.position)
             if s is None:
-                return []
+                return [], None
             pos = Positions(ls)
             out = []
             if params.context.include_declaration:
                 out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
-            for c in ls.app.store.callers(s.qname, limit=1000):
+            # the resolved call sites, then the unresolved ones named like it (a name match
+            # is not a proof, but hiding it would show "no references" where there may be some)
+            calls = ls.app.store.callers(s.qname, limit=SAFETY_CAP)
+            note = _over_cap(f"references of {s.qname}", ls.app.store.count_callers(s.qname)) \
+                if len(calls) >= SAFETY_CAP else None
+            for c in calls + unresolved_of(ls, s):
                 out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
                     c.path, c.line, c.col, len(c.callee.encode("utf-16-le")) // 2)))
-            return out
+            return out, note
 
-        return await ls.run_read(run)
+        out, note = await ls.run_read(run)
+        return await send_results(ls, params.partial_result_token, out, note)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
@@ -313,11 +356,25 @@ def register(server) -> None:
 
         def run():
             pos = Positions(ls)
-            calls = ls.app.store.callers(_qname(params.item), limit=1000)
-            return [types.CallHierarchyIncomingCall(from_=item(ls, pos, s), from_ranges=ranges(pos, rows))
-                    for s, rows in grouped(ls, calls, lambda c: c.caller)]
+            q = _qname(params.item)
+            calls = ls.app.store.callers(q, limit=SAFETY_CAP)
+            note = _over_cap(f"incoming calls of {q}", ls.app.store.count_callers(q)) \
+                if len(calls) >= SAFETY_CAP else None
+            out = [types.CallHierarchyIncomingCall(from_=item(ls, pos, s), from_ranges=ranges(pos, rows))
+                   for s, rows in grouped(ls, calls, lambda c: c.caller)]
+            # unresolved calls named like it, after the resolved ones: each caller once, its
+            # detail saying these are name matches, not calls bound to this symbol
+            targets = ls.app.store.symbols_by_qname(q)
+            if targets:
+                for s, rows in grouped(ls, unresolved_of(ls, targets[0]), lambda c: c.caller):
+                    it = item(ls, pos, s)
+                    it.detail = UNRESOLVED_DETAIL.format(callee=rows[0].callee, qname=q)
+                    it.data = {"qname": s.qname, "unresolved": True}
+                    out.append(types.CallHierarchyIncomingCall(from_=it, from_ranges=ranges(pos, rows)))
+            return out, note
 
-        return await ls.run_read(run)
+        out, note = await ls.run_read(run)
+        return await send_results(ls, params.partial_result_token, out, note)
 
     @server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
     async def outgoing(ls, params: types.CallHierarchyOutgoingCallsParams):
@@ -325,8 +382,12 @@ def register(server) -> None:
 
         def run():
             pos = Positions(ls)
-            calls = ls.app.store.callees(_qname(params.item), limit=1000)
+            q = _qname(params.item)
+            calls = ls.app.store.callees(q, limit=SAFETY_CAP)
+            note = _over_cap(f"outgoing calls of {q}", ls.app.store.count_callees(q)) \
+                if len(calls) >= SAFETY_CAP else None
             return [types.CallHierarchyOutgoingCall(to=item(ls, pos, s), from_ranges=ranges(pos, rows))
-                    for s, rows in grouped(ls, calls, lambda c: c.target)]
+                    for s, rows in grouped(ls, calls, lambda c: c.target)], note
 
-        return await ls.run_read(run)
+        out, note = await ls.run_read(run)
+        return await send_results(ls, params.partial_result_token, out, note)
