@@ -66,7 +66,9 @@ async def test_call_graph_resolution(client):
     g2 = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
                                                          "direction": "callers"})
     # `gateway.charge(amount)` on an untyped parameter stays an unresolved candidate, never "no callers"
-    assert g2["callers"] == {"nodes": [], "unresolvedCandidates": 1}
+    # and the site is named: file, line, the call as written and the unit it is in (issue 18)
+    assert g2["callers"] == {"nodes": [], "unresolvedCandidates": 1, "unresolved": [
+        {"path": "shop/cart.py", "line": 33, "name": "gateway.charge", "from": "shop.cart.Cart.checkout"}]}
     assert g2["callers"]["unresolvedCandidates"] == 1
 
 

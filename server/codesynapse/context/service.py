@@ -44,6 +44,7 @@ DEFAULT_MINIMAL = 1_500
 TOP_N = 5
 MAX_DEPTH = 3
 MAX_LIMIT = 200
+CONTEXT_PAGE = 100  # items per symbolContext page after the card (cursor)
 WALK_CAP = 100_000  # call rows read per unit when walking a call graph (every caller is reachable by pages)
 CANDIDATES = 10
 ROLE_POOL = 51  # a bare name is decided by role only when all the symbols it names were read
@@ -241,6 +242,11 @@ class ContextService:
         # counts are call sites; the top lists name each caller / callee once
         if rel["callers"] and top:
             card["callers"] = _first_per(rel["callers"], lambda c: c.caller, top, lambda c: self._call_ref(c, "caller"))
+        # unresolved calls named like it, after the resolved callers: where, and from which unit
+        # (a name match, not a proof; docs/PROTOCOL.md) — "unresolved" is never shown as none
+        if unresolved_callers and top and getattr(self.app.settings, "unresolved_candidates", True):
+            card["unresolved"] = [{"path": c.path, "line": c.line, "name": c.callee, "from": c.caller}
+                                  for c in store.unresolved_named(s.name, limit=top)]
         if rel["callees"] and top:
             card["callees"] = _first_per(rel["callees"], lambda c: c.target or c.callee, top,
                                          lambda c: self._call_ref(c, "callee"))
@@ -326,7 +332,8 @@ class ContextService:
         except BudgetError:
             card = self.card(s, rel, top=0, include_ids=include_ids)
             p = Packer(answer={**answer, "card": card}, max_tokens=max_tokens, echo_budget=echo)
-            n = sum(min(TOP_N, card["counts"].get(k, 0)) for k in ("callers", "callees", "implementations", "tests"))
+            n = sum(min(TOP_N, card["counts"].get(k, 0))
+                    for k in ("callers", "callees", "implementations", "tests", "unresolvedCallers"))
             p.omit("card relations", n, "raise maxTokens or ask codesynapse/callGraph")
             p.omit("card findings", min(TOP_N, card["counts"].get("findings", 0)), "raise maxTokens")
             return p
@@ -338,12 +345,23 @@ class ContextService:
         if s is None:
             return self._not_found(extra, max_tokens, ["exact"], prm.max_tokens is not None)
         rel = self.relations(s)
+        if prm.cursor is not None:
+            return self._relations_page(prm, s, rel, max_tokens)
         alternatives = extra.pop(ALTERNATIVES, [])
         p = self._pack_card({"found": True, "maxTokens": max_tokens, "provenance": self._provenance(["exact", "graph"]),
                              **extra}, s, rel, max_tokens, prm.include_ids, spare=RELATED_ROOM,
                             echo=prm.max_tokens is not None)
         _with_alternatives(p, alternatives)
         answer = p.answer
+        # the rest is what the full card's lists leave (a card packed without its lists under a
+        # small budget counts those in ``omitted``: "card relations")
+        card = answer.get("card", {})
+        rest = self._relations_rest(s, rel, card if "callers" in card or "callees" in card else self.card(s, rel))
+        if rest:  # the card's lists go on: the cursor pages the rest of them
+            p.set("cursor", paging.encode(self.app, paging.key_of("symbolContext", s.qname, s.path), 0))
+            for k in ("callers", "callees", "unresolved"):
+                p.omit(f"card {k} after the top {TOP_N}", sum(1 for x, _ in rest if x == k),
+                       "ask again with cursor for the rest")
         related: list[tuple[str, str]] = []
         for c in rel["callees"]:
             if c.target:
@@ -383,6 +401,62 @@ class ContextService:
             else:
                 item = {"role": role, **self.card(r, top=0, include_ids=prm.include_ids)}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
+        return self._done(p)
+
+    def _relations_rest(self, s: SymbolRow, rel: dict[str, Any], card: dict[str, Any]) -> list[tuple[str, CallRow]]:
+        """What the card's lists leave out, in a total order: every other caller unit
+        (production first, by path, line, col), every other callee, then every other
+        unresolved candidate site — one call row each."""
+        store = self.store
+        listed = {k: {(x.get("qualifiedName"), x.get("path"), x.get("line")) for x in card.get(k, [])}
+                  for k in ("callers", "callees", "unresolved")}
+        shown_callers = {q for q, _, _ in listed["callers"]}
+        shown_callees = {q for q, _, _ in listed["callees"]}
+        out: list[tuple[str, CallRow]] = []
+        seen: set[str] = set()
+        for c in production_first(store.callers(s.qname, limit=WALK_CAP)):
+            if c.caller not in shown_callers and c.caller not in seen:
+                seen.add(c.caller)
+                out.append(("callers", c))
+        seen = set()
+        for c in store.callees(s.qname, limit=WALK_CAP):
+            q = c.target or c.callee
+            if q not in shown_callees and q not in seen:
+                seen.add(q)
+                out.append(("callees", c))
+        if s.kind != "module" and getattr(self.app.settings, "unresolved_candidates", True):
+            shown = {(p_, ln) for _, p_, ln in listed["unresolved"]}
+            out += [("unresolved", c) for c in store.unresolved_named(s.name, limit=WALK_CAP)
+                    if (c.path, c.line) not in shown]
+        return out
+
+    def _relations_page(self, prm: SymbolParams, s: SymbolRow, rel: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        """symbolContext with a cursor: the next page of what the card's caller / callee /
+        unresolved lists left out (``CONTEXT_PAGE`` items, or what the budget holds), with a
+        cursor while more remain and exact counts of what remains."""
+        key = paging.key_of("symbolContext", s.qname, s.path)
+        offset = paging.decode(self.app, prm.cursor, key)
+        rest = self._relations_rest(s, rel, self.card(s, rel))
+        answer: dict[str, Any] = {"found": True, "subject": self.ref(s, prm.include_ids), "maxTokens": max_tokens,
+                                  "provenance": self._provenance(["exact", "graph"])}
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
+        p.take({"cursor": "x" * 40})
+        shown = offset
+        for kind, c in rest[offset:offset + CONTEXT_PAGE]:
+            if kind == "unresolved":
+                item = {"path": c.path, "line": c.line, "name": c.callee, "from": c.caller}
+            else:
+                item = self._call_ref(c, "caller" if kind == "callers" else "callee")
+                if kind == "callees":
+                    item["path"] = c.path
+            if not p.take(item):
+                break
+            answer.setdefault(kind, []).append(item)
+            shown += 1
+        for k in ("callers", "callees", "unresolved"):
+            p.omit(f"{k} after this page", sum(1 for x, _ in rest[shown:] if x == k), "ask again with cursor")
+        if shown < len(rest):
+            answer["cursor"] = paging.encode(self.app, key, shown)
         return self._done(p)
 
     def call_graph(self, prm: CallGraphParams) -> dict[str, Any]:
