@@ -236,3 +236,28 @@ async def test_symbol_context_pages_the_card_lists_and_cards_name_unresolved_sit
     assert card["card"]["counts"]["unresolvedCallers"] == 1
     assert card["card"]["unresolved"] == [{"path": "bank.py", "line": 11, "name": "source.withdraw",
                                            "from": "bank.transfer"}]
+
+
+@ASYNC
+async def test_search_cursor_walks_the_same_pages_as_offsets(client):
+    q = {"query": "f_1_", "mode": "compact", "limit": 20}
+    by_offset, offset = [], 0
+    while True:
+        a = await request(client, "codesynapse/search", {**q, "offset": offset})
+        by_offset += [r["qualifiedName"] for r in a["results"]]
+        if not a["hasMore"]:
+            assert "cursor" not in a
+            break
+        offset += len(a["results"])
+    a = await request(client, "codesynapse/search", q)
+    by_cursor = [r["qualifiedName"] for r in a["results"]]
+    while a.get("cursor"):
+        a = await request(client, "codesynapse/search", {**q, "cursor": a["cursor"]})
+        check_budget(a)
+        by_cursor += [r["qualifiedName"] for r in a["results"]]
+    assert len(by_offset) > 40 and by_cursor == by_offset  # three pages at least
+    g = await request(client, "codesynapse/callGraph", {"selector": "lib.target.hot", "direction": "callers"})
+    for bad, words in [(g["callers"]["cursor"], "another request"), ("%%%", "not a cursor")]:
+        with pytest.raises(JsonRpcInvalidParams) as e:
+            await request(client, "codesynapse/search", {**q, "cursor": bad})
+        assert "cursor" in str(e.value) and words in str(e.value)

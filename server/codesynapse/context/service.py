@@ -8,6 +8,8 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import msgspec
+
 from codesynapse.context import literals, paging
 from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
 from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
@@ -605,6 +607,12 @@ class ContextService:
         check_len("query", prm.query, 4096)
         if not prm.query.strip():
             raise InvalidParams("query", "is empty; give a name or words to search for")
+        # a cursor (the previous page's) stands for the offset it continues from
+        cursor_key = paging.key_of("search", prm.query.strip(), prm.mode, prm.kind)
+        if prm.cursor is not None:
+            if prm.offset:
+                raise InvalidParams("cursor", "and offset both given; pass the cursor alone")
+            prm = msgspec.structs.replace(prm, offset=paging.decode(self.app, prm.cursor, cursor_key), cursor=None)
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
         store = self.store
         q = prm.query.strip()
@@ -689,6 +697,9 @@ class ContextService:
         if (answer["hasMore"] and not (cut and shown == len(page))) or shown < len(page):
             nxt = prm.offset + shown
             answer["paginationHint"] = f"more results: ask again with offset {nxt}"
+        if answer["hasMore"] or shown < len(page):
+            p.set("cursor", paging.encode(self.app, cursor_key, prm.offset + shown), "cursor",
+                  "ask again with offset")
         if prm.offset == 0 and prm.kind is None:  # modules whose name holds the query (context/deps.py)
             add_search_modules(self, p, q)
         return self._done(p)
