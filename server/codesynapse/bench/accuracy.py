@@ -377,17 +377,24 @@ class OracleCache:
 # -- our side -------------------------------------------------------------------------------------
 
 def our_callers(app, qname: str) -> dict[str, Any]:
-    """Our depth-1 callers of ``qname`` through ``codesynapse/callGraph``, as units. When the
-    answer is cut (its node limit or token budget), the rest is read from the graph store
-    with the query the request itself uses, and the cut is recorded."""
+    """Our depth-1 callers of ``qname`` through ``codesynapse/callGraph``, as units, every
+    page of it (the answer's ``cursor``). The sites of each caller are read from the graph
+    store with the query the request itself uses (a unit's file is its call's); a caller the
+    pages did not list would be counted in ``fromStore`` (0 since callGraph pages)."""
     from codesynapse.methods import call_method
 
-    ans = call_method(app, "codesynapse/callGraph",
-                      {"selector": qname, "direction": "callers", "depth": 1, "limit": 200})
+    params = {"selector": qname, "direction": "callers", "depth": 1, "limit": 200}
+    ans = call_method(app, "codesynapse/callGraph", params)
     if not ans.get("found"):
         return {"found": False, "answer": {k: ans.get(k) for k in ("hint", "candidates", "suggestions")}}
     sec = ans.get("callers", {})
+    first_omitted = sec.get("omittedNodes", 0)
     listed = {n["qualifiedName"] for n in sec.get("nodes", [])}
+    pages = 1
+    while sec.get("cursor"):
+        sec = call_method(app, "codesynapse/callGraph", {**params, "cursor": sec["cursor"]}).get("callers", {})
+        listed |= {n["qualifiedName"] for n in sec.get("nodes", [])}
+        pages += 1
     store = app.store
     rows = store.callers(qname, limit=10**7)
     # Units come from the call rows (the rows the request is built from): a caller's
@@ -412,7 +419,7 @@ def our_callers(app, qname: str) -> dict[str, Any]:
             from_store.add(r.caller)
     return {"found": True, "root": ans.get("root", {}), "units": units, "unresolvedCandidates":
             sec.get("unresolvedCandidates", 0), "callSites": len(rows), "fromStore": len(from_store),
-            "answerNodes": len(sec.get("nodes", [])), "omittedNodes": sec.get("omittedNodes", 0)}
+            "answerNodes": len(listed), "omittedNodes": first_omitted, "pages": pages}
 
 
 def _name_position(src_lines: list[str], line: int, col: int, name: str) -> tuple[int, int] | None:
