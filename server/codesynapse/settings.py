@@ -1,5 +1,7 @@
 """Typed, fully defaulted settings. Sources, later ones winning: defaults → environment
-(``CODESYNAPSE_*``) → LSP initializationOptions / CLI flags. Bad values warn and fall back."""
+(``CODESYNAPSE_*``) → CLI flags (``load_settings``) → the few LSP initializationOptions a
+client may set (``with_client_options``, ``CLIENT_OPTIONS``). Bad values warn and fall back:
+to the default in ``load_settings``, to the server's own value for a client's option."""
 
 from __future__ import annotations
 
@@ -52,14 +54,25 @@ _ENV = {
     "watch": "CODESYNAPSE_WATCH",
     "embedder": "CODESYNAPSE_EMBEDDER",
     "symbol_vectors": "CODESYNAPSE_SYMBOL_VECTORS",
+    "unresolved_candidates": "CODESYNAPSE_UNRESOLVED_CANDIDATES",
 }
 
-_CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph")}
+_CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph"), "embedder": ("minilm-int8", "none", "off", "")}
 _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_user", "milvusUri": "milvus_uri",
+          "neo4jPassword": "neo4j_password", "hugegraphPassword": "hugegraph_password",
           "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
           "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid",
           "symbolVectors": "symbol_vectors", "findingsDiagnostics": "findings_diagnostics",
           "unresolvedCandidates": "unresolved_candidates"}
+
+
+# The initializationOptions a client may set (package.json: ``codesynapse.initializationOptions``),
+# camelCase → field. Everything else (tenant, backend and its credentials, the Milvus URI,
+# symbolVectors) is the server's: set by its environment or command line only.
+CLIENT_OPTIONS = {"dataDir": "data_dir", "workers": "workers", "watch": "watch", "debounceMs": "debounce_ms",
+                  "embedder": "embedder", "nativeHybrid": "native_hybrid",
+                  "findingsDiagnostics": "findings_diagnostics", "sessionLabel": "session_label",
+                  "unresolvedCandidates": "unresolved_candidates"}
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:
@@ -73,13 +86,20 @@ def _coerce(name: str, raw: Any, default: Any) -> Any:
             return False
         raise ValueError("expected a boolean")
     if isinstance(default, int):
-        v = int(raw)
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise ValueError("expected an integer")
+        try:
+            v = int(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("expected an integer") from None
         if name == "workers" and not 1 <= v <= 64:
             raise ValueError("expected 1..64")
         if name == "debounce_ms" and not 0 <= v <= 10_000:
             raise ValueError("expected 0..10000")
         return v
-    v = str(raw)
+    if not isinstance(raw, str):
+        raise ValueError("expected a string")
+    v = raw
     if name in _CHOICES and v not in _CHOICES[name]:
         raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
     if name == "tenant" and not (0 < len(v) <= 128):
@@ -108,3 +128,37 @@ def load_settings(overrides: dict[str, Any] | None = None, env: dict[str, str] |
         except (ValueError, TypeError) as e:
             log.warning("setting %s=%r is invalid (%s); using %r", k, raw, e, default)
     return s
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def with_client_options(base: Settings, options: Any) -> tuple[Settings, list[str]]:
+    """``base`` (the server's settings) with a client's initializationOptions applied, and
+    one sentence for each option that was not: a name the client may not set (unknown, or
+    the server's own) is ignored; an invalid value leaves the server's value in place.
+    ``null`` leaves an option unset."""
+    if options is None:
+        return base, []
+    if not isinstance(options, dict):
+        return base, [f"initializationOptions must be an object, not {type(options).__name__}; ignored"]
+    s = msgspec.structs.replace(base)
+    problems = []
+    for key, raw in options.items():
+        field = CLIENT_OPTIONS.get(key)
+        if field is None:
+            own = _CAMEL.get(key, key)
+            if own in _ENV and own not in CLIENT_OPTIONS.values():
+                problems.append(f"setting {_short(key)} is the server's own (environment {_ENV[own]}); ignored")
+            else:
+                problems.append(f"setting {_short(key)} is unknown; ignored (known: {', '.join(CLIENT_OPTIONS)})")
+            continue
+        if raw is None:
+            continue
+        try:
+            setattr(s, field, _coerce(field, raw, getattr(Settings(), field)))
+        except ValueError as e:
+            problems.append(f"setting {key}={_short(raw)} is invalid ({e}); using {getattr(base, field)!r}")
+    return s, problems
