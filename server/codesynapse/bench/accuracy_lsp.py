@@ -1,0 +1,281 @@
+"""Caller accuracy against a language server's call hierarchy (Go: gopls; TypeScript: the
+TypeScript language service through typescript-language-server), issue 18 #5.
+
+For each target (a function or method of the corpus, drawn in a fixed order by a hash of its
+qualified name among those whose name is called somewhere — a criterion blind to how a call
+was resolved), the oracle's ``callHierarchy/incomingCalls`` and our ``codesynapse/callGraph``
+(every page) give the caller units; both are keyed on our symbol table: the innermost symbol of
+that file whose lines hold the oracle's caller name (``selectionRange``), so what is measured
+is the call edges, not symbol extraction. Micro-averaged precision and recall over the units.
+
+Run: ``python -m codesynapse.bench.accuracy_lsp --lang go --root DIR --oracle gopls [--under
+SUBDIR] [--targets 40] [--out FILE.json]``. The oracle binary is installed by the user
+(``go install golang.org/x/tools/gopls@v0.23.0``; ``npm install typescript@5.9
+typescript-language-server@4``), never downloaded here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+log = logging.getLogger(__name__)
+
+LANG_IDS = {"go": "go", "typescript": "typescript"}
+KINDS = ("function", "method")
+REQUEST_TIMEOUT = 300.0
+
+
+class LspOracle:
+    """A language server on pipes: requests by id from a reader thread; the server's own
+    requests are answered (configuration with nulls, everything else with null)."""
+
+    def __init__(self, argv: list[str], root: Path, env: dict[str, str] | None = None):
+        self.root = root
+        self.proc = subprocess.Popen(argv, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._wlock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _write(self, msg: dict[str, Any]) -> None:
+        body = json.dumps(msg).encode()
+        with self._wlock:
+            self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            self.proc.stdin.flush()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        try:
+            while True:
+                n = 0
+                while True:
+                    line = out.readline()
+                    if not line:
+                        return
+                    if line in (b"\r\n", b"\n"):
+                        break
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":", 1)[1])
+                msg = json.loads(out.read(n))
+                if "method" in msg and "id" in msg:
+                    result: Any = None
+                    if msg["method"] == "workspace/configuration":
+                        result = [None] * len(msg.get("params", {}).get("items", []))
+                    self._write({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                elif "id" in msg:
+                    with self._lock:
+                        fut = self._pending.pop(msg["id"], None)
+                    if fut is not None:
+                        if "error" in msg:
+                            fut.set_exception(RuntimeError(str(msg["error"])))
+                        else:
+                            fut.set_result(msg.get("result"))
+        finally:
+            with self._lock:
+                for fut in self._pending.values():
+                    if not fut.done():
+                        fut.set_exception(RuntimeError("the oracle closed its output"))
+
+    def request(self, method: str, params: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
+        i = next(self._ids)
+        fut: Future = Future()
+        with self._lock:
+            self._pending[i] = fut
+        self._write({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return fut.result(timeout)
+
+    def notify(self, method: str, params: Any) -> None:
+        self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def start(self) -> None:
+        uri = self.root.as_uri()
+        self.request("initialize", {"processId": os.getpid(), "rootUri": uri,
+                                    "workspaceFolders": [{"uri": uri, "name": self.root.name}],
+                                    "capabilities": {"textDocument": {"callHierarchy": {}, "references": {}},
+                                                     "workspace": {"configuration": True}}})
+        self.notify("initialized", {})
+
+    def open(self, rel: str, lang: str) -> str:
+        path = self.root / rel
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": LANG_IDS[lang], "version": 1,
+            "text": path.read_text(encoding="utf-8", errors="replace")}})
+        return uri
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None, timeout=30)
+            self.notify("exit", None)
+            self.proc.wait(10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _utf16_col(line: str, name: str) -> int | None:
+    i = line.find(name)
+    return None if i < 0 else len(line[:i].encode("utf-16-le")) // 2
+
+
+def _innermost(store, rel: str, line: int, cache: dict[str, list]) -> Any:
+    syms = cache.get(rel)
+    if syms is None:
+        syms = cache[rel] = [s for s in store.symbols_in_file(rel) if s.kind != "module"]
+    best = None
+    for s in syms:
+        if s.start_line <= line <= s.end_line and (best is None or s.end_line - s.start_line < best.end_line - best.start_line):
+            best = s
+    return best
+
+
+def pick_targets(app, lang: str, n: int, under: str = "") -> list[Any]:
+    """``n`` functions/methods of ``lang`` (under ``under``), outside test files, in the order
+    of a hash of their qualified name, among those whose name some call in the corpus uses."""
+    from codesynapse.context.retrieval import LIBRARY, row_role
+
+    langs = {f.path for f in app.store.files() if getattr(f, "language", "") == lang}
+    rows = [s for s in app.store.all_symbols() if s.kind in KINDS and s.path in langs and s.path.startswith(under)
+            and row_role(s) == LIBRARY and len(s.name) > 2 and not s.name.startswith(("Test", "Benchmark", "Example"))]
+    rows.sort(key=lambda s: hashlib.blake2b(s.qname.encode(), digest_size=8).hexdigest())
+    out, seen = [], set()
+    for s in rows:
+        if s.qname in seen:
+            continue
+        if any(c.name == s.name for c in app.store.calls_touching([s.name])):
+            out.append(s)
+            seen.add(s.qname)
+        if len(out) >= n:
+            break
+    return out
+
+
+def our_units(app, s) -> dict[str, str]:
+    from codesynapse.methods import call_method
+
+    params = {"selector": s.qname, "direction": "callers", "limit": 200}
+    units: dict[str, str] = {}
+    ans = call_method(app, "codesynapse/callGraph", params)
+    if not ans.get("found"):
+        return units
+    sec = ans.get("callers", {})
+    while True:
+        for node in sec.get("nodes", []):
+            if "path" in node:
+                units[f"{node['path']}:{node['range'][0]}"] = node["qualifiedName"]
+        if not sec.get("cursor"):
+            return units
+        sec = call_method(app, "codesynapse/callGraph", {**params, "cursor": sec["cursor"]}).get("callers", {})
+
+
+def oracle_units(oracle: LspOracle, app, s, lang: str, cache: dict[str, list], under: str) -> dict[str, str] | None:
+    root = oracle.root
+    lines = (root / s.path).read_text(encoding="utf-8", errors="replace").splitlines()
+    col = _utf16_col(lines[s.start_line - 1], s.name) if s.start_line <= len(lines) else None
+    if col is None:
+        return None
+    uri = oracle.open(s.path, lang)
+    items = oracle.request("textDocument/prepareCallHierarchy",
+                           {"textDocument": {"uri": uri}, "position": {"line": s.start_line - 1, "character": col}})
+    if not items:
+        return None
+    calls = oracle.request("callHierarchy/incomingCalls", {"item": items[0]}) or []
+    units: dict[str, str] = {}
+    for c in calls:
+        frm = c["from"]
+        path = unquote(urlparse(frm["uri"]).path)
+        try:
+            rel = str(Path(path).resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue  # outside the corpus (the module cache, the standard library)
+        if not rel.startswith(under):
+            continue
+        line = frm.get("selectionRange", frm["range"])["start"]["line"] + 1
+        sym = _innermost(app.store, rel, line, cache)
+        key = f"{rel}:{sym.start_line}" if sym is not None else f"{rel}:{line}?"
+        units[key] = frm.get("name", "")
+    return units
+
+
+def run(lang: str, root: Path, oracle_argv: list[str], n: int, under: str, data_dir: Path,
+        say=print) -> dict[str, Any]:
+    from codesynapse.bench.accuracy import micro, score
+    from codesynapse.bench.accuracy import CorpusRun, open_corpus_app
+
+    app = open_corpus_app(CorpusRun(root.name, root, "directory"), data_dir)
+    try:
+        t0 = time.perf_counter()
+        app.index()
+        say(f"indexed {root} in {time.perf_counter() - t0:.0f} s")
+        targets = pick_targets(app, lang, n, under)
+        say(f"{len(targets)} targets")
+        oracle = LspOracle(oracle_argv, root)
+        oracle.start()
+        rows = []
+        cache: dict[str, list] = {}
+        try:
+            for s in targets:
+                t1 = time.perf_counter()
+                try:
+                    theirs = oracle_units(oracle, app, s, lang, cache, under)
+                except Exception as e:  # one target's failure is recorded, not fatal
+                    rows.append({"symbol": s.qname, "error": str(e)[:300]})
+                    continue
+                if theirs is None:
+                    rows.append({"symbol": s.qname, "error": "the oracle has no call hierarchy item there"})
+                    continue
+                ours = our_units(app, s)
+                sc = score(set(ours), set(theirs))
+                rows.append({"symbol": s.qname, "path": s.path, "line": s.start_line, **sc,
+                             "misses": sorted(set(theirs) - set(ours)),
+                             "falsePositives": sorted(set(ours) - set(theirs)),
+                             "oracleSeconds": round(time.perf_counter() - t1, 2)})
+                say(f"  {s.qname}: ours {len(ours)} oracle {len(theirs)} tp {sc['tp']}")
+        finally:
+            oracle.close()
+        scored = [r for r in rows if "error" not in r]
+        return {"language": lang, "corpus": str(root), "under": under, "oracle": oracle_argv[0],
+                "targets": len(targets), "errors": len(rows) - len(scored), "micro": micro(scored), "rows": rows}
+    finally:
+        app.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m codesynapse.bench.accuracy_lsp")
+    ap.add_argument("--lang", choices=sorted(LANG_IDS), required=True)
+    ap.add_argument("--root", required=True, help="the corpus (a Go module, a TypeScript project)")
+    ap.add_argument("--oracle", required=True, help="the language server command, e.g. gopls or "
+                                                    "'typescript-language-server --stdio'")
+    ap.add_argument("--under", default="", help="only targets and callers under this folder of the corpus")
+    ap.add_argument("--targets", type=int, default=40)
+    ap.add_argument("--data-dir", default="/tmp/codesynapse-accuracy-lsp")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731 (stderr: progress)
+    res = run(a.lang, Path(a.root).resolve(), a.oracle.split(), a.targets, a.under, Path(a.data_dir), say)
+    m = res["micro"]
+    say(f"{a.lang}: precision {m['precision']} recall {m['recall']} (tp {m['tp']} fp {m['fp']} fn {m['fn']}), "
+        f"{res['targets']} targets, {res['errors']} errors")
+    if a.out:
+        Path(a.out).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
