@@ -1096,6 +1096,12 @@ def run_accuracy_cli(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"machine": machine, "results": results}
     (out_dir / "accuracy.json").write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    (out_dir / "ACCURACY.md").write_text(render_markdown(results, machine), encoding="utf-8")
+    md = render_markdown(results, machine)
+    lsp = out_dir / "accuracy-lsp.json"
+    if lsp.exists():  # Go / TypeScript against their language servers (bench/accuracy_lsp.py)
+        from codesynapse.bench.accuracy_lsp import render_section
+
+        md = md.rstrip("\n") + "\n\n" + render_section(json.loads(lsp.read_text(encoding="utf-8")))
+    (out_dir / "ACCURACY.md").write_text(md, encoding="utf-8")
     say(f"wrote {out_dir / 'ACCURACY.md'} and {out_dir / 'accuracy.json'}")
     return 0
