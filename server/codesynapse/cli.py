@@ -117,10 +117,6 @@ def cmd_query(args) -> int:
     from codesynapse.errors import CodeSynapseError
     from codesynapse.methods import call_method
 
-    try:  # the memory requests register on import, so an unknown-method error lists them too
-        import codesynapse.memory.methods  # noqa: F401
-    except ImportError:
-        pass
     try:
         params = json.loads(args.params) if args.params else {}
     except json.JSONDecodeError as e:

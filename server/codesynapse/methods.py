@@ -1,13 +1,20 @@
-"""One dispatch table for every custom request, shared by the LSP server and
-``codesynapse query``: both return exactly the same JSON. ``call_method`` answers each graph
-request inside one read snapshot of the graph store, so an answer built from several
-queries describes one version of the tree even while an update commits."""
+"""One static table for every custom request, shared by the LSP server and
+``codesynapse query``: both return exactly the same JSON.
+
+Each row maps a method name to the msgspec Struct its params decode into and the service
+call that answers it. Nothing registers itself by being imported: the table below is the
+whole list. ``call_method`` answers each graph request inside one read snapshot of the graph
+store, so an answer built from several queries describes one version of the tree even while
+an update commits; memory requests read the memory store of a Scope instead.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, NamedTuple
+
+import msgspec
 
 from codesynapse.codec import decode
 from codesynapse.context import models as cm
@@ -15,8 +22,18 @@ from codesynapse.context.budget import finalize
 from codesynapse.context.deps import ModulesParams, modules_answer
 from codesynapse.context.service import ContextService
 from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
+from codesynapse.memory import models as mm
+from codesynapse.memory.methods import app_scope, memory_service
+from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
+
+
+class Method(NamedTuple):
+    params: type[Any]  # the msgspec Struct the request's params decode into
+    call: Callable[[Any, Scope, Any], dict[str, Any]]  # (app, scope, decoded params) → JSON-ready answer
+    reads: Literal["graph", "memory"] = "graph"  # graph: one read snapshot of the graph store
+    check: Callable[[Any], Any] | None = None  # validation beyond the Struct's types
 
 
 def _ctx(app) -> ContextService:
@@ -26,55 +43,52 @@ def _ctx(app) -> ContextService:
     return svc
 
 
-def index_status(app, params: Any) -> dict[str, Any]:
-    decode(params, cm.StatusParams)
-    return finalize(dict(app.status()))
-
-
-def _context(method: str, typ: type) -> Callable[[Any, Any], dict[str, Any]]:
-    def run(app, params: Any) -> dict[str, Any]:
-        prm = decode(params, typ)
+def _context(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
+    def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
         return getattr(_ctx(app), method)(prm)
 
     run.__name__ = method
     return run
 
 
-METHODS: dict[str, Callable[[Any, Any], dict[str, Any]]] = {
-    "codesynapse/indexStatus": index_status,
-    "codesynapse/symbolCard": _context("symbol_card", cm.SymbolParams),
-    "codesynapse/symbolContext": _context("symbol_context", cm.SymbolParams),
-    "codesynapse/callGraph": _context("call_graph", cm.CallGraphParams),
-    "codesynapse/minimalContext": _context("minimal_context", cm.MinimalContextParams),
-    "codesynapse/prContext": _context("pr_context", cm.PrContextParams),
-    "codesynapse/search": _context("search", cm.SearchParams),
-    "codesynapse/snippet": _context("snippet", cm.SnippetParams),
-    "codesynapse/modules": lambda app, params: modules_answer(_ctx(app), decode(params, ModulesParams)),
+def _memory(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
+    def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
+        return msgspec.to_builtins(getattr(memory_service(app, scope), method)(prm))
+
+    run.__name__ = method
+    return run
+
+
+METHODS: dict[str, Method] = {
+    "codesynapse/indexStatus": Method(cm.StatusParams, lambda app, scope, prm: finalize(dict(app.status()))),
+    "codesynapse/symbolCard": Method(cm.SymbolParams, _context("symbol_card")),
+    "codesynapse/symbolContext": Method(cm.SymbolParams, _context("symbol_context")),
+    "codesynapse/callGraph": Method(cm.CallGraphParams, _context("call_graph")),
+    "codesynapse/minimalContext": Method(cm.MinimalContextParams, _context("minimal_context")),
+    "codesynapse/prContext": Method(cm.PrContextParams, _context("pr_context")),
+    "codesynapse/search": Method(cm.SearchParams, _context("search")),
+    "codesynapse/snippet": Method(cm.SnippetParams, _context("snippet")),
+    "codesynapse/modules": Method(ModulesParams, lambda app, scope, prm: modules_answer(_ctx(app), prm)),
+    "codesynapse/memory/remember": Method(mm.RememberParams, _memory("remember"), "memory", mm.validate_remember),
+    "codesynapse/memory/recall": Method(mm.RecallParams, _memory("recall"), "memory", mm.validate_recall),
+    "codesynapse/memory/forget": Method(mm.ForgetParams, _memory("forget"), "memory", mm.validate_forget),
+    "codesynapse/memory/list": Method(mm.ListParams, _memory("list"), "memory", mm.validate_list),
 }
 
 
-def register_method(name: str, fn: Callable[[Any, Any], dict[str, Any]]) -> None:
-    """Other packages (memory) add their requests here so the CLI and LSP see them."""
-    METHODS[name] = fn
-
-
-def _load_optional() -> None:
-    try:
-        from codesynapse.memory import methods as _mm  # noqa: F401  (registers memory requests)
-    except ImportError as e:  # the memory package is optional at import time
-        log.debug("memory methods unavailable: %s", e)
-
-
-def call_method(app, method: str, params: Any) -> dict[str, Any]:
-    if "codesynapse/memory/" in method:
-        _load_optional()
-    fn = METHODS.get(method)
-    if fn is None:
+def call_method(app, method: str, params: Any, scope: Scope | None = None) -> dict[str, Any]:
+    """Answer ``method``. Memory requests use ``scope`` (the LSP connection's), or without one
+    the App's own (one session per CLI process)."""
+    m = METHODS.get(method)
+    if m is None:
         raise InvalidParams("method", f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
-    if method.startswith("codesynapse/memory/"):  # the memory store, not the graph
-        return fn(app, params)
+    prm = decode(params, m.params)
+    if m.check is not None:
+        m.check(prm)
+    if m.reads == "memory":  # the memory store, not the graph
+        return m.call(app, scope if scope is not None else app_scope(app), prm)
     with app.store.snapshot():  # every read of one answer sees one committed version of the graph
-        return fn(app, params)
+        return m.call(app, scope, prm)
 
 
 def error_payload(e: CodeSynapseError) -> dict[str, Any]:

@@ -146,12 +146,11 @@ class Runner:
         from codesynapse.methods import call_method
 
         if actor:
-            from codesynapse.memory import methods as mm
+            from codesynapse.methods import METHODS
 
-            handler = mm.HANDLERS.get(method)
-            if handler is None:
+            if method not in METHODS or METHODS[method].reads != "memory":
                 raise ValueError(f"only memory requests can be sent as another actor, not {method}")
-            return handler(self.app, self._scope(actor), params)
+            return call_method(self.app, method, params, self._scope(actor))
         return call_method(self.app, method, params)
 
     # -- measuring ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Custom requests: each one is a thin handler over the shared dispatch table."""
+"""Custom requests that read the code graph: each one is a thin handler over its row of the
+method table (``codesynapse.methods``); the memory rows are lsp/memory.py's."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from codesynapse.methods import METHODS
 
 
 def register(server) -> None:
-    for name in list(METHODS):
-        _register_one(server, name)
+    for name, method in METHODS.items():
+        if method.reads == "graph":
+            _register_one(server, name)
 
 
 def _register_one(server, name: str) -> None:

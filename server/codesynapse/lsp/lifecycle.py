@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from codesynapse.scope import Scope, make_scope
 from codesynapse.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,16 @@ def _root_of(params: types.InitializeParams) -> str | None:
     return None
 
 
+def make_connection_scope(ls, label: str = "") -> Scope:
+    """This connection's immutable Scope (request params can never set it)."""
+    app = ls.app
+    return make_scope(app.settings.tenant, app.workspace.identity, label or app.settings.session_label)
+
+
 def register(server) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls, params: types.InitializeParams):
         from codesynapse.app import App
-        from codesynapse.lsp.server import make_connection_scope
 
         import asyncio
 

@@ -1,4 +1,5 @@
-"""codesynapse/memory/{remember,recall,forget,list}: thin handlers over MemoryService.
+"""codesynapse/memory/{remember,recall,forget,list}: thin handlers over the memory rows of
+the method table (``codesynapse.methods``).
 
 Each request runs in the server's worker pool with this connection's immutable Scope
 (built on initialize; request params can never set it). Memory does not need the code
@@ -10,14 +11,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from codesynapse.memory.methods import HANDLERS
+from codesynapse.lsp.errors import JsonRpcRequestFailed
+from codesynapse.methods import METHODS, call_method
 
 log = logging.getLogger(__name__)
 
 
 def _scope(ls: Any):
-    from codesynapse.lsp.server import JsonRpcRequestFailed
-
     app = ls.require_app()
     if ls.scope is None:
         raise JsonRpcRequestFailed("the server has no scope yet (initialize first)")
@@ -27,20 +27,17 @@ def _scope(ls: Any):
 
 
 def register(server: Any) -> None:
-    known = getattr(getattr(server, "protocol", None), "fm", None)
-    for name, fn in HANDLERS.items():
-        if known is not None and name in known.features:
-            log.debug("%s already registered", name)
-            continue
-        _register_one(server, name, fn)
+    for name, method in METHODS.items():
+        if method.reads == "memory":
+            _register_one(server, name)
 
 
-def _register_one(server: Any, name: str, fn: Any) -> None:
+def _register_one(server: Any, name: str) -> None:
     @server.feature(name)
     async def handler(ls: Any, params: Any) -> Any:
         def run() -> Any:
             app, scope = _scope(ls)
-            return fn(app, scope, params)
+            return call_method(app, name, params, scope)
 
         return await ls.run_sync(run)
 

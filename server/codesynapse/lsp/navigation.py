@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from codesynapse.graph.model import SymbolRow
+from codesynapse.lsp.errors import JsonRpcRequestFailed
 
 _KIND = {
     "function": types.SymbolKind.Function, "method": types.SymbolKind.Method, "class": types.SymbolKind.Class,
@@ -135,8 +136,6 @@ def document_lines(ls, uri: str, rel: str) -> Sequence[str]:
     replaced, as the indexer reads them). A file that cannot be read (a symlink loop, a
     directory, no permission) is a RequestFailed naming its workspace-relative path, never
     the OS error with an absolute path."""
-    from codesynapse.lsp.server import JsonRpcRequestFailed
-
     doc = ls.workspace.get_text_document(uri)
     try:
         try:

@@ -14,22 +14,22 @@ import threading
 from typing import Any
 
 from lsprotocol import converters, types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from codesynapse import __version__
-from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
-from codesynapse.scope import Scope, make_scope
+from codesynapse.errors import CodeSynapseError, DeadlineExceeded
+from codesynapse.lsp import context, documents, lifecycle, memory, navigation
+from codesynapse.lsp.errors import JsonRpcRequestFailed, to_jsonrpc
+from codesynapse.lsp.rpc import CodeSynapseProtocol, read_frames
+from codesynapse.methods import call_method
+from codesynapse.scope import Scope
 from codesynapse.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
 DEADLINE_S = 10.0
-
-
-class JsonRpcRequestFailed(JsonRpcException):
-    CODE = -32803  # LSP RequestFailed
 
 
 def keep_dicts_converter():
@@ -42,22 +42,8 @@ def keep_dicts_converter():
     return conv
 
 
-def to_jsonrpc(e: Exception) -> JsonRpcException:
-    if isinstance(e, InvalidParams):
-        return JsonRpcInvalidParams(str(e), data={"field": e.field})
-    if isinstance(e, BudgetError):
-        return JsonRpcRequestFailed(str(e), data={"kind": "budget", "needed": e.needed, "maxTokens": e.max_tokens})
-    if isinstance(e, DeadlineExceeded):
-        return JsonRpcRequestFailed(str(e), data={"kind": "deadline"})
-    if isinstance(e, CodeSynapseError):
-        return JsonRpcRequestFailed(str(e), data={"kind": e.__class__.__name__})
-    return JsonRpcRequestFailed(f"internal error: {e.__class__.__name__}: {e}"[:500], data={"kind": "internal"})
-
-
 class CodeSynapseServer(LanguageServer):
     def __init__(self, settings: Settings | None = None):
-        from codesynapse.lsp.rpc import CodeSynapseProtocol
-
         super().__init__("codesynapse", __version__, protocol_cls=CodeSynapseProtocol,
                          converter_factory=keep_dicts_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=8)
@@ -76,8 +62,6 @@ class CodeSynapseServer(LanguageServer):
         from concurrent.futures import ThreadPoolExecutor
 
         from pygls.io_ import StdinAsyncReader, StdoutWriter
-
-        from codesynapse.lsp.rpc import read_frames
 
         self._stop_event = threading.Event()
         stdin_reader = ThreadPoolExecutor(1, thread_name_prefix="codesynapse-stdin")
@@ -115,8 +99,6 @@ class CodeSynapseServer(LanguageServer):
     async def run_method(self, method: str, params: Any, started: float | None = None) -> Any:
         """Run one custom request in a worker thread under the deadline, counted from
         ``started`` (the loop time the request arrived at) when given."""
-        from codesynapse.methods import call_method
-
         app = self.require_app()
         loop = asyncio.get_running_loop()
         budget = DEADLINE_S + 0.5 - (loop.time() - started if started is not None else 0.0)
@@ -156,18 +138,11 @@ class CodeSynapseServer(LanguageServer):
 
 def build_server(settings: Settings | None = None) -> CodeSynapseServer:
     server = CodeSynapseServer(settings)
-    from codesynapse.lsp import context, documents, lifecycle, navigation
-
     lifecycle.register(server)
     context.register(server)
     documents.register(server)
     navigation.register(server)
-    try:
-        from codesynapse.lsp import memory
-    except ImportError as e:
-        log.warning("memory requests unavailable: %s", e)
-    else:
-        memory.register(server)
+    memory.register(server)
     return server
 
 
@@ -198,8 +173,3 @@ def shutdown(server: CodeSynapseServer) -> None:
         log.debug("thread pool shutdown", exc_info=True)
     if server.app is not None:
         server.app.close()
-
-
-def make_connection_scope(server: CodeSynapseServer, label: str = "") -> Scope:
-    app = server.require_app()
-    return make_scope(app.settings.tenant, app.workspace.identity, label or app.settings.session_label)

@@ -1,8 +1,6 @@
-"""The four memory requests as plain functions over an App and a Scope, shared by the LSP
-handlers (``codesynapse.lsp.memory``, connection scope) and the CLI dispatch table
-(``codesynapse.methods``; one scope per App, i.e. per CLI process).
-
-Each returns the JSON-ready dict of the result (``msgspec.to_builtins``).
+"""The memory side of an App: its memory settings and one MemoryService per Scope, opened
+once and closed with the App. The requests themselves are rows of the table in
+``codesynapse.methods`` (the LSP connection passes its scope; the CLI uses ``app_scope``).
 """
 
 from __future__ import annotations
@@ -12,25 +10,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
-from codesynapse.memory.models import (
-    decode_forget,
-    decode_list,
-    decode_recall,
-    decode_remember,
-)
 from codesynapse.memory.service import MemoryService
 from codesynapse.scope import Scope, make_scope
 
 log = logging.getLogger(__name__)
-
-METHOD_NAMES = {
-    "remember": "codesynapse/memory/remember",
-    "recall": "codesynapse/memory/recall",
-    "forget": "codesynapse/memory/forget",
-    "list": "codesynapse/memory/list",
-}
 
 _lock = threading.Lock()
 
@@ -89,39 +72,3 @@ def app_scope(app: Any) -> Scope:
                                getattr(app.settings, "session_label", ""))
             app.services["memory_scope"] = scope
         return scope
-
-
-def remember(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(memory_service(app, scope).remember(decode_remember(params)))
-
-
-def recall(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(memory_service(app, scope).recall(decode_recall(params)))
-
-
-def forget(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(memory_service(app, scope).forget(decode_forget(params)))
-
-
-def list_entities(app: Any, scope: Scope, params: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(memory_service(app, scope).list(decode_list(params)))
-
-
-HANDLERS: dict[str, Callable[[Any, Scope, Any], dict[str, Any]]] = {
-    METHOD_NAMES["remember"]: remember,
-    METHOD_NAMES["recall"]: recall,
-    METHOD_NAMES["forget"]: forget,
-    METHOD_NAMES["list"]: list_entities,
-}
-
-
-def _register_cli() -> None:
-    try:
-        from codesynapse.methods import register_method
-    except ImportError:  # the shared dispatch table is optional for this package
-        return
-    for name, fn in HANDLERS.items():
-        register_method(name, lambda app, params, fn=fn: fn(app, app_scope(app), params))
-
-
-_register_cli()
