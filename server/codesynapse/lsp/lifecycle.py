@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from codesynapse.scope import Scope, make_scope
-from codesynapse.settings import load_settings
+from codesynapse.settings import with_client_options
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +25,11 @@ def _root_of(params: types.InitializeParams) -> str | None:
     return None
 
 
-def make_connection_scope(ls, label: str = "") -> Scope:
-    """This connection's immutable Scope (request params can never set it)."""
+def make_connection_scope(ls) -> Scope:
+    """This connection's immutable Scope (request params can never set it; the client's
+    sessionLabel option names the session)."""
     app = ls.app
-    return make_scope(app.settings.tenant, app.workspace.identity, label or app.settings.session_label)
+    return make_scope(app.settings.tenant, app.workspace.identity, app.settings.session_label)
 
 
 def register(server) -> None:
@@ -43,17 +44,13 @@ def register(server) -> None:
         except RuntimeError:
             ls.loop = asyncio.get_event_loop()
         root = _root_of(params)
-        opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-        label = str(opts.get("sessionLabel", ""))[:64] if opts else ""
-        # scope fields in initialization options are ignored: the server sets the scope
-        overrides = {k: v for k, v in (opts or {}).items()
-                     if k in ("dataDir", "workers", "watch", "debounceMs", "embedder", "nativeHybrid",
-                               "findingsDiagnostics", "unresolvedCandidates")}
-        import msgspec
-
-        # server-side settings (tenant, backend and its credentials) come only from the
-        # server's configuration; the client may tune the few options in `overrides`
-        settings = load_settings({**msgspec.structs.asdict(ls.base_settings), **overrides})
+        # server-side settings (tenant, backend and its credentials, scope fields) come only
+        # from the server's configuration; the client may tune settings.CLIENT_OPTIONS. Each
+        # option not applied is named in a warning (shown on initialized) and keeps its value.
+        settings, problems = with_client_options(ls.base_settings, params.initialization_options)
+        for problem in problems:
+            log.warning("initializationOptions: %s", problem)
+        ls.app_notices = [("warning", f"CodeSynapse: {p}") for p in problems]
         if root is None or not Path(root).is_dir():
             log.warning("no workspace folder; custom requests will fail until one is given")
             return
@@ -64,11 +61,11 @@ def register(server) -> None:
 
             ls.init_error = f"the workspace could not be opened: {short_reason(e)}"
             log.debug("opening the workspace failed", exc_info=True)  # the notice below is logged
-            ls.app_notices = [("error", f"CodeSynapse: {ls.init_error}. Check the data folder "
-                                        "(setting dataDir / CODESYNAPSE_DATA_DIR) and restart the server.")]
+            ls.app_notices.append(("error", f"CodeSynapse: {ls.init_error}. Check the data folder "
+                                            "(setting dataDir / CODESYNAPSE_DATA_DIR) and restart the server."))
             return
-        ls.app_notices = list(ls.app.notices)
-        ls.scope = make_connection_scope(ls, label)
+        ls.app_notices.extend(ls.app.notices)
+        ls.scope = make_connection_scope(ls)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls, params: types.InitializedParams):
