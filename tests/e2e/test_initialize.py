@@ -1,14 +1,18 @@
 """initialize over a real LSP connection: the client's initializationOptions (typed, each
-one not applied named in a warning)."""
+one not applied named in a warning) and a session without a workspace folder (the case in
+which the editor extension starts the server: ``onLanguage:python`` in a loose file)."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.e2e.lspclient import FIXTURES, config, eventually, init_params, request, wait_indexed
 
@@ -51,6 +55,42 @@ async def test_options_that_are_not_an_object_are_named(client, tmp_path):
     await wait_indexed(client)
     shown = await eventually(lambda: _async([m.message for m in client.messages]))
     assert shown == ["CodeSynapse: initializationOptions must be an object, not list; ignored"]
+
+
+async def test_document_events_without_a_workspace_folder_do_not_hold_up_requests(client, tmp_path):
+    """Without a workspace folder there is no index and no live updater: didChange, didSave,
+    didClose and watched-file events are ignored at once. Before, each held the event loop
+    for 30 s waiting for an index that never comes, so the request after five of them waited
+    150 s; here it is answered (an error naming the missing folder) while the test waits at
+    most 60 s for it."""
+    loose = tmp_path / "loose.py"
+    loose.write_text("def f():\n    return 1\n", encoding="utf-8")
+    uri = loose.as_uri()
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), workspace_folders=None, root_uri=None))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=loose.read_text())))
+    for v in (2, 3):
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=v),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=f"def f():\n    return {v}\n")]))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    for method, params in (("codesynapse/indexStatus", {}),
+                           ("codesynapse/symbolCard", {"selector": "f"}),
+                           ("codesynapse/memory/list", {})):
+        with pytest.raises(JsonRpcException) as e:
+            await asyncio.wait_for(request(client, method, params), 60)
+        assert "not been initialized with a workspace folder" in str(e.value), method
+    hover = client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=4)))
+    with pytest.raises(JsonRpcException) as e:
+        await asyncio.wait_for(hover, 60)
+    assert "not been initialized with a workspace folder" in str(e.value)
 
 
 async def _async(value):

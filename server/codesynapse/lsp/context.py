@@ -18,6 +18,7 @@ def _register_one(server, name: str) -> None:
         import asyncio
 
         started = asyncio.get_running_loop().time()  # the deadline counts the wait for the index too
+        ls.require_app()  # without a workspace there is no index to wait for
         if name != "codesynapse/indexStatus":
             await _wait_ready(ls)
         return await ls.run_method(name, params, started)

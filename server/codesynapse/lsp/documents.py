@@ -41,8 +41,9 @@ def publish_policy_diagnostics(ls, diagnostics) -> None:
 
 def register(server) -> None:
     def live(ls):
-        if ls.live is None:
-            ls.ready.wait(30)
+        # the live updater exists from `initialized` on and queues what arrives before the
+        # first index is ready; without a workspace (or before initialized) there is none,
+        # and these handlers run on the event loop: never wait here
         return ls.live
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
