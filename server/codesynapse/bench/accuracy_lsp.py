@@ -4,9 +4,9 @@ TypeScript language service through typescript-language-server), issue 18 #5.
 For each target (a function or method of the corpus, drawn in a fixed order by a hash of its
 qualified name among those whose name is called somewhere — a criterion blind to how a call
 was resolved), the oracle's ``callHierarchy/incomingCalls`` and our ``codesynapse/callGraph``
-(every page) give the caller units; both are keyed on our symbol table: the innermost symbol of
-that file whose lines hold the oracle's caller name (``selectionRange``), so what is measured
-is the call edges, not symbol extraction. Micro-averaged precision and recall over the units.
+(every page) give the caller units; both are keyed on our symbol table: the innermost function,
+method or class of that file whose lines hold the call (the oracle's first ``fromRanges``; the
+module when none does), so what is measured is the call edges, not symbol extraction. Micro-averaged precision and recall over the units.
 
 Run: ``python -m codesynapse.bench.accuracy_lsp --lang go --root DIR --oracle gopls [--under
 SUBDIR] [--targets 40] [--out FILE.json]``. The oracle binary is installed by the user
@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 LANG_IDS = {"go": "go", "typescript": "typescript"}
 KINDS = ("function", "method")
+# what a caller unit is, on both sides: the innermost function, method, test or class holding
+# the call; elsewhere (a top-level constant's initializer, a module statement) the module
+UNIT_KINDS = ("function", "method", "test", "class", "struct", "interface")
 REQUEST_TIMEOUT = 300.0
 
 
@@ -133,15 +136,22 @@ def _utf16_col(line: str, name: str) -> int | None:
     return None if i < 0 else len(line[:i].encode("utf-16-le")) // 2
 
 
-def _innermost(store, rel: str, line: int, cache: dict[str, list]) -> Any:
+def _innermost(store, rel: str, line: int, cache: dict[str, list], kinds: tuple[str, ...] | None = None) -> Any:
     syms = cache.get(rel)
     if syms is None:
         syms = cache[rel] = [s for s in store.symbols_in_file(rel) if s.kind != "module"]
     best = None
     for s in syms:
+        if kinds is not None and s.kind not in kinds:
+            continue
         if s.start_line <= line <= s.end_line and (best is None or s.end_line - s.start_line < best.end_line - best.start_line):
             best = s
     return best
+
+
+def unit_key(store, rel: str, line: int, cache: dict[str, list]) -> str:
+    u = _innermost(store, rel, line, cache, UNIT_KINDS)
+    return f"{rel}:{u.start_line}" if u is not None else f"{rel}:<module>"
 
 
 def pick_targets(app, lang: str, n: int, under: str = "") -> list[Any]:
@@ -165,7 +175,7 @@ def pick_targets(app, lang: str, n: int, under: str = "") -> list[Any]:
     return out
 
 
-def our_units(app, s) -> dict[str, str]:
+def our_units(app, s, cache: dict[str, list]) -> dict[str, str]:
     from codesynapse.methods import call_method
 
     params = {"selector": s.qname, "direction": "callers", "limit": 200}
@@ -177,7 +187,7 @@ def our_units(app, s) -> dict[str, str]:
     while True:
         for node in sec.get("nodes", []):
             if "path" in node:
-                units[f"{node['path']}:{node['range'][0]}"] = node["qualifiedName"]
+                units[unit_key(app.store, node["path"], node["range"][0], cache)] = node["qualifiedName"]
         if not sec.get("cursor"):
             return units
         sec = call_method(app, "codesynapse/callGraph", {**params, "cursor": sec["cursor"]}).get("callers", {})
@@ -242,13 +252,16 @@ def oracle_units(oracle: LspOracle, app, s, lang: str, cache: dict[str, list], u
             continue  # outside the corpus (the module cache, the standard library)
         if not rel.startswith(under):
             continue
-        line = frm.get("selectionRange", frm["range"])["start"]["line"] + 1
-        sym = _innermost(app.store, rel, line, cache)
-        key = f"{rel}:{sym.start_line}" if sym is not None else f"{rel}:{line}?"
-        if excluded is not None and not _direct(oracle, root, rel, c.get("fromRanges", []), s, lang, cache):
-            excluded[key] = frm.get("name", "")
-            continue
-        units[key] = frm.get("name", "")
+        # the units that hold the calls (a call in a TypeScript constructor comes from the class)
+        spans = c.get("fromRanges") or [frm.get("selectionRange", frm["range"])]
+        by_unit: dict[str, list[dict]] = {}
+        for sp in spans:
+            by_unit.setdefault(unit_key(app.store, rel, sp["start"]["line"] + 1, cache), []).append(sp)
+        for key, sps in by_unit.items():
+            if excluded is not None and not _direct(oracle, root, rel, sps, s, lang, cache):
+                excluded[key] = frm.get("name", "")
+                continue
+            units[key] = frm.get("name", "")
     return units
 
 
@@ -280,7 +293,7 @@ def run(lang: str, root: Path, oracle_argv: list[str], n: int, under: str, data_
                 if theirs is None:
                     rows.append({"symbol": s.qname, "error": "the oracle has no call hierarchy item there"})
                     continue
-                ours = our_units(app, s)
+                ours = our_units(app, s, cache)
                 # a unit the oracle reaches only by dispatch through a base or interface member is
                 # neither side's (an edge we draw there is not charged, one we miss not counted)
                 sc = score(set(ours), set(theirs), excluded=set(excluded) - set(theirs))
@@ -330,8 +343,8 @@ def render_section(results: dict[str, dict[str, Any]], max_list: int = 15) -> st
         out += [f"- `{t}` ← `{u}`" for t, u in fps[:max_list]] + (["- …"] if len(fps) > max_list else []) + [""]
     out += ["Method: targets are functions and methods outside test files, taken in the order of a hash of "
             "their qualified name among those whose name some call of the corpus uses (blind to how a call "
-            "was resolved). A caller unit is the innermost symbol of ours whose lines hold the oracle's caller "
-            "name, so symbol extraction is not what is measured. Excluded (neither side): a caller the oracle "
+            "was resolved). A caller unit is the innermost function, method or class of ours whose lines hold the "
+            "call the oracle names, so symbol extraction is not what is measured (a call outside any function, method or class — a top-level constant's initializer — belongs to its module on both sides). Excluded (neither side): a caller the oracle "
             "lists only because its call goes to another declaration by the oracle's own go-to-definition "
             "(the base-class or interface member the receiver is typed as — dynamic dispatch, which a static "
             "call graph cannot decide); TypeScript overload signatures count as the function.", "",
