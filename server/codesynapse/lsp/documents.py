@@ -28,11 +28,24 @@ def publish_policy_diagnostics(ls, diagnostics) -> None:
         return
     uri = (ls.app.workspace.root / ".codesynapse.yaml").as_uri()
     out = []
+    lines: list[str] | None = None
+
+    def position(line: int, column: int) -> types.Position:
+        """The policy's (line, column in characters) in the client's position encoding."""
+        nonlocal lines
+        if lines is None:
+            try:
+                lines = ls.workspace.get_text_document(uri).lines
+            except (OSError, UnicodeDecodeError):  # the policy file is gone or not text: as counted
+                lines = []
+        if line >= len(lines):
+            return types.Position(line=line, character=column)
+        return ls.workspace.position_codec.position_to_client_units(lines, types.Position(line=line, character=column))
+
     for d in diagnostics or []:
         out.append(types.Diagnostic(
-            range=types.Range(start=types.Position(line=d.line, character=d.column),
-                              end=types.Position(line=getattr(d, "end_line", d.line),
-                                                 character=getattr(d, "end_column", d.column + 1))),
+            range=types.Range(start=position(d.line, d.column),
+                              end=position(getattr(d, "end_line", d.line), getattr(d, "end_column", d.column + 1))),
             message=d.message,
             severity=types.DiagnosticSeverity.Error if d.severity == "error" else types.DiagnosticSeverity.Warning,
             source="codesynapse"))

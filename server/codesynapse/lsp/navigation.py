@@ -1,8 +1,9 @@
 """Standard LSP from the same index: workspace/document symbols, definition, references,
 hover (the symbol card as Markdown) and call hierarchy.
 
-The graph keeps 1-based lines and byte columns; here they become LSP positions (UTF-16 code
-units) using the line's text from the open document or the file on disk.
+The graph keeps 1-based lines and byte columns; here they become LSP positions in the
+encoding negotiated with the client (``ls.workspace.position_codec``: UTF-16 unless the
+client offers UTF-8 or UTF-32) using the line's text from the open document or the file on disk.
 """
 
 from __future__ import annotations
@@ -64,12 +65,13 @@ def unresolved_of(ls, s: SymbolRow) -> list:
     return ls.app.store.unresolved_named(s.name, limit=SAFETY_CAP)
 
 
-
 class Positions:
-    """Byte column → UTF-16 column, reading each file once per request."""
+    """Byte column → the client's column (its negotiated position encoding), reading each
+    file once per request."""
 
     def __init__(self, ls):
         self.ls = ls
+        self.units = ls.workspace.position_codec.client_num_units  # str → code units
         self.cache: dict[str, list[str]] = {}
 
     def lines(self, rel: str) -> list[str]:
@@ -92,7 +94,7 @@ class Positions:
         if not 1 <= line1 <= len(lines):
             return byte_col
         prefix = lines[line1 - 1].encode("utf-8")[:byte_col].decode("utf-8", "ignore")
-        return len(prefix.encode("utf-16-le")) // 2
+        return self.units(prefix)
 
     def range(self, s: SymbolRow) -> types.Range:
         return types.Range(
@@ -106,15 +108,15 @@ class Positions:
         if i < 0:
             return types.Range(start=types.Position(line=s.start_line - 1, character=0),
                                end=types.Position(line=s.start_line - 1, character=0))
-        start = len(line[:i].encode("utf-16-le")) // 2
+        start = self.units(line[:i])
         return types.Range(start=types.Position(line=s.start_line - 1, character=start),
-                           end=types.Position(line=s.start_line - 1,
-                                              character=start + len(s.name.encode("utf-16-le")) // 2))
+                           end=types.Position(line=s.start_line - 1, character=start + self.units(s.name)))
 
-    def line_range(self, rel: str, line1: int, byte_col: int, length: int) -> types.Range:
+    def line_range(self, rel: str, line1: int, byte_col: int, text: str) -> types.Range:
+        """The range of ``text`` starting at ``byte_col`` of line ``line1``."""
         c = self.col(rel, line1, byte_col)
         return types.Range(start=types.Position(line=line1 - 1, character=c),
-                           end=types.Position(line=line1 - 1, character=c + length))
+                           end=types.Position(line=line1 - 1, character=c + self.units(text)))
 
 
 def _rel(ls, uri: str) -> str | None:
@@ -153,15 +155,10 @@ def word_at(ls, uri: str, pos: types.Position, rel: str = "") -> str | None:
     if pos.line >= len(lines):
         return None
     line = lines[pos.line]
-    # LSP character is UTF-16: map to a str index
-    acc = 0
-    idx = 0
-    for idx, ch in enumerate(line):
-        if acc >= pos.character:
-            break
-        acc += 2 if ord(ch) > 0xFFFF else 1
-    else:
-        idx = len(line)
+    # the client's character (its negotiated encoding) → a str index; a copy, since the codec
+    # clamps the position it is given in place
+    idx = ls.workspace.position_codec.position_from_client_units(
+        lines, types.Position(line=pos.line, character=pos.character)).character
     for m in _WORD.finditer(line):
         if m.start() <= idx <= m.end():
             return m.group(0)
@@ -288,7 +285,7 @@ def register(server) -> None:
                 if len(calls) >= SAFETY_CAP else None
             for c in calls + unresolved_of(ls, s):
                 out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
-                    c.path, c.line, c.col, len(c.callee.encode("utf-16-le")) // 2)))
+                    c.path, c.line, c.col, c.callee)))
             return out, note
 
         out, note = await ls.run_read(run)
@@ -347,7 +344,7 @@ def register(server) -> None:
         return out
 
     def ranges(pos: Positions, calls) -> list[types.Range]:
-        return [pos.line_range(c.path, c.line, c.col, len(c.callee)) for c in calls]
+        return [pos.line_range(c.path, c.line, c.col, c.callee) for c in calls]
 
     @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
     async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
