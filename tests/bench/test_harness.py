@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,12 @@ def test_tokens_smoke_on_python_fixture(tmp_path, monkeypatch):
     assert res["policyFingerprint"]
     assert "quicktok" in res["tokenizer"]
     assert (out / "PERFORMANCE.md").exists()
+    # the result files name each other relative to the output folder (--out), never as docs/…:
+    # each link resolves beside the file that holds it
+    perf = (out / "PERFORMANCE.md").read_text()
+    assert re.findall(r"\]\(([^)]+)\)", md) == ["retrieval_results.json"]
+    assert re.findall(r"\]\(([^)]+)\)", perf) == ["RETRIEVAL_RESULTS.md"]
+    assert "docs/" not in md and "docs/" not in perf
     # the stale task's edit was undone in the scratch copy, and the original was never touched
     assert "def with_tax(" in (REPO / "fixtures" / "python_repo" / "shop" / "pricing.py").read_text()
 
