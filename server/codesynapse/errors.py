@@ -36,10 +36,6 @@ class DeadlineExceeded(CodeSynapseError):
         super().__init__(f"deadline: the request did not finish within {seconds:g} s")
 
 
-class NotFound(CodeSynapseError):
-    pass
-
-
 class StoreError(CodeSynapseError):
     """A store operation failed (bad data, constraint, query error)."""
 

@@ -100,6 +100,24 @@ def run_requests(args) -> dict[str, Any]:
     return run_requests_bench(args)
 
 
+def run_backends(args) -> dict[str, Any]:
+    """SQLite vs Neo4j on one corpus (bench/backends.py): the Neo4j server is the one the
+    settings name (CODESYNAPSE_NEO4J_URI, _USER, _PASSWORD)."""
+    from codesynapse.bench.backends import compare_backends, write_backends_section
+    from codesynapse.bench.report import save_raw
+    from codesynapse.settings import load_settings
+
+    s = load_settings()
+    if not s.neo4j_uri:
+        raise SystemExit("bench backends: set CODESYNAPSE_NEO4J_URI to the Neo4j server to compare with")
+    quick = getattr(args, "quick", False)
+    res = compare_backends(args.corpus[0] if args.corpus else "python-stdlib", neo4j_uri=s.neo4j_uri,
+                           neo4j_user=s.neo4j_user, neo4j_password=s.neo4j_password, requests=10 if quick else 50)
+    say(f"wrote {write_backends_section(res, args.out)}")
+    save_raw("backends", res)
+    return res
+
+
 def run_accuracy(args) -> Any:
     from codesynapse.bench.accuracy import run_accuracy_cli  # written by another engineer
 
@@ -211,7 +229,7 @@ def run_bench(args) -> int:
 
         return run_findings(args)
     fn = {"index": run_index, "incremental": run_incremental, "requests": run_requests, "tokens": run_tokens,
-          "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval}[kind]
+          "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval, "backends": run_backends}[kind]
     out = fn(args)
     if isinstance(out, int):
         return out

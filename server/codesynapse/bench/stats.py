@@ -20,12 +20,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from codesynapse.context.budget import tokens_for
+
 
 def est_tokens(n_bytes: int) -> int:
-    """The bytes/4 estimator."""
+    """The bytes/4 estimator (the budget's own, ``context.budget.tokens_for``)."""
     if n_bytes < 0:
         raise ValueError("a byte count cannot be negative")
-    return math.ceil(n_bytes / 4)
+    return tokens_for(n_bytes)
 
 
 def reduction_pct(raw: int | float, returned: int | float) -> float | None:

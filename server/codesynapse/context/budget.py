@@ -9,7 +9,6 @@ in priority order while they fit and lists what it left out; it never goes over.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +30,10 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def estimate(obj: Any) -> int:
-    return math.ceil(len(dumps(obj)) / 4)
+def tokens_for(n_bytes: int) -> int:
+    """ceil(n_bytes / 4): the tokens of ``n_bytes`` bytes of JSON — the one estimator of every
+    budget, answer and benchmark."""
+    return -(-n_bytes // 4)
 
 
 def finalize(answer: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def finalize(answer: dict[str, Any]) -> dict[str, Any]:
     answer["resultBytes"] = 0
     for _ in range(8):
         n = len(dumps(answer))
-        tokens = math.ceil(n / 4)
+        tokens = tokens_for(n)
         if answer["tokens"] == tokens and answer["resultBytes"] == n:
             return answer
         answer["tokens"] = tokens
@@ -79,7 +80,7 @@ class Packer:
         self.answer.setdefault("truncated", False)
         # room for the envelope numbers (tokens, resultBytes) and omission notes
         self._reserve = 48
-        self._used = math.ceil(len(dumps(self.answer)) / 4) + self._reserve
+        self._used = tokens_for(len(dumps(self.answer))) + self._reserve
         if self._used > self.max_tokens:
             raise BudgetError(self._used, self.max_tokens)
 
@@ -88,18 +89,18 @@ class Packer:
         return self.max_tokens - self._used
 
     def fits(self, item: Any) -> bool:
-        return self._used + math.ceil((len(dumps(item)) + 1) / 4) <= self.max_tokens
+        return self._used + tokens_for(len(dumps(item)) + 1) <= self.max_tokens
 
     def take(self, item: Any) -> bool:
         """Account for ``item`` if it fits (the caller places it)."""
-        cost = math.ceil((len(dumps(item)) + 1) / 4)
+        cost = tokens_for(len(dumps(item)) + 1)
         if self._used + cost > self.max_tokens:
             return False
         self._used += cost
         return True
 
     def add(self, key: str, item: Any, what: str | None = None, hint: str = "") -> bool:
-        cost = math.ceil((len(dumps(item)) + 1) / 4)
+        cost = tokens_for(len(dumps(item)) + 1)
         if self._used + cost > self.max_tokens:
             self.omit(what or key, 1, hint)
             return False
@@ -108,7 +109,7 @@ class Packer:
         return True
 
     def set(self, key: str, value: Any, what: str | None = None, hint: str = "") -> bool:
-        cost = math.ceil((len(dumps({key: value})) + 1) / 4)
+        cost = tokens_for(len(dumps({key: value})) + 1)
         if self._used + cost > self.max_tokens:
             self.omit(what or key, 1, hint)
             return False
@@ -123,13 +124,13 @@ class Packer:
             return
         if what not in self.omitted:
             # the note itself takes room: account for it when it is first made
-            self._used += math.ceil((len(dumps({"what": what, "count": 999999, "hint": hint})) + 1) / 4)
+            self._used += tokens_for(len(dumps({"what": what, "count": 999999, "hint": hint})) + 1)
         entry = self.omitted.setdefault(what, [0, hint])
         entry[0] += count
         if hint:
             entry[1] = hint
         if items:
-            self._used += math.ceil((len(dumps(items)) + len(what) + 4) / 4)
+            self._used += tokens_for(len(dumps(items)) + len(what) + 4)
             if len(entry) < 3:
                 entry.append([])
             entry[2].extend(items)

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 import msgspec
 
 from codesynapse.context import literals, paging
-from codesynapse.context.budget import Deadline, Packer, finalize, normalize_max_tokens
+from codesynapse.context.budget import Deadline, Packer, normalize_max_tokens, tokens_for
 from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
 from codesynapse.context.models import (
     DIFF_MAX,
@@ -303,7 +303,7 @@ class ContextService:
         for pth in sorted(paths)[:500]:
             f = self.store.file(pth)
             if f is not None:
-                raw += -(-f.size // 4)
+                raw += tokens_for(f.size)
         p.answer["rawTokens"] = raw
         return p.done()
 
@@ -1009,7 +1009,3 @@ def parse_unified_diff(diff: str) -> list[tuple[str, list[tuple[int, int]], str]
                 count = int(m.group(2)) if m.group(2) is not None else 1
             cur[1].append((start, start + max(count, 1) - 1))
     return out
-
-
-def finalize_plain(answer: dict[str, Any]) -> dict[str, Any]:
-    return finalize(answer)

@@ -205,10 +205,6 @@ def _error(what: str, url: str, status: int, raw: bytes) -> StoreError:
     return err
 
 
-def check_url(url: str) -> None:
-    GremlinClient(url)  # validates
-
-
 def vertex_id(kind: str, *parts: str) -> str:
     """A deterministic vertex id (HugeGraph ids are at most 128 bytes; keys are not)."""
     digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:40]
@@ -519,10 +515,6 @@ def rows = { String label, List keys -> g.V().hasLabel(label).has('graph_id', gi
 
 
 # ---- search terms -------------------------------------------------------------------------------
-
-def _tokens(text: str) -> list[str]:
-    return _fold_tokens(text).split()
-
 
 def index_key(*parts: str) -> str:
     """A digest standing for a tuple of values in a set-valued index. HugeGraph 1.5 does

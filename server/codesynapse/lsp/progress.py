@@ -68,11 +68,11 @@ def start_indexing(ls) -> None:
             send("end", f"{rep.files} files, {rep.symbols} symbols in {rep.seconds:.1f} s")
         except Exception as e:
             failed = True
-            ls.index_error = short_reason(e)
+            reason = short_reason(e)  # the App's index state keeps it for indexStatus
             log.error("indexing failed: %s; retrying in the background (meanwhile requests are answered "
-                      "from the last committed index, if there is one)", ls.index_error,
+                      "from the last committed index, if there is one)", reason,
                       exc_info=not isinstance(e, CodeSynapseError))
-            send("end", f"indexing failed: {ls.index_error}; retrying")
+            send("end", f"indexing failed: {reason}; retrying")
         finally:
             live.start_worker()
             ls.ready.set()
@@ -80,9 +80,7 @@ def start_indexing(ls) -> None:
                 app.symbol_vectors.start()  # background; live updates keep it in line
                 app.symbol_vectors.sync()
         if failed:  # again after a growing pause, until it succeeds or the daemon stops
-            rep = app.retry_index()
-            if rep is not None:
-                ls.index_error = None
+            app.retry_index()
 
     threading.Thread(target=run, name="codesynapse-index", daemon=True).start()
 

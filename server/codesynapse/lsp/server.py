@@ -51,7 +51,6 @@ class CodeSynapseServer(LanguageServer):
         self.app = None  # set on initialize
         self.scope: Scope | None = None
         self.ready = threading.Event()
-        self.index_error: str | None = None
         self.live = None  # LiveUpdater
         self.loop = None  # the event loop that owns stdout; set on initialize
 

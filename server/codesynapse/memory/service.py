@@ -30,7 +30,6 @@ import base64
 import binascii
 import json
 import logging
-import math
 import re
 import threading
 import time
@@ -40,6 +39,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from codesynapse.context.budget import tokens_for
 from codesynapse.errors import CodeSynapseError, DeadlineExceeded, InvalidParams, StoreError
 from codesynapse.memory.embedder import (
     Embedder,
@@ -190,9 +190,9 @@ def stamp(result: S) -> S:
     for _ in range(8):
         cur = msgspec.structs.replace(result, tokens=tokens, result_bytes=nbytes)
         size = len(dumps(msgspec.to_builtins(cur)))
-        if size == nbytes and tokens == math.ceil(size / 4):
+        if size == nbytes and tokens == tokens_for(size):
             return cur
-        nbytes, tokens = size, math.ceil(size / 4)
+        nbytes, tokens = size, tokens_for(size)
     raise CodeSynapseError("token estimate did not converge")  # pragma: no cover
 
 

@@ -518,23 +518,3 @@ class PythonHooks(LanguageHooks):
             hints[f"self.{var}"] = t
             hints[f"cls.{var}"] = t
         return hints
-        seen: set[str] = set()
-        for st in body.named_children:
-            a = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
-            if a.type != "assignment":
-                continue
-            left = a.child_by_field_name("left")
-            typ = a.child_by_field_name("type")
-            if left is None or left.type != "identifier":
-                continue
-            var = text(left, src)
-            t = _OPTIONAL.sub(r"\2", text(typ, src).strip().strip("'\"")) if typ is not None else ""
-            if var in seen or not t or not _TYPE_NAME.match(t):
-                seen.add(var)
-                for k in (f"self.{var}", f"cls.{var}"):
-                    hints.pop(k, None)
-                continue
-            seen.add(var)
-            hints[f"self.{var}"] = t
-            hints[f"cls.{var}"] = t
-        return hints
