@@ -183,3 +183,41 @@ def test_without_go_mod_the_directory_names_the_package(tmp_path):
     ]
     assert [(s.qname, s.kind, s.is_test) for s in f.symbols] == [
         ("util", "module", False), ("util.TestLike", "function", False)]  # not in a _test.go file
+
+
+MULTI = b"""package p
+
+type Command struct{}
+
+func (c *Command) Execute() {}
+
+type Finder struct{}
+
+func (f *Finder) Find(args []string) (*Command, []string, error) { return nil, nil, nil }
+
+func find(args []string) (cmd *Command, rest []string, err error) { return }
+
+func Run(f *Finder, args []string, o Other) {
+	cmd, flags, err := f.Find(args)
+	cmd.Execute()
+	c2, _, _ := find(flags)
+	c2.Execute()
+	var c3 *Command
+	var e error
+	c3, _, e = f.Find(args)
+	c3.Execute()
+	x, y := o.Thing()
+	x.Execute()
+	_, _, _ = err, e, y
+}
+"""
+
+
+def test_multi_value_assignments_take_their_results_types(tmp_path):
+    # issue 18 #4: a name bound from a call's results (Go ``cmd, flags, err = c.Find(args)``)
+    # takes that result's type when the function, or the method on a receiver of known type,
+    # is declared in this file; an unknown callee (``o.Thing`` of an outside type) binds nothing
+    f = fx("p/multi.go", root=tmp_path, data=MULTI)
+    assert [(c.callee, c.line, c.receiver_hint) for c in f.calls] == [
+        ("f.Find", 14, "Finder"), ("cmd.Execute", 15, "Command"), ("find", 16, ""), ("c2.Execute", 17, "Command"),
+        ("f.Find", 20, "Finder"), ("c3.Execute", 21, "Command"), ("o.Thing", 22, "Other"), ("x.Execute", 23, "")]

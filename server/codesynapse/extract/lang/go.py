@@ -265,6 +265,51 @@ class GoHooks(LanguageHooks):
             out[text(decl.child_by_field_name("name"), src)] = typ
         return out
 
+    @staticmethod
+    def _result_lists(root: Node, src: bytes) -> dict[tuple[str, str], list[str]]:
+        """(receiver type or "", name) → the types of every result, one per value (``(a, b
+        int)`` is two), "" where a result's type is no named type; for this file's functions
+        and methods. Multi-value assignments read their receivers' types from it."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for decl in root.named_children:
+            if decl.type not in ("function_declaration", "method_declaration"):
+                continue
+            recv = ""
+            if decl.type == "method_declaration":
+                rl = decl.child_by_field_name("receiver")
+                ps = [p for p in rl.named_children if p.type == "parameter_declaration"] if rl is not None else []
+                recv = _type_of(ps[0].child_by_field_name("type"), src) if ps else ""
+                if not recv:
+                    continue
+            res = decl.child_by_field_name("result")
+            types: list[str] = []
+            if res is not None and res.type == "parameter_list":
+                for p in res.named_children:
+                    if p.type != "parameter_declaration":
+                        continue
+                    typ = _type_of(p.child_by_field_name("type"), src)
+                    types += [typ] * max(1, len(p.children_by_field_name("name")))
+            elif res is not None:
+                types = [_type_of(res, src)]
+            out[(recv, text(decl.child_by_field_name("name"), src))] = types
+        return out
+
+    def _call_results(self, root: Node, call: Node, src: bytes, hints: dict[str, str]) -> list[str]:
+        """The result types of a call to a function of this file, or to a method of this file
+        on a receiver whose type is known here; [] when unknown (nothing is guessed)."""
+        if call.type != "call_expression":
+            return []
+        fn = call.child_by_field_name("function")
+        lists = per_file(src, "go.resultlists", lambda: self._result_lists(root, src))
+        if fn is not None and fn.type == "identifier":
+            return lists.get(("", text(fn, src)), [])
+        if fn is not None and fn.type == "selector_expression":
+            operand = fn.child_by_field_name("operand")
+            recv = hints.get(text(operand, src), "") if operand is not None else ""
+            if recv:
+                return lists.get((recv, text(fn.child_by_field_name("field"), src)), [])
+        return []
+
     def _package_vars(self, root: Node, src: bytes) -> dict[str, str]:
         """Package-level variable → its type, for this file's ``var`` declarations whose type
         is written or follows from the value (``var DefaultClient = &Client{}``)."""
@@ -362,17 +407,23 @@ class GoHooks(LanguageHooks):
         while stack:
             n = stack.pop()
             t = n.type
-            if t == "short_var_declaration":
+            if t in ("short_var_declaration", "assignment_statement"):
                 left = n.child_by_field_name("left")
                 right = n.child_by_field_name("right")
                 lefts = [c for c in left.named_children] if left is not None else []
                 rights = [c for c in right.named_children] if right is not None else []
-                if len(lefts) == len(rights):
+                op = n.child_by_field_name("operator")
+                if t == "assignment_statement" and (op is None or text(op, src) != "="):
+                    pass  # ``x += 1`` and the like bind no value of another type
+                elif len(lefts) == len(rights):
                     for lnode, rnode in zip(lefts, rights):
                         put(text(lnode, src), self._value_type(root, rnode, src))
                 else:
-                    for lnode in lefts:
-                        put(text(lnode, src), "")
+                    # ``cmd, rest, err := c.Find(args)``: each name takes its result's type when
+                    # the function (or the method on a receiver of known type) is in this file
+                    types = self._call_results(root, rights[0], src, hints) if len(rights) == 1 else []
+                    for i, lnode in enumerate(lefts):
+                        put(text(lnode, src), types[i] if len(types) == len(lefts) else "")
             elif t == "var_spec":
                 typ = _type_of(n.child_by_field_name("type"), src)
                 val = n.child_by_field_name("value")
