@@ -369,8 +369,27 @@ def test_vector_store_retries_end_with_the_service(tmp_path):
     assert not svc.vectors_retrying and svc.vectors is None
 
 
-def test_record_times():
-    out = os.environ.get("CODESYNAPSE_RELIABILITY_TALLY")
-    if out and TIMES:
-        with open(out, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"module": "store faults", "times": TIMES}) + "\n")
+def test_record_times(tmp_path):
+    """The module's tally for docs/RELIABILITY.md (it runs after the fault tests): one row per
+    request sent under a fault, naming the store, the fault, the method and the outcome (an
+    answer, or an error whose kind is named; a hang fails in the test that sent it),
+    appended as one JSON line to CODESYNAPSE_RELIABILITY_TALLY (else a scratch file) that
+    reads back as the rows."""
+    if not TIMES:
+        pytest.skip("no store-fault test ran in this session (servers not started or deselected)")
+    faults = {mode for mode, _delay in FAULTS} | {"stopped", "down at start"}
+    for row in TIMES:
+        assert row["store"] in ("neo4j", "milvus"), row
+        assert row["fault"] in faults, row
+        assert row["method"].startswith(("codesynapse/", "memory/")), row
+        assert row["outcome"] in ("result", "error"), row
+        assert isinstance(row["seconds"], (int, float)) and row["seconds"] >= 0, row
+        if row["outcome"] == "error" and "error" in row:
+            assert row["error"] in ("StoreUnavailable", "StoreError", "deadline"), row
+    out = Path(os.environ.get("CODESYNAPSE_RELIABILITY_TALLY") or tmp_path / "tally.jsonl")
+    before = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    with open(out, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"module": "store faults", "times": TIMES}) + "\n")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[:-1] == before
+    assert json.loads(lines[-1]) == {"module": "store faults", "times": TIMES}
