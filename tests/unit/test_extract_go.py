@@ -221,3 +221,31 @@ def test_multi_value_assignments_take_their_results_types(tmp_path):
     assert [(c.callee, c.line, c.receiver_hint) for c in f.calls] == [
         ("f.Find", 14, "Finder"), ("cmd.Execute", 15, "Command"), ("find", 16, ""), ("c2.Execute", 17, "Command"),
         ("f.Find", 20, "Finder"), ("c3.Execute", 21, "Command"), ("o.Thing", 22, "Other"), ("x.Execute", 23, "")]
+
+
+FIELDS = b"""package p
+
+type View struct{}
+
+func (v *View) ID() string { return "" }
+
+type request struct {
+	view *View
+	name string
+}
+
+func handle(req *request, other Remote) {
+	req.view.ID()
+	r := &request{}
+	r.view.ID()
+	other.view.ID()
+}
+"""
+
+
+def test_fields_of_parameters_and_locals_of_a_struct_in_this_file(tmp_path):
+    # issue 18 #4: a parameter's or local's field takes the field's declared type when the
+    # struct is in this file (as the receiver's fields did); an outside type's fields bind nothing
+    f = fx("p/fields.go", root=tmp_path, data=FIELDS)
+    assert [(c.callee, c.receiver_hint) for c in f.calls] == [
+        ("req.view.ID", "View"), ("r.view.ID", "View"), ("other.view.ID", "")]

@@ -433,6 +433,12 @@ class GoHooks(LanguageHooks):
             for c in reversed(n.named_children):
                 if c.type not in _SCOPES:
                     stack.append(c)
+        # the fields of parameters and locals whose struct is declared in this file, as for the
+        # receiver's (``req.snapshot.View()`` with ``req *request``)
+        receivers = {v for v, _ in recv_fields}
+        for var, typ in [(v, t) for v, t in hints.items() if "." not in v and v not in receivers]:
+            for fname, ftyp in self._struct_fields(root, typ, src).items():
+                put(f"{var}.{fname}", ftyp)
         # package-level variables of this file, unless a parameter or local shadows the name
         for var, typ in per_file(src, "go.vars", lambda: self._package_vars(root, src)).items():
             if var not in declared:
