@@ -169,3 +169,32 @@ def test_exported_consts_are_symbols_by_name_and_type():
         ("src/exported.toArray", "function", 9, 9, "const toArray = <T>(xs: T[])"),
         ("src/exported.config", "constant", 10, 10, "const config"),
     ]
+
+
+ANNOTATED = b"""import { Subject } from './Subject';
+
+export function window<T>(src: any) {
+  return operate((source: any, subscriber: any) => {
+    let windowSubject: Subject<T> = new Subject<T>();
+    let plain = new Subject<T>();
+    windowSubject.next(1);
+    plain.next(1);
+    return () => {
+      windowSubject?.unsubscribe();
+      windowSubject = null!;
+      plain = make();
+    };
+  });
+}
+"""
+
+
+def test_a_declared_type_survives_assignments_of_unknown_values(tmp_path):
+    # issue 18 #4: `let s: Subject<T>` keeps its type through `s = null!` (TypeScript checks
+    # every assignment against the annotation); an unannotated local assigned an unknown
+    # value is unbound as before
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "w.ts").write_bytes(ANNOTATED)
+    f = extract_source(str(tmp_path), "src/w.ts", ANNOTATED, "typescript")
+    assert [(c.callee, c.line, c.receiver_hint) for c in f.calls if "." in c.callee] == [
+        ("windowSubject.next", 7, "Subject"), ("plain.next", 8, ""), ("windowSubject.unsubscribe", 10, "Subject")]

@@ -147,6 +147,9 @@ class _Hints:
     def __init__(self) -> None:
         self.hints: dict[str, str] = {}
         self.conflicts: set[str] = set()
+        # names declared with a type annotation (TypeScript): every later assignment is checked
+        # against that type, so an assignment of an unknown value does not unbind them
+        self.declared: set[str] = set()
 
     def put(self, var: str, typ: str) -> None:
         if not var or var in self.conflicts:
@@ -342,6 +345,8 @@ class JavaScriptHooks(LanguageHooks):
             typ = type_name(p.child_by_field_name("type"), src)
             name = text(pat, src)
             h.put(name, typ)
+            if typ:
+                h.declared.add(name)
             if this_too and any(c.type == "accessibility_modifier" or text(c, src) == "readonly" for c in p.children):
                 h.put("this." + name, typ)
 
@@ -360,6 +365,7 @@ class JavaScriptHooks(LanguageHooks):
                     val = n.child_by_field_name("value")
                     if typ:
                         h.put(var, typ)
+                        h.declared.add(var)
                     elif val is not None and val.type == "new_expression":
                         h.put(var, _ctor_name(val, src))
                     elif val is not None:
@@ -369,7 +375,9 @@ class JavaScriptHooks(LanguageHooks):
                 right = n.child_by_field_name("right")
                 if left is not None and left.type in ("identifier", "member_expression"):
                     var = _norm(left, src)
-                    if right is not None and right.type == "new_expression":
+                    if var in h.declared:
+                        pass  # its declared type stands (TypeScript checks the assignment against it)
+                    elif right is not None and right.type == "new_expression":
                         h.put(var, _ctor_name(right, src))
                     elif var.startswith("this.") or left.type == "identifier":
                         h.kill(var)
