@@ -345,9 +345,8 @@ def render_section(results: dict[str, dict[str, Any]], max_list: int = 15) -> st
             "another file — a field of a struct declared elsewhere (`node.left.decref()` works only when the "
             "struct is in the caller's file), a call's result from a function or method of another file (Go "
             "multi-value assignments such as `pgf, err := ...; pgf.PosLocation(...)` are typed only from "
-            "functions and methods of the same file), TypeScript declared return types — and locals declared "
-            "with a type inside callbacks (`let s: Subject<T> = ...` in an arrow function). Precision stays "
-            "high because such receivers are left unresolved, never guessed.", ""]
+            "functions and methods of the same file), TypeScript declared return types and fields typed in "
+            "another class. Precision stays high because such receivers are left unresolved, never guessed.", ""]
     out += ["Method: targets are functions and methods outside test files, taken in the order of a hash of "
             "their qualified name among those whose name some call of the corpus uses (blind to how a call "
             "was resolved). A caller unit is the innermost function, method or class of ours whose lines hold the "
