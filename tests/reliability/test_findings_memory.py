@@ -2,7 +2,8 @@
 process importing a ~50 MB log of 10,000 results is within a few MB of the same import of a
 ~4 MB log with the same results — the log is streamed and each result keeps a bounded part
 of its message, so memory follows the number of results, not the size of the file (a
-``json.load`` of the large log alone would take over 150 MB more). Peak RSS from wait4."""
+``json.load`` of the large log alone would take over 150 MB more). Peak RSS is the child's own
+VmHWM: wait4's ru_maxrss also counts the forked copy of this (large) pytest process before exec."""
 
 from __future__ import annotations
 
