@@ -241,6 +241,26 @@ export function asString(value: unknown): string | null {
   return null;
 }
 
+/**
+ * The legs that answered: names, or `{leg, state, reason?}` for a leg that was asked for but could
+ * not answer fully (the dense leg while its vectors are computed, or without a model).
+ */
+function readLegs(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const out: string[] = [];
+  for (const item of value) {
+    const name = asString(item);
+    if (name !== null) out.push(name);
+    else if (isRecord(item) && asString(item.leg) !== null) {
+      const state = asString(item.state);
+      const reason = asString(item.reason);
+      const why = [state, reason].filter((s): s is string => s !== null && s !== '').join(': ');
+      out.push(why ? `${asString(item.leg)} (${why})` : (asString(item.leg) as string));
+    }
+  }
+  return out;
+}
+
 function asStringList(value: unknown): string[] {
   if (!Array.isArray(value)) return [];
   const out: string[] = [];
@@ -330,7 +350,7 @@ export function readEnvelope(value: unknown): Envelope {
   }
   let provenance: Envelope['provenance'] = null;
   if (isRecord(r.provenance)) {
-    provenance = { legs: asStringList(r.provenance.legs), freshness: r.provenance.freshness ?? null };
+    provenance = { legs: readLegs(r.provenance.legs), freshness: r.provenance.freshness ?? null };
   }
   return {
     tokens: asNumber(r.tokens) ?? asNumber(r._est_tokens) ?? asNumber(r.estTokens),

@@ -87,6 +87,17 @@ describe('readEnvelope', () => {
     });
     expect(readEnvelope('text').tokens).toBeNull();
   });
+
+  it('names a leg that could not answer fully with its state and reason', () => {
+    const env = readEnvelope({
+      tokens: 300,
+      provenance: {
+        legs: ['exact', 'lexical', { leg: 'dense', state: 'pending', reason: '120 of 400 symbols embedded' }, { leg: 'graph' }],
+        freshness: { state: 'ready' },
+      },
+    });
+    expect(env.provenance?.legs).toEqual(['exact', 'lexical', 'dense (pending: 120 of 400 symbols embedded)', 'graph']);
+  });
 });
 
 describe('readCard', () => {
