@@ -75,8 +75,9 @@ RETRY_FIRST_S = 5.0  # after a failure the whole graph is tried again after 5, 1
 RETRY_MAX_S = 300.0
 OUTPUT_FIELDS = ["id", "graph_d", "path", "qname"]
 
-NOT_STARTED = ("the symbol vectors are computed by the daemon and `codesynapse index --vectors`; "
-               "this process did not start them")
+# every answer of a process that never computes the vectors (a CLI query, a benchmark) carries
+# this reason: short; docs/PROTOCOL.md says who computes them (the daemon, `index --vectors`)
+NOT_STARTED = "not computed by this process"
 
 
 class DenseHit(msgspec.Struct, frozen=True):
