@@ -282,3 +282,21 @@ def test_field_evidence_looks_at_keys_not_at_every_string():
     # provenance naming the "exact" leg is not an exact match
     assert check(t, {"provenance": {"legs": ["exact", "bm25"]}, "results": [{"match": "bm25"}]})["ok"] is True
     assert check(t, {"results": [{"match": "exact"}]})["leaked"] == ["match=exact"]
+
+
+def test_retrieval_results_keep_the_held_out_plain_english_table(tmp_path):
+    from codesynapse.bench.report import plain_english_section, write_retrieval
+
+    assert plain_english_section(tmp_path) == ""
+    (tmp_path / "retrieval_eval.md").write_text(
+        "## Plain-English retrieval: ablation\n\n* **Code:** commit abc\n* **Corpora:** x (1 file)\n\n"
+        "### tune half — plain-English tasks\n\n| configuration | tasks complete |\n|---|---:|\n| full | 1/2 |\n\n"
+        "### heldout half — plain-English tasks\n\n| configuration | tasks complete |\n|---|---:|\n| full | 3/4 |\n")
+    from codesynapse.bench.machine import machine_info
+
+    md, _ = write_retrieval(tmp_path, [], machine_info(), [])
+    text = md.read_text()
+    section = text[text.index("## Plain-English retrieval on repositories never tuned for"):]
+    assert "* **Code:** commit abc" in section and "* **Corpora:** x (1 file)" in section
+    assert "| full | 3/4 |" in section and "| full | 1/2 |" not in section
+    assert "[retrieval_eval.md](retrieval_eval.md)" in section

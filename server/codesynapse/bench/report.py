@@ -248,13 +248,34 @@ def retrieval_markdown(results: list[dict[str, Any]], machine: dict[str, Any], n
     return "\n".join(lines) + "\n"
 
 
+EVAL_MD = "retrieval_eval.md"  # written by `bench retrieval` (bench/retrieval_eval.py)
+
+
+def plain_english_section(out_dir: Path) -> str:
+    """The held-out half of the last `bench retrieval` run in the same folder (the half the
+    ranking was not tuned on: its ablation table and per-repository rows), so that
+    RETRIEVAL_RESULTS.md keeps it when `bench tokens` rewrites the file; "" when there is none."""
+    path = Path(out_dir) / EVAL_MD
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("### heldout half")
+    if not sep:
+        return ""
+    held = (sep + rest).split("\n### ", 1)[0].rstrip()
+    header = [line for line in head.splitlines() if line.startswith("* ")]
+    return "\n".join(["", "## Plain-English retrieval on repositories never tuned for (`bench retrieval`)", "",
+                      f"From [{EVAL_MD}]({EVAL_MD}) (both halves, the tune half's per-task cards, the method); "
+                      "targets are stated on the held-out half only.", "", *header, "", held]) + "\n"
+
+
 def write_retrieval(out_dir: Path, results: list[dict[str, Any]], machine: dict[str, Any],
                     notes: list[str]) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / RETRIEVAL_MD
     js = out_dir / RETRIEVAL_JSON
-    md.write_text(retrieval_markdown(results, machine, notes), encoding="utf-8")
+    md.write_text(retrieval_markdown(results, machine, notes) + plain_english_section(out_dir), encoding="utf-8")
     js.write_text(json.dumps({"machine": machine, "notes": notes, "results": results}, indent=1,
                              ensure_ascii=False) + "\n", encoding="utf-8")
     return md, js
