@@ -120,9 +120,26 @@ def test_neo4j_fulltext_index_query(neo4j_driver: neo4j.Driver) -> None:
 # --------------------------------------------------------------------------- Milvus
 
 
+def connect_milvus(uri: str, attempts: int = 3) -> MilvusClient:
+    """A client of the session's milvus-lite server. gRPC shares one connection per target
+    between the channels of a process: after earlier tests' clients, the server may have closed
+    it for "Too many pings" (keepalive) and the first call on it fails UNAVAILABLE; a new client
+    then gets a fresh connection (seen once in CI)."""
+    from pymilvus.exceptions import MilvusException
+
+    for attempt in range(attempts):
+        try:
+            return MilvusClient(uri=uri)
+        except MilvusException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
 def test_milvus_server_collection_lifecycle(milvus_server: Server) -> None:
     assert milvus_server.uri.startswith("http://127.0.0.1:")
-    client = MilvusClient(uri=milvus_server.uri)
+    client = connect_milvus(milvus_server.uri)
     name = f"infra_probe_{uuid.uuid4().hex[:8]}"
     try:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
