@@ -56,6 +56,13 @@ def check_budget(answer: dict[str, Any]) -> None:
         assert answer["tokens"] <= answer["maxTokens"]
 
 
+async def ask(client: LanguageClient, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A custom request whose answer is checked against its budget (check_budget)."""
+    answer = await request(client, method, params)
+    check_budget(answer)
+    return answer
+
+
 async def wait_indexed(client: LanguageClient, timeout: float = 60.0) -> dict[str, Any]:
     import asyncio
 

@@ -15,7 +15,14 @@ from pytest_lsp import LanguageClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
+from tests.e2e.lspclient import (
+    FIXTURES,
+    ask,
+    config,
+    init_params,
+    request,
+    wait_indexed,
+)
 
 DATA = "/tmp/codesynapse-e2e-context"
 
@@ -33,12 +40,6 @@ async def client(lsp_client: LanguageClient, repo):
     await wait_indexed(lsp_client)
     yield
     await lsp_client.shutdown_session()
-
-
-async def ask(client, method, params):
-    answer = await request(client, method, params)
-    check_budget(answer)
-    return answer
 
 
 async def test_symbol_context_packs_related_cards_in_budget(client):

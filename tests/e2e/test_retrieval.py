@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from tests.e2e.lspclient import (
     FIXTURES,
-    check_budget,
+    ask,
     config,
     init_params,
     request,
@@ -42,12 +42,6 @@ async def client(lsp_client: LanguageClient, repo):
     await wait_indexed(lsp_client)
     yield
     await lsp_client.shutdown_session()
-
-
-async def ask(client, method, params):
-    answer = await request(client, method, params)
-    check_budget(answer)
-    return answer
 
 
 def names(answer):
