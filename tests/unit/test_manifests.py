@@ -180,7 +180,15 @@ def test_modules_are_paged_filtered_and_budgeted(app):
     page = call_method(app, "codesynapse/modules", {"limit": 2, "offset": 1, "ecosystem": "cargo"})
     assert [m["name"] for m in page["modules"]] == ["serde", "serde_json"]
     assert page["total"] == 4 and page["hasMore"] is True
-    assert page["paginationHint"] == "more modules: ask again with offset 3"
+    assert page["paginationHint"] == "more modules: ask again with this cursor (or offset 3)"
+    rest = call_method(app, "codesynapse/modules", {"limit": 2, "ecosystem": "cargo", "cursor": page["cursor"]})
+    assert [m["name"] for m in rest["modules"]] == ["tempfile"] and rest["hasMore"] is False and "cursor" not in rest
+    first = call_method(app, "codesynapse/modules", {"limit": 1, "ecosystem": "cargo"})
+    walked = [m["name"] for m in first["modules"]]
+    while "cursor" in first:
+        first = call_method(app, "codesynapse/modules", {"limit": 1, "ecosystem": "cargo", "cursor": first["cursor"]})
+        walked += [m["name"] for m in first["modules"]]
+    assert len(walked) == 4 and walked[1:] == ["serde", "serde_json", "tempfile"]  # rand (as rng) first
     assert "manifestNotes" not in page  # the notes of the other ecosystems' manifests are not for this list
     assert call_method(app, "codesynapse/modules", {"ecosystem": "go"})["manifestNotes"] == [
         {"path": "svc/go.mod", "notes": "line 12: replace directive not applied (gopkg.in/yaml.v3 => ../yaml)"}]
@@ -194,6 +202,12 @@ def test_modules_are_paged_filtered_and_budgeted(app):
     with pytest.raises(InvalidParams) as e:
         call_method(app, "codesynapse/modules", {"ecosystem": "cpan"})
     assert e.value.field == "ecosystem"
+    for bad in ({"cursor": "not-ours", "ecosystem": "cargo"},  # not a cursor this server gave
+                {"cursor": page["cursor"], "ecosystem": "go", "limit": 2},  # given for another list
+                {"cursor": page["cursor"], "ecosystem": "cargo", "offset": 1}):  # both ways at once
+        with pytest.raises(InvalidParams) as e:
+            call_method(app, "codesynapse/modules", bad)
+        assert e.value.field == "cursor"
 
 
 def test_search_finds_modules(app):

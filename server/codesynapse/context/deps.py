@@ -14,8 +14,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from codesynapse.context import paging
 from codesynapse.context.budget import Packer, normalize_max_tokens
 from codesynapse.context.models import QUERY_MAX
+from codesynapse.errors import InvalidParams
 from codesynapse.extract.manifests import (
     is_dependency_file,
     lockfiles_for,
@@ -36,6 +38,7 @@ class ModulesParams(msgspec.Struct, kw_only=True, rename="camel", frozen=True, f
     ecosystem: Literal["pypi", "npm", "go", "cargo", "maven"] | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 50
     offset: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 0
+    cursor: str | None = None  # continues the page that gave it (context/paging.py), instead of offset
     files: Annotated[int, msgspec.Meta(ge=0, le=100)] = 5  # importing files named per module
     max_tokens: Annotated[int, msgspec.Meta(ge=-(2**53), le=2**53)] | None = None
 
@@ -91,15 +94,22 @@ def modules_answer(svc, prm: ModulesParams) -> dict[str, Any]:
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         return svc._done(p)
     q = prm.query.strip()
+    page_key = paging.key_of("modules", q, prm.ecosystem or "")
+    if prm.cursor is not None and prm.offset:
+        raise InvalidParams("cursor", "continues a page by itself: pass cursor or offset, not both")
+    offset = paging.decode(svc.app, prm.cursor, page_key) if prm.cursor is not None else prm.offset
     total = store.count_modules(q, prm.ecosystem or "")
-    keys = store.module_keys(q, prm.ecosystem or "", prm.offset, prm.limit)
+    keys = store.module_keys(q, prm.ecosystem or "", offset, prm.limit)
     answer["total"] = total
-    answer["hasMore"] = prm.offset + len(keys) < total
+    answer["hasMore"] = offset + len(keys) < total
     reqs: dict[tuple[str, str], list] = {}
     for r in store.requirements(keys):
         reqs.setdefault((r.ecosystem, r.key), []).append(r)
     p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
     answer["modules"] = []
+    # room for the cursor and the hint of a cut page, placed after the modules
+    p.take({"hasMore": True, "cursor": paging.encode(svc.app, page_key, offset + len(keys)),
+            "paginationHint": f"more modules: ask again with this cursor (or offset {offset + len(keys)})"})
     shown = 0
     for eco, key in keys:
         rows = reqs.get((eco, key), [])
@@ -121,12 +131,13 @@ def modules_answer(svc, prm: ModulesParams) -> dict[str, Any]:
             shown += 1
     if answer["hasMore"] or shown < len(keys):
         answer["hasMore"] = True
-        answer["paginationHint"] = f"more modules: ask again with offset {prm.offset + shown}"
+        answer["cursor"] = paging.encode(svc.app, page_key, offset + shown)
+        answer["paginationHint"] = f"more modules: ask again with this cursor (or offset {offset + shown})"
     notes = [{"path": m.path, "notes": m.notes} for m in store.manifests()
              if m.notes and (prm.ecosystem is None or m.ecosystem == prm.ecosystem)]
     for n in notes:
         p.add("manifestNotes", n, "manifest notes", "raise maxTokens")
-    if prm.offset == 0 and not q:
+    if offset == 0 and not q:
         count, top = deps.unmapped_imports(store, store.module_keys(limit=100_000), limit=10)
         if count:
             p.set("unmappedImports", {"count": count, "top": top,
