@@ -1,4 +1,4 @@
-"""``codesynapse serve | index | query | demo | bench``."""
+"""``codesynapse serve | mcp | index | query | demo | bench``."""
 
 from __future__ import annotations
 
@@ -170,6 +170,20 @@ def cmd_serve(args) -> int:
     return run_stdio(_settings(args))
 
 
+def cmd_mcp(args) -> int:
+    """``codesynapse mcp``: a Model Context Protocol server on stdio over ``codesynapse serve``
+    (bridge/mcp_server.py; docs/MCP.md)."""
+    from codesynapse.bridge.mcp_server import run
+
+    serve_args: list[str] = []
+    for flag, key in (("--data-dir", "data_dir"), ("--tenant", "tenant"), ("--backend", "backend"),
+                      ("--workers", "workers")):
+        v = getattr(args, key, None)
+        if v is not None:
+            serve_args += [flag, str(v)]
+    return run(args.root, session_handle=args.session or "", serve_args=serve_args)
+
+
 def cmd_findings(args) -> int:
     """``codesynapse findings import FILE.sarif``: the findings of a SARIF 2.1.0 log (findings/cli.py)."""
     from codesynapse.findings.cli import run_import
@@ -220,6 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stdio", action="store_true", help="accepted for editor compatibility (stdio is the default)")
     common(sp)
     sp.set_defaults(func=cmd_serve)
+
+    sp = sub.add_parser("mcp", help="run a Model Context Protocol server over stdio (docs/MCP.md)")
+    sp.add_argument("--root", default=".", help="the workspace folder (default: the current folder)")
+    sp.add_argument("--session", metavar="HANDLE",
+                    help="a child session handle from codesynapse/session/child: this connection is that child")
+    common(sp)
+    sp.set_defaults(func=cmd_mcp)
 
     sp = sub.add_parser("query", help="run one custom request in-process and print its JSON",
                         description="Run one custom request (docs/PROTOCOL.md) on a folder and print its answer "
