@@ -306,6 +306,11 @@ class Indexer:
         # path is dropped here then) or moves the bases (all dropped); the next live write of
         # the file re-uses them and _resolve re-checks those that name what changed.
         self._resolved: OrderedDict[str, dict[tuple[str, str, str], Resolution]] = OrderedDict()
+        # called once an update is committed, with (files it touched, names of the symbols now
+        # in its changed files): memory anchors are checked against the new graph there
+        self.listeners: list[Callable[[set[str], set[str]], None]] = []
+        self._touched: tuple[set[str], set[str]] = (set(), set())
+        self._in_tree = False
 
     # -- loading -----------------------------------------------------------------------
     def load(self) -> None:
@@ -398,9 +403,14 @@ class Indexer:
             self.load()
             walked = walk(self.root, self.policy)
             changed, deleted, skipped = self.plan(walked)
-            report = self.update(changed, deleted, skipped, progress=progress)
+            self._in_tree = True
+            try:
+                report = self.update(changed, deleted, skipped, progress=progress)
+            finally:
+                self._in_tree = False
             deps.sync_manifests(self.store, self.root, walked.manifests, self.policy)
             sync_policy_findings(self.store, self.root, self.policy)
+        self._notify()  # committed
         if report.parsed > 200 and hasattr(self.store, "optimize"):
             self.store.optimize()
         report.files = len(walked.candidates)
@@ -451,10 +461,24 @@ class Indexer:
                 self._update(changed, deleted, skipped, progress, overlays, report)
             except BaseException:
                 self._resolved.clear()  # the transaction rolled back: what was noted may not be stored
+                self._touched = (set(), set())
                 raise
         if self.keep_dir:  # once the update is queryable
             incremental.flush()
+        if not self._in_tree:  # a full index tells its listeners once its transaction commits
+            self._notify()
         return report
+
+    def _notify(self) -> None:
+        paths, names = self._touched
+        self._touched = (set(), set())
+        if not (paths or names):
+            return
+        for fn in list(self.listeners):
+            try:
+                fn(paths, names)
+            except Exception:  # a listener never fails the update
+                log.warning("an index update listener failed", exc_info=True)
 
     def _update(self, changed, deleted, skipped, progress, overlays, report: IndexReport) -> IndexReport:
         with self.store.transaction():
@@ -605,6 +629,9 @@ class Indexer:
             affected.discard("")
             report.parsed = len(changed_paths)
             report.deleted = len(deleted)
+            touched = set(changed_paths) | set(removed) | vanished
+            self._touched = (self._touched[0] | touched, self._touched[1] | _names_of(
+                q for p in changed_paths if p in idx.files for q, *_ in idx.files[p].symbols))
             for p in removed:
                 self._resolved.pop(p, None)
             for p in vanished:
