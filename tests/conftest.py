@@ -21,6 +21,11 @@ import pytest
 from infra.hugegraph import start_hugegraph
 from infra.servers import Server, ServerStartError, start_milvus_server, start_neo4j
 
+# `codesynapse serve` started by a test serves its one client in its own process (the shared
+# workspace daemon would outlive the test by its grace period); tests/reliability/test_daemon.py
+# sets CODESYNAPSE_SHARE=1 for the daemon's own tests.
+os.environ.setdefault("CODESYNAPSE_SHARE", "0")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "hugegraph: needs the HugeGraph server started by the test harness")

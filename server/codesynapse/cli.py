@@ -142,6 +142,80 @@ def cmd_query(args) -> int:
     return 0
 
 
+def cmd_stats(args) -> int:
+    """The workspace's savings, summed over every session that ended (or settled) so far."""
+    from codesynapse.ledger import TOTALS_FILE, workspace_totals
+    from codesynapse.workspace import open_workspace
+
+    ws = open_workspace(args.root, _settings(args).data_dir or None)
+    t = workspace_totals(ws.data_dir / TOTALS_FILE)
+    if args.json:
+        json.dump(t, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    _print_stats(t)
+    return 0
+
+
+def cmd_policy(args) -> int:
+    """What each rule of the effective policy keeps out, annotates and redacts."""
+    from codesynapse.app import App
+    from codesynapse.methods import call_method
+
+    app = App(args.root, _settings(args))
+    try:
+        if not args.no_index:
+            app.index()
+        e = call_method(app, "codesynapse/policyEffects", {})
+    finally:
+        app.close()
+    if args.json:
+        json.dump(e, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    out = [f"policy fingerprint: {e['fingerprint']}", "", "exclusions (files kept out of the index):",
+           f"  {'rule':<40} {'source':<8} {'files':>8} {'lines':>10} {'bytes':>12} {'est. tokens':>12}"]
+    for x in e["exclusions"]:
+        out.append(f"  {x['rule']:<40} {x['source']:<8} {x['files']:>8,} {x['lines']:>10,} {x['bytes']:>12,} "
+                   f"{x['estTokens']:>12,}")
+    out += ["", "annotations (cards that carry the note):"]
+    out += [f"  {json.dumps(a['annotation'])}: {a['cards']:,} cards in {a['files']:,} files" for a in e["annotations"]]
+    out += ["", "redactions (stored values removed):"]
+    out += [f"  {r['rule']}: {r['values']:,} values in {r['files']:,} files" for r in e["redactions"]]
+    if "delta" in e:
+        out += ["", f"since the previous policy ({e['previous']['fingerprint']}, measured {e['previous']['measuredAt']}):"]
+        for kind, rows in e["delta"].items():
+            for r in rows:
+                figures = ", ".join(f"{k} {v:+,}" for k, v in r.items() if k not in ("rule", "change"))
+                out.append(f"  {kind} {r['change']}: {r['rule']}: {figures}")
+    out += ["", e["note"]]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _print_stats(t: dict) -> None:
+    def pct(v):
+        return "not applicable" if v is None else f"{v:.1f}%"
+
+    tot = t["total"]
+    out = [f"sessions: {t['sessions']:,}" + (f" (since {t['since']}, last {t['updated']})" if t["since"] else ""),
+           f"answers: {tot['answers']:,} ({tot['errors']:,} errors)",
+           f"tokens returned: {tot['tokens']:,} (estimator {t['estimator']})",
+           f"raw context (a) files behind the answers: {tot['rawA']:,}; avoided {tot['avoidedA']:,} "
+           f"({pct(tot['reductionPctA'])})",
+           f"raw context (b) grep + files opened: {tot['rawB']:,}; avoided {tot['avoidedB']:,} "
+           f"({pct(tot['reductionPctB'])})",
+           f"cache-hit tokens (repeats of earlier answers in a session): {tot['cacheHitTokens']:,}"]
+    if t["methods"]:
+        out.append("")
+        out.append(f"{'method':<32} {'answers':>8} {'returned':>10} {'avoided (a)':>12} {'avoided (b)':>12} "
+                   f"{'cache-hit':>10}")
+        for name, m in t["methods"].items():
+            out.append(f"{name:<32} {m['answers']:>8,} {m['tokens']:>10,} {m['avoidedA']:>12,} {m['avoidedB']:>12,} "
+                       f"{m['cacheHitTokens']:>10,}")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
 def cmd_demo(args) -> int:
     from codesynapse.app import App
     from codesynapse.methods import call_method
@@ -164,10 +238,35 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_serve(args) -> int:
-    from codesynapse.lsp.server import run_stdio
+GRACE_DEFAULT_S = 300.0
 
-    return run_stdio(_settings(args))
+
+def _grace(args) -> float:
+    if args.grace_seconds is not None:
+        return max(0.0, args.grace_seconds)
+    try:
+        return max(0.0, float(os.environ.get("CODESYNAPSE_DAEMON_GRACE", GRACE_DEFAULT_S)))
+    except ValueError:
+        return GRACE_DEFAULT_S
+
+
+def cmd_serve(args) -> int:
+    """One shared daemon per workspace (codesynapse/daemon): this process is its stdio proxy
+    (``--daemon``: the daemon itself); ``--no-share`` or CODESYNAPSE_SHARE=0: one process
+    for this client alone, as before."""
+    settings = _settings(args)
+    if args.daemon:
+        from codesynapse.daemon.host import run_daemon
+
+        return run_daemon(settings, args.data_dir, _grace(args))
+    share = os.environ.get("CODESYNAPSE_SHARE", "1").strip().lower() not in ("0", "false", "no", "off")
+    if args.no_share or not share:
+        from codesynapse.lsp.server import run_stdio
+
+        return run_stdio(settings)
+    from codesynapse.daemon.proxy import run_proxy
+
+    return run_proxy(settings, grace=_grace(args), verbose=args.verbose)
 
 
 def cmd_mcp(args) -> int:
@@ -232,6 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("serve", help="run the language server over stdio")
     sp.add_argument("--stdio", action="store_true", help="accepted for editor compatibility (stdio is the default)")
+    sp.add_argument("--no-share", action="store_true",
+                    help="serve this client in this process alone, instead of through the workspace's shared "
+                         "daemon (also CODESYNAPSE_SHARE=0)")
+    sp.add_argument("--grace-seconds", type=float, default=None,
+                    help="the shared daemon exits this long after its last client leaves (default 300, or "
+                         "CODESYNAPSE_DAEMON_GRACE)")
+    sp.add_argument("--daemon", action="store_true", help=argparse.SUPPRESS)  # the daemon the proxy starts
     common(sp)
     sp.set_defaults(func=cmd_serve)
 
@@ -256,6 +362,27 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--compact", action="store_true", help="print the JSON on one line")
     common(sp)
     sp.set_defaults(func=cmd_query)
+
+    sp = sub.add_parser("stats", help="print the workspace's savings summed over its sessions",
+                        description="Tokens returned, raw-context estimates (a) and (b), tokens avoided and "
+                                    "cache-hit tokens, summed over every session of the workspace (kept in its "
+                                    "data folder; no session ids), in total and per method.")
+    sp.add_argument("--root", default=".", help="the workspace folder (default: the current folder)")
+    sp.add_argument("--json", action="store_true", help="print the totals as JSON")
+    common(sp)
+    sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("policy", help="what the .codesynapse.yaml policy does to this repository",
+                        description="effects: per exclusion rule the files, lines, bytes and estimated tokens it "
+                                    "keeps out; per annotation the cards it changes; per redaction rule the "
+                                    "values it removed; with the policy fingerprint and the difference from the "
+                                    "previous policy measured in this workspace.")
+    sp.add_argument("action", choices=("effects",))
+    sp.add_argument("--root", default=".", help="the workspace folder (default: the current folder)")
+    sp.add_argument("--json", action="store_true", help="print the answer as JSON")
+    sp.add_argument("--no-index", action="store_true", help="use the index as it is (no catch-up)")
+    common(sp)
+    sp.set_defaults(func=cmd_policy)
 
     sp = sub.add_parser("demo", help="index a repository and print a summary and sample answers")
     sp.add_argument("path", nargs="?", default=".")

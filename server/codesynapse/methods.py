@@ -22,8 +22,11 @@ from codesynapse.context.budget import finalize
 from codesynapse.context.deps import ModulesParams, modules_answer
 from codesynapse.context.service import ContextService
 from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
+from codesynapse.ledger import LedgerParams
+from codesynapse.ledger import book as ledger_book
 from codesynapse.memory import models as mm
 from codesynapse.memory.methods import app_scope, memory_service
+from codesynapse.policy.effects import PolicyEffectsParams, effects_answer
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -32,7 +35,8 @@ log = logging.getLogger(__name__)
 class Method(NamedTuple):
     params: type[Any]  # the msgspec Struct the request's params decode into
     call: Callable[[Any, Scope, Any], dict[str, Any]]  # (app, scope, decoded params) → JSON-ready answer
-    reads: Literal["graph", "memory"] = "graph"  # graph: one read snapshot of the graph store
+    reads: Literal["graph", "memory", "session"] = "graph"  # graph: one read snapshot of the graph store;
+    # session: about the session itself (its ledger), not counted in it
     check: Callable[[Any], Any] | None = None  # validation beyond the Struct's types
 
 
@@ -60,7 +64,7 @@ def _memory(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
 
 
 METHODS: dict[str, Method] = {
-    "codesynapse/indexStatus": Method(cm.StatusParams, lambda app, scope, prm: finalize(dict(app.status()))),
+    "codesynapse/indexStatus": Method(cm.StatusParams, lambda app, scope, prm: finalize(_status(app, scope))),
     "codesynapse/symbolCard": Method(cm.SymbolParams, _context("symbol_card")),
     "codesynapse/symbolContext": Method(cm.SymbolParams, _context("symbol_context")),
     "codesynapse/callGraph": Method(cm.CallGraphParams, _context("call_graph")),
@@ -73,20 +77,53 @@ METHODS: dict[str, Method] = {
     "codesynapse/memory/recall": Method(mm.RecallParams, _memory("recall"), "memory", mm.validate_recall),
     "codesynapse/memory/forget": Method(mm.ForgetParams, _memory("forget"), "memory", mm.validate_forget),
     "codesynapse/memory/list": Method(mm.ListParams, _memory("list"), "memory", mm.validate_list),
+    "codesynapse/policyEffects": Method(PolicyEffectsParams, lambda app, scope, prm: effects_answer(app)),
+    "codesynapse/ledger": Method(LedgerParams, lambda app, scope, prm: finalize(ledger_book(app).answer(scope, prm.last)),
+                                 "session"),
 }
 
 
+def _status(app, scope: Scope | None) -> dict[str, Any]:
+    """app.status(), and over LSP the connected clients (name, version, session age; the
+    asking one marked ``self``; no session ids), from the server's ``clients`` service."""
+    out = dict(app.status())
+    clients = app.services.get("clients")
+    if clients is not None and scope is not None:
+        out["clients"] = clients(scope)
+    return out
+
+
 def call_method(app, method: str, params: Any, scope: Scope | None = None) -> dict[str, Any]:
-    """Answer ``method``. Memory requests use ``scope`` (the LSP connection's), or without one
-    the App's own (one session per CLI process)."""
+    """Answer ``method`` and count the answer in the ledger of its session. ``scope`` is the
+    LSP connection's; without one the App's own (one session per CLI process)."""
     m = METHODS.get(method)
     if m is None:
         raise InvalidParams("method", f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
+    scope = scope if scope is not None else app_scope(app)
+    if m.reads == "session":
+        return m.call(app, scope, decode(params, m.params))
+    book = ledger_book(app)  # every answer is counted in the session's ledger (codesynapse/ledger.py)
+    book.begin()
+    try:
+        answer = _answer(app, m, params, scope)
+    except CodeSynapseError:
+        book.record_error(scope, method)
+        raise
+    finally:
+        book.end()
+    try:
+        book.record(scope, method, params, answer)
+    except Exception:  # counting must never cost the answer
+        log.warning("ledger: %s answer not counted", method, exc_info=True)
+    return answer
+
+
+def _answer(app, m: Method, params: Any, scope: Scope) -> dict[str, Any]:
     prm = decode(params, m.params)
     if m.check is not None:
         m.check(prm)
     if m.reads == "memory":  # the memory store, not the graph
-        return m.call(app, scope if scope is not None else app_scope(app), prm)
+        return m.call(app, scope, prm)
     with app.store.snapshot():  # every read of one answer sees one committed version of the graph
         return m.call(app, scope, prm)
 

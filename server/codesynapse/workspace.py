@@ -93,17 +93,23 @@ def default_data_root() -> Path:
     return Path(cache) / "codesynapse"
 
 
+def data_dir_for(root: str | Path, data_dir: str | Path | None = None) -> Path:
+    """The data folder of the workspace at ``root`` (``data_dir`` when given); nothing is
+    created. The shared daemon is keyed by it (codesynapse.daemon)."""
+    if data_dir:
+        return Path(data_dir)
+    root = Path(os.path.realpath(root))
+    # per repository *checkout*: two clones share a graph id but not an index file
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return default_data_root() / f"{root.name}-{key}"
+
+
 def open_workspace(root: str | Path, data_dir: str | Path | None = None) -> Workspace:
     root = Path(os.path.realpath(root))
     if not root.is_dir():
         raise FileNotFoundError(f"workspace root is not a directory: {root}")
     identity = repo_identity(root)
     gid = graph_id_for(identity)
-    if data_dir is None:
-        # per repository *checkout*: two clones share a graph id but not an index file
-        key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-        data = default_data_root() / f"{root.name}-{key}"
-    else:
-        data = Path(data_dir)
+    data = data_dir_for(root, data_dir)
     data.mkdir(parents=True, exist_ok=True)
     return Workspace(root=root, identity=identity, graph_id=gid, data_dir=data)

@@ -25,18 +25,17 @@ def _root_of(params: types.InitializeParams) -> str | None:
     return None
 
 
-def make_connection_scope(ls) -> Scope:
+def make_connection_scope(ls, settings=None) -> Scope:
     """This connection's immutable Scope (request params can never set it; the client's
-    sessionLabel option names the session)."""
+    sessionLabel option names the session: this connection's, not the shared App's)."""
     app = ls.app
-    return make_scope(app.settings.tenant, app.workspace.identity, app.settings.session_label)
+    label = (settings or app.settings).session_label
+    return make_scope(app.settings.tenant, app.workspace.identity, label)
 
 
 def register(server) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls, params: types.InitializeParams):
-        from codesynapse.app import App
-
         import asyncio
 
         try:
@@ -55,7 +54,7 @@ def register(server) -> None:
             log.warning("no workspace folder; custom requests will fail until one is given")
             return
         try:
-            ls.app = App(root, settings)
+            ls.app, ignored = ls.open_app(root, settings)
         except Exception as e:  # initialize answers; each request then names the cause
             from codesynapse.app import short_reason
 
@@ -65,21 +64,26 @@ def register(server) -> None:
                                             "(setting dataDir / CODESYNAPSE_DATA_DIR) and restart the server."))
             return
         ls.app_notices.extend(ls.app.notices)
-        ls.scope = make_connection_scope(ls)
+        ls.app_notices.extend(("warning", f"CodeSynapse: {p}") for p in ignored)
+        ls.scope = make_connection_scope(ls, settings)
+        from codesynapse.daemon.session import Session
+
+        info = params.client_info
+        ls.session = Session(ls.app, ls.scope, info.name if info else "", (info.version or "") if info else "")
+        if ls.host is not None:
+            ls.host.attach(ls)
+        ls.app.services.setdefault("clients", ls.clients)  # indexStatus' clients (methods.py)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls, params: types.InitializedParams):
         _show_notices(ls)
         if ls.app is None:
             return
-        from codesynapse.lsp.progress import start_indexing
-
-        start_indexing(ls)
+        ls.begin_indexing()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls, params):
-        if ls.live is not None:
-            ls.live.stop()
+        ls.stop_background()
 
 
 def _show_notices(ls) -> None:

@@ -43,16 +43,47 @@ def keep_dicts_converter():
 
 
 class CodeSynapseServer(LanguageServer):
-    def __init__(self, settings: Settings | None = None):
+    def __init__(self, settings: Settings | None = None, host: Any = None):
         super().__init__("codesynapse", __version__, protocol_cls=CodeSynapseProtocol,
                          converter_factory=keep_dicts_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=8)
         self.base_settings = settings or load_settings()
+        self.host = host  # the shared daemon (codesynapse.daemon.host.Host), None in one-process mode
         self.app = None  # set on initialize
         self.scope: Scope | None = None
-        self.ready = threading.Event()
+        self.session = None  # codesynapse.daemon.session.Session, set on initialize
+        self.ready = host.ready if host is not None else threading.Event()
         self.live = None  # LiveUpdater
         self.loop = None  # the event loop that owns stdout; set on initialize
+
+    # -- what differs between one process per client and the shared daemon ------------------
+    def open_app(self, root: str, settings: Settings):
+        """The App of ``root``: this process' own, or the daemon's shared one. Returns
+        (app, notices about settings that were not applied)."""
+        if self.host is not None:
+            return self.host.open_app(root, settings)
+        from codesynapse.app import App
+
+        return App(root, settings), []
+
+    def begin_indexing(self) -> None:
+        if self.host is not None:
+            self.host.begin_indexing(self)
+            return
+        from codesynapse.lsp.progress import start_indexing
+
+        start_indexing(self)
+
+    def stop_background(self) -> None:
+        """On ``shutdown``: stop the live updater, unless other clients share it."""
+        if self.host is None and self.live is not None:
+            self.live.stop()
+
+    def clients(self, asking: Scope | None = None) -> list[dict[str, Any]]:
+        """indexStatus' clients: every connection of this process (of the daemon when shared)."""
+        if self.host is not None:
+            return self.host.clients(asking)
+        return [self.session.client_entry(asking)] if self.session is not None else []
 
     def start_io(self, stdin=None, stdout=None) -> None:
         """pygls' stdio server with our read loop (``rpc.read_frames``: a frame that cannot
@@ -105,7 +136,7 @@ class CodeSynapseServer(LanguageServer):
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S))
         try:
             return await asyncio.wait_for(
-                loop.run_in_executor(self.thread_pool, call_method, app, method, params), budget)
+                loop.run_in_executor(self.thread_pool, call_method, app, method, params, self.scope), budget)
         except asyncio.TimeoutError as e:
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S)) from e
         except JsonRpcException:
@@ -135,8 +166,8 @@ class CodeSynapseServer(LanguageServer):
             raise to_jsonrpc(e) from e
 
 
-def build_server(settings: Settings | None = None) -> CodeSynapseServer:
-    server = CodeSynapseServer(settings)
+def build_server(settings: Settings | None = None, host: Any = None) -> CodeSynapseServer:
+    server = CodeSynapseServer(settings, host)
     lifecycle.register(server)
     context.register(server)
     documents.register(server)
@@ -145,14 +176,16 @@ def build_server(settings: Settings | None = None) -> CodeSynapseServer:
     return server
 
 
-def run_stdio(settings: Settings | None = None) -> int:
+def run_stdio(settings: Settings | None = None, stdin: Any = None) -> int:
+    """One process serving one client over stdio (``serve --no-share``, or the proxy's
+    fallback, which hands over what it has already read from stdin as ``stdin``)."""
     from codesynapse import logsetup
 
     # bounded records through a queue: the event loop never waits for stderr
     logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO)
     server = build_server(settings)
     try:
-        server.start_io()
+        server.start_io(stdin=stdin)
         shutdown(server)
     finally:
         logsetup.flush()
@@ -170,5 +203,7 @@ def shutdown(server: CodeSynapseServer) -> None:
             pool.shutdown(wait=True, cancel_futures=True)
     except Exception:
         log.debug("thread pool shutdown", exc_info=True)
+    if server.session is not None:
+        server.session.close()
     if server.app is not None:
         server.app.close()
