@@ -27,6 +27,23 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     session: str
     session_label: str = ""
+    # a sub-session's parent (``codesynapse/session/child``): the child reads the parent's
+    # session memory as well as its own, and writes only its own; "" for a top-level session
+    parent_session: str = ""
+
+    @property
+    def visible_sessions(self) -> tuple[str, ...]:
+        """The session values a read may return: durable (""), this session's, and its
+        parent's for a sub-session. Writes of session memory store ``session`` only."""
+        if self.parent_session:
+            return ("", self.session, self.parent_session)
+        return ("", self.session)
+
+    @property
+    def own_only(self) -> "Scope":
+        """This scope without its parent's memory: what a write that changes existing memory
+        (forget) may reach — a sub-session reads its parent's memory but never changes it."""
+        return msgspec.structs.replace(self, parent_session="") if self.parent_session else self
 
     @property
     def namespace_digest(self) -> str:
@@ -41,6 +58,10 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def session_digest(self) -> str:
         return hashlib.sha256(self.session.encode()).hexdigest()[:32]
+
+    @property
+    def parent_session_digest(self) -> str:
+        return hashlib.sha256(self.parent_session.encode()).hexdigest()[:32] if self.parent_session else ""
 
 
 def graph_id_for(identity: str) -> str:
@@ -57,3 +78,10 @@ def make_scope(tenant: str, repo_identity: str, session_label: str = "") -> Scop
         session=secrets.token_hex(16),
         session_label=session_label[:64],
     )
+
+
+def child_scope(parent: Scope, label: str = "") -> Scope:
+    """A sub-session of ``parent``: the same tenant, graph and namespace (never others), a
+    fresh session id, and ``parent`` as the session whose memory it also reads."""
+    return Scope(tenant=parent.tenant, graph_id=parent.graph_id, namespace=parent.namespace,
+                 session=secrets.token_hex(16), session_label=label[:64], parent_session=parent.session)

@@ -16,7 +16,7 @@ value is a Gremlin binding):
   ``mem_change``, ``mem_todo``, ``mem_embedded``, ``mem_meta``.
 
 Every query binds ``tenant_id`` and ``ns`` on the roots, on every fact and on both fact
-endpoints, and visibility (``session`` in ``['', scope.session]``, or ``['']``) and
+endpoints, and visibility (``session`` in ``Scope.visible_sessions``: ``['', scope.session]``, plus the parent's for a sub-session; or ``['']``) and
 liveness on each of them. HugeGraph has no uniqueness constraints across properties and
 no row locks, so every write runs under a per-namespace lock taken *inside the Gremlin
 server* (``synchronized`` on an interned ``tenant␟ns`` string) and commits before
@@ -421,7 +421,7 @@ class HugeGraphMemoryStore:
 
     @staticmethod
     def _b(scope: Scope, *, durable_only: bool = False, **extra: Any) -> dict[str, Any]:
-        return {"t": scope.tenant, "n": scope.namespace, "vis": [""] if durable_only else ["", scope.session],
+        return {"t": scope.tenant, "n": scope.namespace, "vis": [""] if durable_only else list(scope.visible_sessions),
                 **extra}
 
     def _run(self, what: str, script: str, bindings: dict[str, Any]) -> list[Any]:

@@ -46,6 +46,7 @@ from codesynapse.memory.vectors import (
     collection_name,
     hit_in_scope,
     ids_literal,
+    row_session_digest,
     scope_digests,
     scope_filter,
 )
@@ -146,7 +147,8 @@ class NativeHybridIndex:
             v = vecs[i] if vecs is not None else None
             ok = v is not None and len(v) == self.dim and all(math.isfinite(x) for x in v) \
                 and any(v)
-            rows.append({"id": r.id, "tenant_d": t, "ns_d": n, "sess_d": "" if r.durable else s,
+            rows.append({"id": r.id, "tenant_d": t, "ns_d": n,
+                         "sess_d": row_session_digest(scope, r.durable, r.session),
                          "version": r.version,
                          "text": hybrid_text(entity_texts(r.name, r.aliases, r.type)),
                          "has_vec": bool(ok), "vec": list(v) if ok else self._placeholder})

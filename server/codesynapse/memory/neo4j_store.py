@@ -23,7 +23,7 @@ Model (labels and relationship types are constants; every value is a ``$paramete
 
 Every query binds the scope: ``{tenant: $t, namespace: $n}`` on every node and fact it
 touches — roots, facts and both endpoints — and visibility ``session IN $vis`` (``$vis``
-is ``['', scope.session]``, or ``['']`` for durable-only reads). Driver errors become
+is ``['', scope.session]`` — plus the parent's session for a sub-session, ``Scope.visible_sessions`` —, or ``['']`` for durable-only reads). Driver errors become
 ``StoreError`` / ``StoreUnavailable`` (``from e``).
 """
 
@@ -78,7 +78,7 @@ _FACT_VIS = ("s.session IN $vis AND s.valid_to IS NULL AND f.session IN $vis AND
 
 def _p(scope: Scope, *, durable_only: bool = False, **extra: Any) -> dict[str, Any]:
     return {"t": scope.tenant, "n": scope.namespace,
-            "vis": [""] if durable_only else ["", scope.session], **extra}
+            "vis": [""] if durable_only else list(scope.visible_sessions), **extra}
 
 
 def _live_key(subject_id: str, predicate: str, object_id: str) -> str:

@@ -581,7 +581,7 @@ class MemoryService:
                                   for r in batch])
                 done = [TodoItem(entity_id=r.id, version=r.version) for r in batch]
                 rows = [VectorRow(entity_id=r.id, version=r.version, durable=r.durable,
-                                  vector=v) for r, v in zip(batch, vecs) if r.id in in_main]
+                                  vector=v, session=r.session) for r, v in zip(batch, vecs) if r.id in in_main]
                 vec.upsert(self.scope, key, emb.dim, rows)
                 self.store.mark_embedded(self.scope, key,
                                          [d for d in done if d.entity_id in in_main])
@@ -730,7 +730,7 @@ class MemoryService:
     def _owned(self, rec: EntityRecord) -> bool:
         s = self.scope
         return (rec.tenant == s.tenant and rec.namespace == s.namespace
-                and rec.session in ("", s.session))
+                and rec.session in s.visible_sessions)
 
     def _start_dense(self, query: str, deadline: float) -> tuple[Any, float, float, str]:
         """Start the dense leg in a vector worker: (future or None, when its time is up,
@@ -863,6 +863,7 @@ class MemoryService:
 
     def forget(self, p: ForgetParams) -> ForgetResult:
         now = self._clock()
+        scope = self.scope.own_only  # a sub-session reads its parent's memory, never changes it
         p = self._gate().record(p)  # names and facts as they were stored
         not_found: list[str] = []
         entity_ids: list[str] = []
@@ -870,28 +871,28 @@ class MemoryService:
         for i in p.ids:
             (fact_ids if i.startswith("fact_") else entity_ids).append(i)
         if entity_ids:
-            live = self.store.get_entities(self.scope, entity_ids)
+            live = self.store.get_entities(scope, entity_ids)
             not_found += [i for i in entity_ids if i not in live]
             entity_ids = [i for i in entity_ids if i in live]
         for n in p.names:
             name = n.strip()
-            hits = [r for r in self.store.find_exact(self.scope, [name], limit=EXACT_LIMIT)
+            hits = [r for r in self.store.find_exact(scope, [name], limit=EXACT_LIMIT)
                     if r.name == name]
             if not hits:
                 not_found.append(n)
             entity_ids += [r.id for r in hits]
-        n_ent, n_facts = self.store.forget_entities(self.scope, entity_ids, now)
+        n_ent, n_facts = self.store.forget_entities(scope, entity_ids, now)
         if fact_ids:
-            done = set(self.store.forget_fact_ids(self.scope, fact_ids, now))
+            done = set(self.store.forget_fact_ids(scope, fact_ids, now))
             n_facts += len(done)
             not_found += [i for i in fact_ids if i not in done]
         for f in p.facts:
-            subj = self.store.find_exact(self.scope, [f.subject.strip()])
-            obj = self.store.find_exact(self.scope, [f.object.strip()])
+            subj = self.store.find_exact(scope, [f.subject.strip()])
+            obj = self.store.find_exact(scope, [f.object.strip()])
             got = 0
             for s in subj:
                 for o in obj:
-                    got += self.store.forget_facts(self.scope, subject_id=s.id,
+                    got += self.store.forget_facts(scope, subject_id=s.id,
                                                    predicate=f.predicate, object_id=o.id,
                                                    now=now)
             if not got:

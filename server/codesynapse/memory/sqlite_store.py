@@ -1,8 +1,9 @@
 """MemoryStore on SQLite (WAL). Its own ``memory_*`` tables, in the file given to the
 constructor (it may share a file with the code graph).
 
-Every statement binds tenant and namespace, and the visibility rule ``session IN ('', ?)``
-with ``scope.session`` (or ``session = ?`` for writes of session memory). Values are only
+Every statement binds tenant and namespace, and the visibility rule ``session IN ('', ?, ?)``
+with ``scope.session`` and, for a sub-session, its parent's session (else ``scope.session``
+again; ``_vp``), or ``session = ?`` for writes of session memory. Values are only
 ``?`` parameters; table and column names are constants. Rows are read by column name.
 """
 
@@ -115,8 +116,9 @@ CREATE TABLE IF NOT EXISTS memory_sessions(
 );
 """
 
-# Visibility of a row aliased ``x`` to the scope: tenant, namespace, durable-or-own-session.
-_VIS = "{x}.tenant = ? AND {x}.namespace = ? AND {x}.session IN ('', ?)"
+# Visibility of a row aliased ``x`` to the scope: tenant, namespace, durable-or-own-session
+# (or the parent's, for a sub-session). Always two session parameters: bind with ``_vp``.
+_VIS = "{x}.tenant = ? AND {x}.namespace = ? AND {x}.session IN ('', ?, ?)"
 
 
 def _vis(alias: str) -> str:
@@ -126,11 +128,18 @@ def _vis(alias: str) -> str:
 def _vis_by_id(alias: str) -> str:
     """The same scope binding for queries that look rows up by id: the unary ``+`` keeps
     SQLite from preferring a scope index (a namespace scan) over the primary key."""
-    return "+{x}.tenant = ? AND +{x}.namespace = ? AND +{x}.session IN ('', ?)".format(x=alias)
+    return "+{x}.tenant = ? AND +{x}.namespace = ? AND +{x}.session IN ('', ?, ?)".format(x=alias)
 
 
-def _vp(scope: Scope) -> tuple[str, str, str]:
-    return (scope.tenant, scope.namespace, scope.session)
+def _vp(scope: Scope) -> tuple[str, str, str, str]:
+    """tenant, namespace and the two sessions of ``session IN ('', ?, ?)``."""
+    return (scope.tenant, scope.namespace, *_sessions(scope))
+
+
+def _sessions(scope: Scope, durable_only: bool = False) -> tuple[str, str]:
+    if durable_only:
+        return ("", "")
+    return (scope.session, scope.parent_session or scope.session)
 
 
 def _qmarks(n: int) -> str:
@@ -316,9 +325,9 @@ class SqliteMemoryStore:
         terms = [t for t in dict.fromkeys(terms) if t]
         if not terms:
             return []
-        session = "" if durable_only else scope.session
+        sessions = _sessions(scope, durable_only)
         q = _qmarks(len(terms))
-        vp = (scope.tenant, scope.namespace, session)
+        vp = (scope.tenant, scope.namespace, *sessions)
         # three indexed branches (by id, by name, by alias); an OR would scan the namespace
         rows = self._read(
             f"SELECT e.* FROM memory_entities e WHERE e.id IN ({q}) AND {_vis_by_id('e')} "
@@ -326,11 +335,11 @@ class SqliteMemoryStore:
             f"UNION "
             f"SELECT e.* FROM memory_entities e INDEXED BY memory_entities_scope "
             f"WHERE e.tenant = ? AND e.namespace = ? AND e.name IN ({q}) "
-            f"AND e.session IN ('', ?) AND e.valid_to IS NULL "
+            f"AND e.session IN ('', ?, ?) AND e.valid_to IS NULL "
             f"UNION "
             f"SELECT e.* FROM memory_aliases a JOIN memory_entities e ON e.id = a.entity_id "
             f"WHERE {_vis('a')} AND a.alias IN ({q}) AND {_vis_by_id('e')} AND e.valid_to IS NULL",
-            (*terms, *vp, scope.tenant, scope.namespace, *terms, session, *vp, *terms, *vp),
+            (*terms, *vp, scope.tenant, scope.namespace, *terms, *sessions, *vp, *terms, *vp),
         )
         recs = self._records(rows, scope)
         order = {t: i for i, t in enumerate(terms)}
@@ -410,13 +419,13 @@ class SqliteMemoryStore:
             lq = _qmarks(len(live_ids))
             nf = c.execute(
                 f"UPDATE memory_facts SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
-                f"namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND "
+                f"namespace = ? AND session IN ('', ?, ?) AND valid_to IS NULL AND "
                 f"(subject_id IN ({lq}) OR object_id IN ({lq}))",
                 (now, now, *_vp(scope), *live_ids, *live_ids),
             ).rowcount
             ne = c.execute(
                 f"UPDATE memory_entities SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
-                f"namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND id IN ({lq})",
+                f"namespace = ? AND session IN ('', ?, ?) AND valid_to IS NULL AND id IN ({lq})",
                 (now, now, *_vp(scope), *live_ids),
             ).rowcount
             c.executemany(
@@ -426,7 +435,7 @@ class SqliteMemoryStore:
             )
             c.execute(
                 f"DELETE FROM memory_embed_todo WHERE tenant = ? AND namespace = ? AND "
-                f"session IN ('', ?) AND entity_id IN ({lq})",
+                f"session IN ('', ?, ?) AND entity_id IN ({lq})",
                 (*_vp(scope), *live_ids),
             )
         return (ne, nf)
@@ -546,7 +555,7 @@ class SqliteMemoryStore:
         with self._write() as c:
             return c.execute(
                 "UPDATE memory_facts SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
-                "namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND subject_id = ? "
+                "namespace = ? AND session IN ('', ?, ?) AND valid_to IS NULL AND subject_id = ? "
                 "AND predicate = ? AND object_id = ?",
                 (now, now, *_vp(scope), subject_id, predicate, object_id),
             ).rowcount
@@ -559,12 +568,12 @@ class SqliteMemoryStore:
             q = _qmarks(len(ids))
             live = [r["id"] for r in c.all(
                 f"SELECT id FROM memory_facts WHERE tenant = ? AND namespace = ? AND "
-                f"session IN ('', ?) AND valid_to IS NULL AND id IN ({q})",
+                f"session IN ('', ?, ?) AND valid_to IS NULL AND id IN ({q})",
                 (*_vp(scope), *ids))]
             if live:
                 c.execute(
                     f"UPDATE memory_facts SET valid_to = ?, updated_at = ? WHERE tenant = ? AND "
-                    f"namespace = ? AND session IN ('', ?) AND valid_to IS NULL AND "
+                    f"namespace = ? AND session IN ('', ?, ?) AND valid_to IS NULL AND "
                     f"id IN ({_qmarks(len(live))})",
                     (now, now, *_vp(scope), *live))
         return live
@@ -573,7 +582,7 @@ class SqliteMemoryStore:
 
     def change_cursor(self, scope: Scope) -> int:
         best = 0
-        for session in ("", scope.session):
+        for session in scope.visible_sessions:
             rows = self._read(
                 "SELECT max(seq) AS m FROM memory_changes WHERE tenant = ? AND namespace = ? "
                 "AND session = ?",
@@ -680,7 +689,7 @@ class SqliteMemoryStore:
                 )
                 c.execute(
                     "DELETE FROM memory_embed_todo WHERE model_key = ? AND entity_id = ? AND "
-                    "tenant = ? AND namespace = ? AND session IN ('', ?) AND version <= ?",
+                    "tenant = ? AND namespace = ? AND session IN ('', ?, ?) AND version <= ?",
                     (model_key, it.entity_id, *_vp(scope), it.version),
                 )
 

@@ -76,6 +76,7 @@ class VectorRow(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     durable: bool
     vector: list[float]
+    session: str = ""  # the entity's session when it is a sub-session's parent's ("": the scope's own)
 
 
 def collection_name(model_key: str) -> str:
@@ -94,14 +95,40 @@ def scope_digests(scope: Scope) -> tuple[str, str, str]:
     return t, n, s
 
 
+def parent_digest(scope: Scope) -> str:
+    """The parent session's digest of a sub-session ("" for a top-level session), validated
+    like the others."""
+    p = scope.parent_session_digest
+    if p and not HEX32.match(p):
+        raise StoreError("scope digest is not 32 hex digits")
+    return p
+
+
+def row_session_digest(scope: Scope, durable: bool, session: str = "") -> str:
+    """``sess_d`` of a row written in ``scope``: "" for durable memory, else the digest of
+    the entity's session — the scope's own, or its parent's for a sub-session that embeds
+    its parent's entities; any other session is refused."""
+    if durable:
+        return ""
+    if not session or session == scope.session:
+        return scope_digests(scope)[2]
+    if session == scope.parent_session:
+        return parent_digest(scope)
+    raise StoreError("refusing a vector row of another session")
+
+
 def scope_filter(scope: Scope, *, templated: bool, extra: str = "") -> tuple[str, dict[str, Any]]:
-    """The scope filter: ``tenant_d``, ``ns_d`` and durable-or-own-session ``sess_d``."""
+    """The scope filter: ``tenant_d``, ``ns_d`` and durable-or-own-session ``sess_d`` (or the
+    parent's session, for a sub-session)."""
     t, n, s = scope_digests(scope)
+    p = parent_digest(scope)
     if templated:
-        expr = 'tenant_d == {t} and ns_d == {n} and (sess_d == "" or sess_d == {s})'
-        params: dict[str, Any] = {"t": t, "n": n, "s": s}
+        expr = 'tenant_d == {t} and ns_d == {n} and (sess_d == "" or sess_d == {s}' + \
+            (' or sess_d == {p})' if p else ')')
+        params: dict[str, Any] = {"t": t, "n": n, "s": s, **({"p": p} if p else {})}
     else:
-        expr = f'tenant_d == "{t}" and ns_d == "{n}" and (sess_d == "" or sess_d == "{s}")'
+        expr = f'tenant_d == "{t}" and ns_d == "{n}" and (sess_d == "" or sess_d == "{s}"' + \
+            (f' or sess_d == "{p}")' if p else ')')
         params = {}
     if extra:
         expr = f"{expr} and {extra}"
@@ -120,7 +147,7 @@ def hit_in_scope(entity: dict[str, Any], scope: Scope, *, require_vec: bool = Tr
     return (
         entity.get("tenant_d") == t
         and entity.get("ns_d") == n
-        and entity.get("sess_d") in ("", s)
+        and entity.get("sess_d") in ("", s, *([parent_digest(scope)] if scope.parent_session else []))
         and (entity.get("has_vec") is True or not require_vec)
     )
 
@@ -418,7 +445,7 @@ class MilvusVectors:
                     r.vector):
                 raise StoreError(f"refusing an invalid vector for {r.entity_id}")
             data.append({"id": r.entity_id, "tenant_d": t, "ns_d": n,
-                         "sess_d": "" if r.durable else s, "version": int(r.version),
+                         "sess_d": row_session_digest(scope, r.durable, r.session), "version": int(r.version),
                          "has_vec": True, "vec": r.vector})
         self._call("upsert", lambda c: c.upsert(name, data))
         self.settle(name)
