@@ -18,8 +18,38 @@ from codesynapse.memory.sqlite_store import SqliteMemoryStore
 from tests.contract.support import BACKENDS, unique
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires(*capabilities): runs only on graph stores that declare every "
+                                       "capability (GraphStore.capabilities, docs/BACKENDS.md 'Transactions')")
+    config.addinivalue_line("markers", "lacks(*capabilities): runs only on graph stores that declare none of "
+                                       "the capabilities (what such a store promises instead)")
+
+
+def graph_store_class(backend: str) -> type:
+    if backend == "sqlite":
+        return SqliteGraphStore
+    if backend == "hugegraph":
+        from codesynapse.graph.hugegraph import HugeGraphStore
+
+        return HugeGraphStore
+    from codesynapse.graph.neo4j import Neo4jGraphStore
+
+    return Neo4jGraphStore
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
+    """This run's backend; a test marked ``requires``/``lacks`` is skipped, naming the
+    capability, on a backend whose declared capabilities do not match."""
+    caps = graph_store_class(request.param).capabilities
+    need = request.node.get_closest_marker("requires")
+    for name in need.args if need else ():
+        if not getattr(caps, name):
+            pytest.skip(f"the {request.param} graph store does not declare {name}")
+    lack = request.node.get_closest_marker("lacks")
+    for name in lack.args if lack else ():
+        if getattr(caps, name):
+            pytest.skip(f"the {request.param} graph store declares {name} (this test is for stores without it)")
     return request.param
 
 

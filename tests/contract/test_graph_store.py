@@ -105,6 +105,40 @@ def test_callers_callees_and_counts(g):
     assert g.callers("pkg.nothing") == [] and g.count_callers("pkg.nothing") == 0
 
 
+def test_batch_reads_answer_many_keys_at_once(g):
+    """symbols_by_qnames, files_by_paths, symbols_in_files, callers_many, callees_many,
+    subtypes_many and the count_*_many reads: each key as its one-key read answers it, keys
+    without rows absent (counts: 0), repeated keys once, the per-key limit applied per key."""
+    by_q = g.symbols_by_qnames(["pkg.b.main", "pkg.a.Child.run", "pkg.nothing", "pkg.b.main"])
+    assert {q: [(r.path, r.kind) for r in rows] for q, rows in by_q.items()} == {
+        "pkg.b.main": [("pkg/b.py", "function")], "pkg.a.Child.run": [("pkg/a.py", "method")]}
+    assert g.symbols_by_qnames([]) == {}
+    files = g.files_by_paths(["pkg/b.py", "big.py", "nope.py"])
+    assert {p: (f.hash, f.status) for p, f in files.items()} == {"pkg/b.py": ("hb", "indexed"),
+                                                                  "big.py": ("", "skipped")}
+    in_files = g.symbols_in_files(["pkg/b.py", "pkg/a.py", "nope.py"])
+    assert {p: qnames(rows) for p, rows in in_files.items()} == {
+        "pkg/b.py": ["pkg.b", "pkg.b.main", "pkg.b.test_main"],
+        "pkg/a.py": ["pkg.a", "pkg.a.Base", "pkg.a.Base.run", "pkg.a.Child", "pkg.a.Child.run", "pkg.a.run_all"]}
+    callers = g.callers_many(["pkg.a.Child.run", "pkg.a.run_all", "pkg.b.main", "pkg.nothing"])
+    assert {q: sites(rows) for q, rows in callers.items()} == {
+        "pkg.a.Child.run": [("pkg/b.py", 5, "pkg.b.main", "Child().run", "pkg.a.Child.run", "inferred")],
+        "pkg.a.run_all": [("pkg/b.py", 4, "pkg.b.main", "run_all", "pkg.a.run_all", "import")],
+        "pkg.b.main": [("pkg/b.py", 12, "pkg.b.test_main", "main", "pkg.b.main", "local")]}
+    callees = g.callees_many(["pkg.b.main", "pkg.a.run_all", "pkg.nothing"], limit=2)
+    assert {q: [c.line for c in rows] for q, rows in callees.items()} == {"pkg.b.main": [4, 5],
+                                                                          "pkg.a.run_all": [23]}
+    assert [c.id for c in g.callees_many(["pkg.b.main"])["pkg.b.main"]] == [c.id for c in g.callees("pkg.b.main")]
+    assert {q: [i.child for i in rows] for q, rows in g.subtypes_many(["pkg.a.Base", "pkg.a.Child"]).items()} == {
+        "pkg.a.Base": ["pkg.a.Child"]}
+    assert g.subtypes_many(["pkg.a.Base"], limit=0) == {}
+    assert g.count_callers_many(["pkg.a.Child.run", "pkg.b.main", "pkg.nothing"]) == {
+        "pkg.a.Child.run": 1, "pkg.b.main": 1, "pkg.nothing": 0}
+    assert g.count_callees_many(["pkg.b.main", "pkg.a.run_all", "pkg.nothing"]) == {
+        "pkg.b.main": 4, "pkg.a.run_all": 1, "pkg.nothing": 0}
+    assert g.count_unresolved_named_many(["unknown", "print", "run"]) == {"unknown": 1, "print": 0, "run": 0}
+
+
 def test_call_rows_keep_hint_kind_and_confidence(g):
     c = g.callers("pkg.a.Child.run")[0]
     assert (c.name, c.col, c.kind, c.hint, c.confidence) == ("run", 4, "call", "pkg.a.Child", 0.85)

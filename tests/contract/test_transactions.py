@@ -1,8 +1,9 @@
-"""GraphStore.transaction() and GraphStore.snapshot(): what each backend promises
-(docs/BACKENDS.md, "Transactions"). SQLite: a transaction is atomic and the index's one
-writer across processes (flock on ``<file>.lock``); a snapshot reads one committed version.
-Neo4j and HugeGraph: a transaction only serializes the process' writers (each write stays
-its own server transaction) and a snapshot is no snapshot."""
+"""GraphStore.transaction() and GraphStore.snapshot(): each backend is held to what it
+declares in ``capabilities`` (docs/BACKENDS.md, "Transactions"); tests are selected by
+capability (``requires`` / ``lacks``, tests/contract/conftest.py), never by backend name.
+SQLite declares atomic transactions, read snapshots and a writer lock across processes (flock
+on ``<file>.lock``). Neo4j and HugeGraph declare none: a transaction only serializes the
+process' writers (each write stays its own server transaction) and reads see the latest."""
 
 from __future__ import annotations
 
@@ -17,17 +18,19 @@ import pytest
 
 from codesynapse.graph.integrity import check_graph
 from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.graph.store import GraphStore, StoreCapabilities
 from tests.contract.graphdata import A, B
-
-# what a transaction that raised after writing pkg/a.py leaves behind, per backend
-LEFT_BY_FAILED_TRANSACTION = {"sqlite": [], "neo4j": ["pkg/a.py"], "hugegraph": ["pkg/a.py"]}
-# what a snapshot opened before another thread wrote pkg/b.py sees, per backend
-SEEN_IN_OLD_SNAPSHOT = {"sqlite": ["pkg/a.py"], "neo4j": ["pkg/a.py", "pkg/b.py"],
-                        "hugegraph": ["pkg/a.py", "pkg/b.py"]}
 
 
 def paths(store) -> list[str]:
     return [f.path for f in store.files()]
+
+
+def test_every_store_declares_its_capabilities(graph_store):
+    assert isinstance(graph_store, GraphStore)
+    assert isinstance(graph_store.capabilities, StoreCapabilities)
+    assert set(graph_store.capabilities.names()) <= {"atomic_transactions", "read_snapshots",
+                                                     "cross_process_writer_lock"}
 
 
 def test_a_transaction_commits_its_writes_together(graph_store):
@@ -40,36 +43,63 @@ def test_a_transaction_commits_its_writes_together(graph_store):
     assert graph_store.get_meta("k") == "v"
 
 
-def test_a_transaction_that_raises(graph_store, backend):
+def _fail_after_writing_a(store) -> None:
     with pytest.raises(RuntimeError):
-        with graph_store.transaction():
-            graph_store.write_files([(A, 1)])
-            graph_store.set_meta({"k": "v"})
+        with store.transaction():
+            store.write_files([(A, 1)])
+            store.set_meta({"k": "v"})
             raise RuntimeError("the update failed half way")
-    assert paths(graph_store) == LEFT_BY_FAILED_TRANSACTION[backend]
-    if backend == "sqlite":
-        assert graph_store.get_meta("k") is None
-        assert graph_store.symbols_by_qname("pkg.a.Base") == []
 
 
-def test_transactions_nest_into_the_outer_one(graph_store, backend):
+@pytest.mark.requires("atomic_transactions")
+def test_a_transaction_that_raises_leaves_nothing(graph_store):
+    _fail_after_writing_a(graph_store)
+    assert paths(graph_store) == []
+    assert graph_store.get_meta("k") is None
+    assert graph_store.symbols_by_qname("pkg.a.Base") == []
+
+
+@pytest.mark.lacks("atomic_transactions")
+def test_without_atomic_transactions_each_write_committed_alone(graph_store):
+    _fail_after_writing_a(graph_store)
+    assert paths(graph_store) == ["pkg/a.py"]
+    assert graph_store.get_meta("k") == "v"
+    assert [s.path for s in graph_store.symbols_by_qname("pkg.a.Base")] == ["pkg/a.py"]  # the write was whole
+
+
+@pytest.mark.requires("atomic_transactions")
+def test_transactions_nest_into_the_outer_one(graph_store):
     with pytest.raises(RuntimeError):
         with graph_store.transaction():
             with graph_store.transaction():
                 graph_store.write_files([(A, 1)])
             assert paths(graph_store) == ["pkg/a.py"]
             raise RuntimeError("after the inner block ended")
-    assert paths(graph_store) == LEFT_BY_FAILED_TRANSACTION[backend]
+    assert paths(graph_store) == []  # the inner block's write went with the outer one
     with graph_store.transaction():
         with graph_store.transaction():
             graph_store.write_files([(B, 2)])
-    assert paths(graph_store) == (["pkg/b.py"] if backend == "sqlite" else ["pkg/a.py", "pkg/b.py"])
+    assert paths(graph_store) == ["pkg/b.py"]
 
 
-def test_a_failed_write_inside_a_transaction_does_not_end_it(graph_store, backend):
-    """A store write that fails is undone alone (SQLite: its savepoint); the caller may go on."""
-    if backend != "sqlite":
-        pytest.skip("the failing statement below is SQLite's")
+@pytest.mark.lacks("atomic_transactions")
+def test_without_atomic_transactions_nested_blocks_serialize_and_keep_each_write(graph_store):
+    with pytest.raises(RuntimeError):
+        with graph_store.transaction():
+            with graph_store.transaction():  # the same thread re-enters its own lock
+                graph_store.write_files([(A, 1)])
+            raise RuntimeError("after the inner block ended")
+    with graph_store.transaction():
+        with graph_store.transaction():
+            graph_store.write_files([(B, 2)])
+    assert paths(graph_store) == ["pkg/a.py", "pkg/b.py"]
+
+
+@pytest.mark.requires("atomic_transactions")
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_failed_write_inside_a_transaction_does_not_end_it(graph_store):
+    """A store write that fails is undone alone (SQLite: its savepoint); the caller may go on.
+    (The failing statement is SQLite's own.)"""
     from codesynapse.errors import StoreError
 
     with graph_store.transaction():
@@ -80,37 +110,49 @@ def test_a_failed_write_inside_a_transaction_does_not_end_it(graph_store, backen
     assert paths(graph_store) == ["pkg/a.py", "pkg/b.py"]
 
 
-def test_a_snapshot_reads_one_version_while_another_thread_writes(graph_store, backend):
-    graph_store.write_files([(A, 1)])
+def _snapshot_while_another_thread_writes(store) -> list[list[str]]:
+    """What a snapshot opened with pkg/a.py written sees after another thread wrote pkg/b.py:
+    at once, in a nested snapshot, and at its end."""
+    store.write_files([(A, 1)])
     wrote = threading.Event()
 
     def writer() -> None:
-        graph_store.write_files([(B, 2)])
+        store.write_files([(B, 2)])
         wrote.set()
 
-    with graph_store.snapshot():
-        first = paths(graph_store)
+    with store.snapshot():
+        first = paths(store)
         t = threading.Thread(target=writer)
         t.start()
         t.join(60)
         assert wrote.is_set(), "a writer waited for a reader's snapshot"
         assert first == ["pkg/a.py"]
-        assert paths(graph_store) == SEEN_IN_OLD_SNAPSHOT[backend]
-        with graph_store.snapshot():  # nested: the same snapshot
-            assert paths(graph_store) == SEEN_IN_OLD_SNAPSHOT[backend]
-        assert paths(graph_store) == SEEN_IN_OLD_SNAPSHOT[backend]
-    assert paths(graph_store) == ["pkg/a.py", "pkg/b.py"]
+        seen = [paths(store)]
+        with store.snapshot():  # nested: the same snapshot
+            seen.append(paths(store))
+        seen.append(paths(store))
+    assert paths(store) == ["pkg/a.py", "pkg/b.py"]
+    return seen
 
 
-def test_a_reader_does_not_wait_for_an_open_transaction(graph_store, backend):
-    """A writer holds its transaction open (mid-update); a reader's snapshot answers
-    meanwhile from the last committed version."""
-    graph_store.write_files([(A, 1)])
+@pytest.mark.requires("read_snapshots")
+def test_a_snapshot_reads_one_version_while_another_thread_writes(graph_store):
+    assert _snapshot_while_another_thread_writes(graph_store) == [["pkg/a.py"]] * 3
+
+
+@pytest.mark.lacks("read_snapshots")
+def test_without_read_snapshots_reads_see_the_latest_write(graph_store):
+    assert _snapshot_while_another_thread_writes(graph_store) == [["pkg/a.py", "pkg/b.py"]] * 3
+
+
+def _read_during_an_open_transaction(store) -> list[str]:
+    """A writer holds its transaction open (mid-update); a reader's snapshot answers meanwhile."""
+    store.write_files([(A, 1)])
     inside, release = threading.Event(), threading.Event()
 
     def writer() -> None:
-        with graph_store.transaction():
-            graph_store.write_files([(B, 2)])
+        with store.transaction():
+            store.write_files([(B, 2)])
             inside.set()
             release.wait(60)
 
@@ -118,13 +160,24 @@ def test_a_reader_does_not_wait_for_an_open_transaction(graph_store, backend):
     t.start()
     try:
         assert inside.wait(60)
-        with graph_store.snapshot():
-            seen = paths(graph_store)
+        with store.snapshot():
+            seen = paths(store)
     finally:
         release.set()
         t.join(60)
-    assert seen == SEEN_IN_OLD_SNAPSHOT[backend]
-    assert paths(graph_store) == ["pkg/a.py", "pkg/b.py"]
+    assert paths(store) == ["pkg/a.py", "pkg/b.py"]
+    return seen
+
+
+@pytest.mark.requires("atomic_transactions", "read_snapshots")
+def test_a_reader_does_not_wait_for_an_open_transaction(graph_store):
+    """... and sees the last committed version."""
+    assert _read_during_an_open_transaction(graph_store) == ["pkg/a.py"]
+
+
+@pytest.mark.lacks("atomic_transactions")
+def test_without_atomic_transactions_a_reader_sees_the_writes_already_made(graph_store):
+    assert _read_during_an_open_transaction(graph_store) == ["pkg/a.py", "pkg/b.py"]
 
 
 def test_a_write_inside_a_snapshot_is_made_and_seen(graph_store):

@@ -61,7 +61,7 @@ from codesynapse.graph.model import (
 from codesynapse.graph.neo4j import _fold_tokens, query_terms
 from codesynapse.graph.sqlite import _head, name_terms
 from codesynapse.graph.hugegraph_deps import DEPS_LABELS, HugeGraphDepsMixin, deps_schema_lines
-from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
+from codesynapse.graph.store import SCHEMA_VERSION, SERVER_CAPABILITIES, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -494,6 +494,18 @@ ROWS_WITH = {(label, k): f"g.V().hasLabel('{label}').has('graph_id', gid).has('{
                                  ("cs_inherit", ("path", "base_name", "base_head")))
              for k in keys}
 SUBTYPES = "g.V().hasLabel('cs_inherit').has('graph_id', gid).has('target', q).elementMap()"
+# batch reads: up to IN_CHUNK keys (``qs``) per request
+SYMBOLS_WITHIN = f"g.V().hasLabel('cs_symbol').has('graph_id', gid).has('qname', within(qs)).{_SYM_MAP}"
+FILES_OF_IDS = "g.V(fids.toArray()).hasLabel('cs_file').has('graph_id', gid).elementMap()"
+CALLS_WITHIN = {k: f"g.V().hasLabel('cs_call').has('graph_id', gid).has('{k}', within(qs)).elementMap()"
+                for k in ("target", "caller")}
+SUBTYPES_WITHIN = "g.V().hasLabel('cs_inherit').has('graph_id', gid).has('target', within(qs)).elementMap()"
+COUNT_CALLS_WITHIN = {k: f"g.V().hasLabel('cs_call').has('graph_id', gid).has('{k}', within(qs))"
+                         f".groupCount().by('{k}')"
+                      for k in ("target", "caller")}
+COUNT_UNRESOLVED_WITHIN = ("g.V().hasLabel('cs_call').has('graph_id', gid).has('name', within(qs))"
+                           ".where(values('target').is('')).where(values('resolution').is('unresolved'))"
+                           ".groupCount().by('name')")
 STATS = """
 def files = g.V().hasLabel('cs_file').has('graph_id', gid).project('s', 'l').by('status').by('language').toList()
 [files: files,
@@ -556,6 +568,8 @@ def _bm25(terms: list[str], postings: dict[str, list[dict]], total: int, length:
 
 class HugeGraphStore(HugeGraphDepsMixin):
     """GraphStore on a HugeGraph 1.5 graph over its Gremlin server (thread-safe)."""
+
+    capabilities = SERVER_CAPABILITIES  # docs/BACKENDS.md, "Transactions"
 
     def __init__(self, url: str, graph_id: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
                  connect_timeout: float = 5.0, read_timeout: float = 10.0, write_timeout: float = 300.0):
@@ -992,6 +1006,81 @@ class HugeGraphStore(HugeGraphDepsMixin):
         rows = [(self._inh(r), int(r["id"])) for r in self._run("subtypes", SUBTYPES, q=qname)]
         rows.sort(key=lambda x: (x[0].child, x[0].path, x[1]))
         return [r for r, _ in rows][:_lim(limit)]
+
+    # -- batch reads: one request per IN_CHUNK keys ------------------------------------------
+    def _within(self, what: str, script: str, keys: Iterable[str]) -> list[Any]:
+        ks = list(dict.fromkeys(keys))
+        out: list[Any] = []
+        for i in range(0, len(ks), IN_CHUNK):
+            out.extend(self._run(what, script, qs=ks[i:i + IN_CHUNK]))
+        return out
+
+    def symbols_by_qnames(self, qnames: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        out: dict[str, list[SymbolRow]] = {}
+        for r in self._within("symbols_by_qnames", SYMBOLS_WITHIN, qnames):
+            out.setdefault(r["qname"], []).append(self._sym(r))
+        return {q: sorted(rows, key=self._sym_key) for q, rows in out.items()}
+
+    def files_by_paths(self, paths: Iterable[str]) -> dict[str, FileRow]:
+        ps = list(dict.fromkeys(paths))
+        wanted = set(ps)
+        out: dict[str, FileRow] = {}
+        for i in range(0, len(ps), IN_CHUNK):
+            for r in self._run("files_by_paths", FILES_OF_IDS, fids=[self._file_id(p) for p in ps[i:i + IN_CHUNK]]):
+                if r.get("path") in wanted:
+                    out[r["path"]] = self._file(r)
+        return out
+
+    def symbols_in_files(self, paths: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        ps = list(dict.fromkeys(paths))
+        wanted = set(ps)
+        out: dict[str, list[SymbolRow]] = {}
+        for i in range(0, len(ps), IN_CHUNK):
+            fids = [self._file_id(p) for p in ps[i:i + IN_CHUNK]]
+            for r in self._run("symbols_in_files", SYMBOLS_OF_FILES, fids=fids):
+                s = self._sym(r)
+                if s.path in wanted:
+                    out.setdefault(s.path, []).append(s)
+        return {p: sorted(rows, key=lambda s: (s.start_line, s.start_col, s.qname, s.id)) for p, rows in out.items()}
+
+    def _calls_many(self, what: str, prop: str, keys: Iterable[str], limit: int) -> dict[str, list[CallRow]]:
+        out: dict[str, list[CallRow]] = {}
+        for r in self._within(what, CALLS_WITHIN[prop], keys):
+            c = self._call(r)
+            out.setdefault(c.target if prop == "target" else c.caller, []).append(c)
+        cut = {k: sorted(rows, key=self._call_key)[:_lim(limit)] for k, rows in out.items()}
+        return {k: rows for k, rows in cut.items() if rows}
+
+    def callers_many(self, qnames: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]:
+        return self._calls_many("callers_many", "target", qnames, limit)
+
+    def callees_many(self, callers: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]:
+        return self._calls_many("callees_many", "caller", callers, limit)
+
+    def subtypes_many(self, qnames: Iterable[str], limit: int = 100) -> dict[str, list[InheritRow]]:
+        out: dict[str, list[tuple[InheritRow, int]]] = {}
+        for r in self._within("subtypes_many", SUBTYPES_WITHIN, qnames):
+            out.setdefault(r["target"], []).append((self._inh(r), int(r["id"])))
+        cut = {q: [x for x, _ in sorted(rows, key=lambda t: (t[0].child, t[0].path, t[1]))][:_lim(limit)]
+               for q, rows in out.items()}
+        return {q: rows for q, rows in cut.items() if rows}
+
+    def _counts(self, what: str, script: str, keys: Iterable[str]) -> dict[str, int]:
+        ks = list(dict.fromkeys(keys))
+        got: dict[str, int] = {}
+        for i in range(0, len(ks), IN_CHUNK):
+            for item in self._run(what, script, qs=ks[i:i + IN_CHUNK]):
+                got.update({k: int(v) for k, v in item.items()})
+        return {k: got.get(k, 0) for k in ks}
+
+    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_callers_many", COUNT_CALLS_WITHIN["target"], qnames)
+
+    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_callees_many", COUNT_CALLS_WITHIN["caller"], callers)
+
+    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_unresolved_named_many", COUNT_UNRESOLVED_WITHIN, names)
 
     def stats(self) -> GraphStats:
         r = self._map("stats", STATS)
