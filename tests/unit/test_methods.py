@@ -27,8 +27,8 @@ def test_an_unknown_method_lists_every_method_without_importing_memory_first(tmp
     assert err["field"] == "method"
     known = err["message"].split("known: ", 1)[1].split(", ")
     assert known == sorted([
-        "codesynapse/callGraph", "codesynapse/indexStatus", "codesynapse/minimalContext",
-        "codesynapse/modules", "codesynapse/prContext", "codesynapse/search", "codesynapse/snippet",
+        "codesynapse/callGraph", "codesynapse/indexStatus", "codesynapse/ledger", "codesynapse/minimalContext",
+        "codesynapse/modules", "codesynapse/policyEffects", "codesynapse/prContext", "codesynapse/search", "codesynapse/snippet",
         "codesynapse/symbolCard", "codesynapse/symbolContext", *MEMORY])
 
 
@@ -43,4 +43,4 @@ def test_importing_memory_registers_nothing():
             "        importlib.import_module(m.name)\n"
             "print(before == sorted(METHODS), len(METHODS))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    assert out.stdout.split() == ["True", "13"]
+    assert out.stdout.split() == ["True", "15"]

@@ -275,6 +275,29 @@ def baseline_b(task, corpus: CorpusText, idents: list[str]) -> Baseline:
                     detail={"identifiers": idents, "grepHits": hits})
 
 
+@dataclass
+class Request:
+    """A request as the baselines see it: what ``bench tokens`` knows of a task, minus what
+    only a workload knows. The daemon's ledger measures every answer with one of these
+    (``codesynapse.ledger``); ``bench tokens`` passes its Task, which has the same fields plus
+    the workload's evidence and given identifiers. ``requests``: for a recall, the earlier
+    turns of the session that carried the facts (JSON-RPC ``method`` and ``params``)."""
+
+    method: str
+    params: dict[str, Any]
+    kind: str = ""
+    evidence: list[Any] = field(default_factory=list)
+    baseline: dict[str, Any] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def raw_baselines(req, app, ctx, corpus: CorpusText) -> tuple[list[str], Baseline, Baseline]:
+    """The one computation of both raw-context baselines of an answer, shared by
+    ``bench tokens`` and the daemon's ledger: (identifiers grepped for, (a), (b))."""
+    idents = identifiers_for(req, app, ctx)
+    return idents, baseline_a(req, app, ctx, corpus, idents), baseline_b(req, corpus, idents)
+
+
 def transcript_baseline(task) -> Baseline:
     turns = [{"method": s["method"], "params": s.get("params", {})} for s in task.requests if not s.get("actor")]
     text = "".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in turns)

@@ -28,9 +28,7 @@ from codesynapse.bench import stats
 from codesynapse.bench.baselines import (
     Baseline,
     CorpusText,
-    baseline_a,
-    baseline_b,
-    identifiers_for,
+    raw_baselines,
 )
 from codesynapse.bench.corpora import Corpus, cache_dir, writable_copy
 from codesynapse.bench.tokenizer import Tokenizers, default_tokenizers
@@ -204,9 +202,7 @@ class Runner:
             ev = check(task, answer)
             if error and not task.expect.get("error"):
                 ev["ok"] = False
-            idents = identifiers_for(task, self.app, self.ctx)
-            a = baseline_a(task, self.app, self.ctx, self.corpus, idents)
-            b = baseline_b(task, self.corpus, idents)
+            _idents, a, b = raw_baselines(task, self.app, self.ctx, self.corpus)
         except Exception as e:  # a harness or server failure fails the task, loudly
             log.exception("task %s failed to run", task.id)
             row.update({"ok": False, "error": f"{e.__class__.__name__}: {e}", "evidence": {

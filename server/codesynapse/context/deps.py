@@ -187,12 +187,8 @@ def pr_dependencies(svc, p: Packer, changes: list[tuple[str, list[tuple[int, int
     if not deps.supported(store):
         return
     hashes: dict[str, str | None] = {}
-    found: list[FindingRow] = []
-    for path, ranges, status in changes:
-        if status == "deleted":
-            continue
-        for a, b in ranges:
-            found.extend(store.findings(path, a, b, limit=200))
+    found = store.findings_in_ranges([(path, a, b) for path, ranges, status in changes if status != "deleted"
+                                      for a, b in ranges], limit=200)
     if found:
         seen: set[int] = set()
         uniq = [f for f in found if not (f.id in seen or seen.add(f.id))]  # type: ignore[func-returns-value]

@@ -252,10 +252,12 @@ class Retriever:
             if not others:
                 continue
             linked: set[int] = set()
+            qs = [r.qname for r in homonyms]
+            callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
             for r in homonyms:
                 dl.check()
-                near = {c.target for c in store.callees(r.qname, limit=200) if c.target}
-                near |= {c.caller for c in store.callers(r.qname, limit=200)}
+                near = {c.target for c in callees_of.get(r.qname, []) if c.target}
+                near |= {c.caller for c in callers_of.get(r.qname, [])}
                 if r.parent:
                     near.add(r.parent)
                 if near & others:
@@ -478,19 +480,27 @@ class Retriever:
         for i in score:
             by_qname.setdefault(rows[i].qname, []).append(i)
         top = sorted(score, key=lambda i: (-score[i], rows[i].qname, rows[i].path))[:EXPAND_FROM]
+        top = [h for h in top if rows[h].kind != "module"]
         gain: Counter[int] = Counter()
+        # the neighbours of every hit, then the symbols they name, each in one batch read
+        qs = [rows[h].qname for h in top]
+        callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
+        in_files = store.symbols_in_files(rows[h].path for h in top if rows[h].kind in TYPE_KINDS)
+        hops: list[tuple[int, list[list[str]]]] = []
         for h in top:
             r = rows[h]
-            if r.kind == "module":
-                continue
-            dl.check()
-            callees = list(dict.fromkeys(c.target for c in store.callees(r.qname, limit=200)
+            callees = list(dict.fromkeys(c.target for c in callees_of.get(r.qname, [])
                                          if c.target and c.target != r.qname))
-            callers = list(dict.fromkeys(c.caller for c in store.callers(r.qname, limit=200) if c.caller != r.qname))
+            callers = list(dict.fromkeys(c.caller for c in callers_of.get(r.qname, []) if c.caller != r.qname))
             # a type's members do its work (a call of the class runs its constructor)
-            members = [x.qname for x in store.symbols_in_file(r.path) if x.parent == r.qname and x.id != r.id] \
+            members = [x.qname for x in in_files.get(r.path, []) if x.parent == r.qname and x.id != r.id] \
                 if r.kind in TYPE_KINDS else []
-            for names in (callees, callers, list(dict.fromkeys(members))):
+            hops.append((h, [callees, callers, list(dict.fromkeys(members))]))
+        named = store.symbols_by_qnames(q for _, lists in hops for names in lists if len(names) <= EXPAND_FANOUT
+                                        for q in names if q not in by_qname)
+        for h, lists in hops:
+            dl.check()
+            for names in lists:
                 if not names:
                     continue
                 share = DECAY * score[h] / math.sqrt(len(names))
@@ -499,7 +509,7 @@ class Retriever:
                     if ids is None:
                         if len(names) > EXPAND_FANOUT:
                             continue
-                        found = [x for x in store.symbols_by_qname(q) if x.kind != "module"][:1]
+                        found = [x for x in named.get(q, []) if x.kind != "module"][:1]
                         ids = by_qname[q] = [self._key(x, rows) for x in found]
                     for i in ids:
                         if i != h:

@@ -201,29 +201,51 @@ class ContextService:
         return None, {"suggestions": sugg, "hint": "no symbol matches; try codesynapse/search or a suggestion"}
 
     def relations(self, s: SymbolRow) -> dict[str, Any]:
+        return self.relations_many([s])[s.qname]
+
+    def relations_many(self, subjects: list[SymbolRow]) -> dict[str, dict[str, Any]]:
+        """Each subject's callers (production first), callees, implementations and the tests
+        among its callers, by qualified name: a fixed number of store calls for any number of
+        subjects and callers (batch reads)."""
         store = self.store
-        callers = production_first(store.callers(s.qname, limit=400))[:200]
-        callees = store.callees(s.qname, limit=200)
-        impls = store.subtypes(s.qname, limit=50)
-        tests = []
-        seen_tests: set[str] = set()
-        for c in callers:
-            if c.caller in seen_tests:
-                continue
-            for row in store.symbols_by_qname(c.caller):
-                if row.is_test or row.kind == "test":
-                    tests.append(row)
-                    seen_tests.add(c.caller)
-                    break
-        return {"callers": callers, "callees": callees, "impls": impls, "tests": tests}
+        qs = list(dict.fromkeys(s.qname for s in subjects))
+        callers_of = store.callers_many(qs, limit=400)
+        callees_of = store.callees_many(qs, limit=200)
+        impls_of = store.subtypes_many(qs, limit=50)
+        callers = {q: production_first(callers_of.get(q, []))[:200] for q in qs}
+        units = store.symbols_by_qnames({c.caller for q in qs for c in callers[q]})
+        out: dict[str, dict[str, Any]] = {}
+        for q in qs:
+            tests = []
+            seen_tests: set[str] = set()
+            for c in callers[q]:
+                if c.caller in seen_tests:
+                    continue
+                for row in units.get(c.caller, []):
+                    if row.is_test or row.kind == "test":
+                        tests.append(row)
+                        seen_tests.add(c.caller)
+                        break
+            out[q] = {"callers": callers[q], "callees": callees_of.get(q, []), "impls": impls_of.get(q, []),
+                      "tests": tests}
+        return out
+
+    def card_counts(self, subjects: list[SymbolRow]) -> dict[str, tuple[int, int, int]]:
+        """(callers, callees, unresolved candidates) of each subject by qualified name, in
+        three store calls for any number of subjects."""
+        store = self.store
+        qs = [s.qname for s in subjects]
+        n_callers = store.count_callers_many(qs)
+        n_callees = store.count_callees_many(qs)
+        n_unresolved = store.count_unresolved_named_many({s.name for s in subjects if s.kind != "module"})
+        return {s.qname: (n_callers.get(s.qname, 0), n_callees.get(s.qname, 0),
+                          n_unresolved.get(s.name, 0) if s.kind != "module" else 0) for s in subjects}
 
     def card(self, s: SymbolRow, rel: dict[str, Any] | None = None, top: int = TOP_N,
-             include_ids: bool = False) -> dict[str, Any]:
+             include_ids: bool = False, counts: tuple[int, int, int] | None = None) -> dict[str, Any]:
         rel = rel if rel is not None else self.relations(s)
         store = self.store
-        n_callers = store.count_callers(s.qname)
-        n_callees = store.count_callees(s.qname)
-        unresolved_callers = store.count_unresolved_named(s.name) if s.kind != "module" else 0
+        n_callers, n_callees, unresolved_callers = counts if counts is not None else self.card_counts([s])[s.qname]
         card: dict[str, Any] = {"qualifiedName": s.qname}
         if not names_itself(s.qname, s.name):
             card["name"] = s.name
@@ -299,11 +321,7 @@ class ContextService:
                     walk(x)
 
         walk(p.answer)
-        raw = 0
-        for pth in sorted(paths)[:500]:
-            f = self.store.file(pth)
-            if f is not None:
-                raw += tokens_for(f.size)
+        raw = sum(tokens_for(f.size) for f in self.store.files_by_paths(sorted(paths)[:500]).values())
         p.answer["rawTokens"] = raw
         return p.done()
 
@@ -383,12 +401,20 @@ class ContextService:
         answer["related"] = []
         order = {"container": 0, "callee": 1, "implementation": 2, "caller": 3, "test": 4}
         related.sort(key=lambda x: order[x[0]])
+        shown: list[tuple[str, str]] = []
         for role, q in related:
             if q in seen or (role in ("caller", "test") and q in listed):
                 continue
             seen.add(q)
+            shown.append((role, q))
+        # the related symbols, and what their cards need, read in a few batch calls
+        units = self.store.symbols_by_qnames(q for _, q in shown)
+        carded = [units[q][0] for role, q in shown if q in units and role not in ("caller", "test")]
+        rels = self.relations_many(carded) if carded else {}
+        counts = self.card_counts(carded) if carded else {}
+        for role, q in shown:
             dl.check()
-            rows = self.store.symbols_by_qname(q)
+            rows = units.get(q)
             if not rows:
                 continue
             r = rows[0]
@@ -401,7 +427,8 @@ class ContextService:
             if role in ("caller", "test"):
                 item = {"role": role, **self.ref(r, prm.include_ids)}
             else:
-                item = {"role": role, **self.card(r, top=0, include_ids=prm.include_ids)}
+                item = {"role": role, **self.card(r, rels[r.qname], top=0, include_ids=prm.include_ids,
+                                                  counts=counts[r.qname])}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
         return self._done(p)
 
@@ -475,7 +502,6 @@ class ContextService:
         dirs = ["callers", "callees"] if prm.direction == "both" else [prm.direction]
         keys = {d: paging.key_of("callGraph", s.qname, s.path, d, depth) for d in dirs}
         offset = paging.decode(self.app, prm.cursor, keys[dirs[0]]) if prm.cursor is not None else 0
-        store = self.store
         # the request is not repeated: the sections present say the direction; depth and limit
         # are given only when they were clamped, with what was asked
         answer: dict[str, Any] = {"found": True, "root": self.ref(s, prm.include_ids)}
@@ -509,10 +535,11 @@ class ContextService:
             start = offset if d == dirs[0] else 0
             stop = min(len(items), start + limit)
             shown = start
+            units = self.store.symbols_by_qnames(x for k, x in items[start:stop] if k == "node")
             for kind, x in items[start:stop]:
                 dl.check()
                 if kind == "node":
-                    item = self._node_item(x, nodes[x], sites.get(x, []), s, near_key, near, files)
+                    item = self._node_item(x, nodes[x], sites.get(x, []), s, near_key, near, files, units.get(x, []))
                     ok = p.take(item)
                     if ok:
                         section["nodes"].append(item)
@@ -560,16 +587,20 @@ class ContextService:
         frontier = [s.qname]
         for level in range(1, depth + 1):
             nxt: list[str] = []
+            dl.check()
+            # the whole level in one batch read (each unit's rows capped as before)
+            level_rows = store.callers_many(frontier, limit=WALK_CAP) if d == "callers" else \
+                store.callees_many(frontier, limit=WALK_CAP)
             for q in frontier:
                 dl.check()
                 if d == "callers":
-                    rows = production_first(store.callers(q, limit=WALK_CAP))
+                    rows = production_first(level_rows.get(q, []))
                     if level == 1 and s.kind != "module":
                         name = q.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
                         n_unresolved = store.count_unresolved_named(name)
                         unresolved_rows = store.unresolved_named(name, limit=WALK_CAP) if n_unresolved else []
                 else:
-                    rows = store.callees(q, limit=WALK_CAP)
+                    rows = level_rows.get(q, [])
                     if level == 1:
                         unresolved_rows = [r for r in rows if not r.target and r.resolution == "unresolved"]
                         n_unresolved = sum(1 for r in rows if not r.target)
@@ -584,8 +615,7 @@ class ContextService:
         return nodes, sites, unresolved_rows, n_unresolved
 
     def _node_item(self, q: str, lvl: int, rows_: list[CallRow], s: SymbolRow, near_key: str, near,
-                   files: dict[str, str]) -> dict[str, Any]:
-        rows = self.store.symbols_by_qname(q)
+                   files: dict[str, str], rows: list[SymbolRow]) -> dict[str, Any]:
         item: dict[str, Any] = {"qualifiedName": q}
         if lvl != 1:
             item["depth"] = lvl
@@ -818,6 +848,7 @@ class ContextService:
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, got.unread, UNREAD_HINT)
         answer["cards"] = []
+        callers_of = store.callers_many((rows[i].qname for i in strong[:MINIMAL_CARDS]), limit=3)
         for i in strong[:MINIMAL_CARDS]:
             dl.check()
             r = rows[i]
@@ -829,7 +860,7 @@ class ContextService:
                 card["line"] = got.lines[i]  # where the quoted phrase / identifier is written
             if r.summary:
                 card["summary"] = r.summary
-            callers = store.callers(r.qname, limit=3)
+            callers = callers_of.get(r.qname, [])
             if callers:
                 card["callers"] = [c.caller for c in callers]
             if prm.include_ids:
@@ -859,12 +890,13 @@ class ContextService:
         store = self.store
         changed: list[tuple[SymbolRow, str]] = []
         files_out = []
+        in_files = store.symbols_in_files(path for path, _, status in changes if status != "deleted")
         for path, ranges, status in changes:
             dl.check()
             files_out.append({"path": path, "status": status, "hunks": len(ranges)})
             if status == "deleted":
                 continue
-            for s in store.symbols_in_file(path):
+            for s in in_files.get(path, []):
                 if s.kind == "module":
                     continue
                 if any(a <= s.end_line and s.start_line <= b for a, b in ranges):
@@ -878,14 +910,20 @@ class ContextService:
         answer["changed"] = []
         checked = 0
         omitted_callers = 0
+        # every changed symbol's callers, counts and caller units in a few batch reads
+        qs = [s.qname for s, _ in changed]
+        counts = store.count_callers_many(qs)
+        callers_of = {q: production_first(rows)[:25] for q, rows in store.callers_many(qs, limit=100).items()}
+        units = store.symbols_by_qnames({c.caller for rows in callers_of.values() for c in rows})
+        unresolved_of = store.count_unresolved_named_many(s.name for s, _ in changed)
         for s, status in changed:
             dl.check()
-            n_callers = store.count_callers(s.qname)
-            callers = production_first(store.callers(s.qname, limit=100))[:25]
+            n_callers = counts.get(s.qname, 0)
+            callers = callers_of.get(s.qname, [])
             checked += len(callers)
             omitted_callers += max(0, n_callers - len(callers))
             tests = [c.caller for c in callers if any(r.is_test or r.kind == "test"
-                                                      for r in store.symbols_by_qname(c.caller))]
+                                                      for r in units.get(c.caller, []))]
             item = {"qualifiedName": s.qname, "kind": s.kind, "path": s.path, "range": [s.start_line, s.end_line],
                     "signature": s.signature,
                     "callers": [with_resolution({"qualifiedName": c.caller, "path": c.path, "line": c.line},
@@ -894,7 +932,7 @@ class ContextService:
             # no tests and no unresolved candidates are left out (absent = none, 0)
             if tests:
                 item["tests"] = sorted(set(tests))[:10]
-            unresolved = store.count_unresolved_named(s.name)
+            unresolved = unresolved_of.get(s.name, 0)
             if unresolved:
                 item["unresolvedCandidates"] = unresolved
             p.add("changed", item, "changed symbols", "raise maxTokens or split the diff")

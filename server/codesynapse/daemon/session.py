@@ -67,6 +67,12 @@ class Session:
                 fn()
             except Exception:
                 log.exception("closing a session: a close callback failed")
+        ledger = self.app.services.get("ledger")  # its counts go to the workspace totals (codesynapse/ledger.py)
+        if ledger is not None:
+            try:
+                ledger.end_session(self.scope)
+            except Exception:
+                log.exception("ending the session's ledger")
         svc = self.app.services.pop(f"memory:{self.scope.session}", None)
         if svc is None:
             return

@@ -285,5 +285,11 @@ class HugeGraphDepsMixin:
     def findings(self, path: str | None = None, start: int = 0, end: int = 0, limit: int = 1000) -> list[FindingRow]:
         return self._findings(path, start, end)[:max(limit, 0)]
 
+    def findings_in_ranges(self, spans: Sequence[tuple[str, int, int]], limit: int = 1000) -> list[FindingRow]:
+        """``findings(path, start, end, limit)`` of each span, one after the other: one
+        request per distinct path."""
+        of_path = {p: self._findings(p, 0, 0) for p in dict.fromkeys(p for p, _, _ in spans)}
+        return [f for p, a, b in spans for f in [x for x in of_path[p] if a <= x.start_line <= b][:max(limit, 0)]]
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         return len(self._findings(path, start, end))

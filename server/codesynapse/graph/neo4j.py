@@ -54,12 +54,13 @@ from codesynapse.graph.model import (
 # One definition of "name terms" and of a callee's head for both backends.
 from codesynapse.graph.sqlite import _CAMEL, _head, name_terms
 from codesynapse.graph.neo4j_deps import DEPS_LABELS, DEPS_SCHEMA, Neo4jDepsMixin
-from codesynapse.graph.store import SCHEMA_VERSION, base_keys, module_keys
+from codesynapse.graph.store import SCHEMA_VERSION, SERVER_CAPABILITIES, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
 CHUNK = 5_000  # rows per UNWIND statement
 TOUCH_CHUNK = 1_000  # names per calls_touching query
+BATCH_KEYS = 1_000  # keys per batch read (symbols_by_qnames, callers_many, …)
 CALLS_PER_TX = 10_000  # call sites per insert_calls transaction (Neo4j bounds transaction memory)
 PAGE = 5_000  # rows per page of the all_* iterators (each page is its own short transaction)
 FULLTEXT_INDEX = "cs_symbol_text"
@@ -239,6 +240,8 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 class Neo4jGraphStore(Neo4jDepsMixin):
     """GraphStore on a Neo4j database. Thread-safe: the driver pools connections and every
     call opens its own short session."""
+
+    capabilities = SERVER_CAPABILITIES  # docs/BACKENDS.md, "Transactions"
 
     def __init__(self, uri: str, graph_id: str, *, user: str = "neo4j", password: str = "",
                  database: str | None = None, connect_timeout: float = 5.0,
@@ -739,6 +742,75 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         return [self._inh(r) for r in self._rows(
             "subtypes", "MATCH (i:CsInherit {graph_id: $g, target: $q}) RETURN i {.*} "
                         "ORDER BY i.child, i.path, i.id LIMIT $lim", q=qname, lim=_lim(limit))]
+
+    # -- batch reads: one round trip per BATCH_KEYS keys ---------------------------------------
+    def _keyed(self, what: str, query: str, keys: Iterable[str], **params: Any) -> list[Any]:
+        """``query`` (over ``$keys``) run for the distinct ``keys``, BATCH_KEYS at a time."""
+        ks = list(dict.fromkeys(keys))
+        out: list[Any] = []
+        for i in range(0, len(ks), BATCH_KEYS):
+            out.extend(self._rows(what, query, keys=ks[i:i + BATCH_KEYS], **params))
+        return out
+
+    def symbols_by_qnames(self, qnames: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        out: dict[str, list[SymbolRow]] = {}
+        for r in self._keyed("symbols_by_qnames", "UNWIND $keys AS q MATCH (s:CsSymbol {graph_id: $g, qname: q}) "
+                                                  f"RETURN {self._SYM}" + _SYM_ORDER, qnames):
+            out.setdefault(r["qname"], []).append(self._sym(r))
+        return out
+
+    def files_by_paths(self, paths: Iterable[str]) -> dict[str, FileRow]:
+        return {r["path"]: self._file(r) for r in self._keyed(
+            "files_by_paths", "UNWIND $keys AS p MATCH (f:CsFile {graph_id: $g, path: p}) RETURN f {.*}", paths)}
+
+    def symbols_in_files(self, paths: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        out: dict[str, list[SymbolRow]] = {}
+        for r in self._keyed("symbols_in_files",
+                             "UNWIND $keys AS p MATCH (f:CsFile {graph_id: $g, path: p})-[:CONTAINS]->"
+                             f"(s:CsSymbol {{graph_id: $g}}) RETURN {self._SYM}", paths):
+            out.setdefault(r["path"], []).append(self._sym(r))
+        return {p: sorted(rows, key=lambda s: (s.start_line, s.start_col, s.qname, s.id)) for p, rows in out.items()}
+
+    def _calls_many(self, what: str, prop: str, keys: Iterable[str], limit: int) -> dict[str, list[CallRow]]:
+        out: dict[str, list[CallRow]] = {}
+        for r in self._keyed(what, "UNWIND $keys AS q CALL { WITH q "
+                                   f"MATCH (c:CsCall {{graph_id: $g, {prop}: q}}) RETURN c" + _CALL_ORDER
+                                   + " LIMIT $lim } RETURN c {.*}", keys, lim=_lim(limit)):
+            out.setdefault(r[prop], []).append(self._call(r))
+        for rows in out.values():
+            rows.sort(key=lambda c: (c.path, c.line, c.col, c.callee, c.id))
+        return out
+
+    def callers_many(self, qnames: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]:
+        return self._calls_many("callers_many", "target", qnames, limit)
+
+    def callees_many(self, callers: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]:
+        return self._calls_many("callees_many", "caller", callers, limit)
+
+    def subtypes_many(self, qnames: Iterable[str], limit: int = 100) -> dict[str, list[InheritRow]]:
+        out: dict[str, list[tuple[int, InheritRow]]] = {}
+        for r in self._keyed("subtypes_many", "UNWIND $keys AS q CALL { WITH q "
+                                              "MATCH (i:CsInherit {graph_id: $g, target: q}) RETURN i "
+                                              "ORDER BY i.child, i.path, i.id LIMIT $lim } RETURN i {.*}",
+                             qnames, lim=_lim(limit)):
+            out.setdefault(r["target"], []).append((r["id"], self._inh(r)))
+        return {q: [x for _, x in sorted(rows, key=lambda t: (t[1].child, t[1].path, t[0]))]
+                for q, rows in out.items()}
+
+    def _counts(self, what: str, pattern: str, keys: Iterable[str]) -> dict[str, int]:
+        ks = list(dict.fromkeys(keys))
+        got = {q: int(n) for q, n in self._keyed(what, f"UNWIND $keys AS q RETURN [q, COUNT {{ {pattern} }}]", ks)}
+        return {q: got.get(q, 0) for q in ks}
+
+    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_callers_many", "MATCH (c:CsCall {graph_id: $g, target: q})", qnames)
+
+    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_callees_many", "MATCH (c:CsCall {graph_id: $g, caller: q})", callers)
+
+    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]:
+        return self._counts("count_unresolved_named_many",
+                            "MATCH (c:CsCall {graph_id: $g, name: q, target: '', resolution: 'unresolved'})", names)
 
     def stats(self) -> GraphStats:
         g = self.graph_id

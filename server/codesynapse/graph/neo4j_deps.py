@@ -182,6 +182,27 @@ class Neo4jDepsMixin:
                            end_line=r["end_line"], end_col=r["end_col"], symbol=r["symbol"], file_hash=r["file_hash"],
                            source=r["source"]) for r in rows]
 
+    def findings_in_ranges(self, spans: Sequence[tuple[str, int, int]], limit: int = 1000) -> list[FindingRow]:
+        """``findings(path, start, end, limit)`` of each span, one after the other: one round
+        trip per 1,000 spans."""
+        spans = [[p, a, b] for p, a, b in spans]
+        out: list[FindingRow] = []
+        for i in range(0, len(spans), 1000):
+            part = spans[i:i + 1000]
+            rows = self._rows(  # type: ignore[attr-defined]
+                "findings_in_ranges",
+                "UNWIND range(0, size($spans) - 1) AS i CALL { WITH i "
+                "MATCH (n:CsFinding {graph_id: $g, path: $spans[i][0]}) "
+                "WHERE n.start_line >= $spans[i][1] AND n.start_line <= $spans[i][2] "
+                "RETURN n" + _FINDING_ORDER + " LIMIT $l } RETURN n {.*, _i: i}", spans=part, l=max(limit, 0))
+            rows = sorted(rows, key=lambda r: r["_i"])  # stable: each span's own order stays
+            out += [FindingRow(id=r["id"], tool=r["tool"], rule_id=r["rule_id"], level=r["level"],
+                               severity=r["severity"], message=r["message"], path=r["path"],
+                               start_line=r["start_line"], start_col=r["start_col"], end_line=r["end_line"],
+                               end_col=r["end_col"], symbol=r["symbol"], file_hash=r["file_hash"], source=r["source"])
+                    for r in rows]
+        return out
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         match, params = self._finding_match(path, start, end)
         return int(self._scalar("count_findings", match + "RETURN count(n)", **params) or 0)  # type: ignore[attr-defined]

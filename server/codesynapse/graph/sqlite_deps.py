@@ -177,6 +177,10 @@ class SqliteDepsMixin:
                 for r in self._q("SELECT * FROM findings" + where + _FINDING_ORDER + " LIMIT ?",  # type: ignore[attr-defined]
                                  (*args, limit))]
 
+    def findings_in_ranges(self, spans: Sequence[tuple[str, int, int]], limit: int = 1000) -> list[FindingRow]:
+        """``findings(path, start, end, limit)`` of each span, one after the other (a batch read)."""
+        return [f for path, a, b in spans for f in self.findings(path, a, b, limit)]
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         where, args = self._finding_filter(path, start, end)
         return self._q("SELECT count(*) AS n FROM findings" + where, args)[0]["n"]  # type: ignore[attr-defined]

@@ -9,14 +9,20 @@ Rules every backend keeps:
 - driver errors become ``StoreError`` / ``StoreUnavailable`` (``raise … from e``);
 - no source bodies are stored: only what ``FileExtraction`` carries;
 - ``transaction()`` makes several writes one atomic update and is the index's one writer;
-  ``snapshot()`` gives a request's reads one committed version of the graph (what each
-  backend can promise is in docs/BACKENDS.md, "Transactions").
+  ``snapshot()`` gives a request's reads one committed version of the graph. What a backend
+  keeps of that promise it declares in ``capabilities`` (``StoreCapabilities``; docs/BACKENDS.md,
+  "Transactions"); the contract suite selects its transaction tests by them;
+- a request reads with a bounded number of store calls whatever the number of callers, files
+  or nodes it names: the batch reads (``symbols_by_qnames``, ``files_by_paths``,
+  ``callers_many``, ``callees_many``, ``subtypes_many``, ``count_*_many``) take many keys in
+  one call, which a server backend answers in one round trip (or one per chunk of keys).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from codesynapse.extract.model import CallSite, FileExtraction
@@ -52,9 +58,33 @@ def base_keys(base: str) -> tuple[str, str]:
     return name.rsplit("/", 1)[-1], b.split(".", 1)[0]
 
 
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What a backend's ``transaction()`` and ``snapshot()`` keep of the port's promise."""
+
+    # transaction(): every write inside commits together or none does (False: each write
+    # call is its own server transaction; the block only serializes this process' writers)
+    atomic_transactions: bool
+    # snapshot(): reads inside see one committed version (False: each read sees the latest)
+    read_snapshots: bool
+    # transaction(): the writer lock holds across processes sharing the index
+    cross_process_writer_lock: bool
+
+    def names(self) -> list[str]:
+        """The capabilities this backend has, by name."""
+        return [k for k, v in self.__dict__.items() if v]
+
+
+FULL_CAPABILITIES = StoreCapabilities(atomic_transactions=True, read_snapshots=True, cross_process_writer_lock=True)
+# a server backend without multi-statement transactions held across protocol calls
+SERVER_CAPABILITIES = StoreCapabilities(atomic_transactions=False, read_snapshots=False,
+                                        cross_process_writer_lock=False)
+
+
 @runtime_checkable
 class GraphStore(Protocol):
     graph_id: str
+    capabilities: StoreCapabilities
 
     # lifecycle / metadata
     def close(self) -> None: ...
@@ -110,6 +140,23 @@ class GraphStore(Protocol):
     def symbol_at(self, path: str, line: int) -> SymbolRow | None:
         """Innermost non-module symbol whose range holds ``line`` (1-based)."""
         ...
+    # batch reads: one call for many keys; keys without rows are absent from the answer, each
+    # key's rows are in the order of the one-key read (symbols by (qname, path, start_line),
+    # calls by (path, line, col, callee)); ``limit`` bounds each key's list
+    def symbols_by_qnames(self, qnames: Iterable[str]) -> dict[str, list[SymbolRow]]: ...
+    def files_by_paths(self, paths: Iterable[str]) -> dict[str, FileRow]: ...
+    def symbols_in_files(self, paths: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        """Each path's symbols in ``symbols_in_file`` order."""
+        ...
+    def callers_many(self, qnames: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]: ...
+    def callees_many(self, callers: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]: ...
+    def subtypes_many(self, qnames: Iterable[str], limit: int = 100) -> dict[str, list[InheritRow]]: ...
+    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
+        """Every key, with 0 for one without callers (as the count_*_many reads)."""
+        ...
+    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]: ...
+    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]: ...
+
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
         """BM25 over names, qualified names and name terms; best first, stable ties."""
         ...

@@ -8,7 +8,7 @@ from codesynapse.methods import METHODS
 
 def register(server) -> None:
     for name, method in METHODS.items():
-        if method.reads == "graph":
+        if method.reads in ("graph", "session"):  # session: codesynapse/ledger
             _register_one(server, name)
 
 

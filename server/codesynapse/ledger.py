@@ -1,0 +1,519 @@
+"""The savings ledger: what every answer of a session cost and what it saved.
+
+For every custom answer the ledger of its session records the method, the tokens returned
+(the JSON-RPC response, bytes/4 — the estimator ``bench tokens`` uses), the cache-hit tokens
+(the cards and sites of the answer that this session already received in an earlier answer:
+the client has paid for them once) and the two raw-context estimates of the same answer —
+baseline (a), the files behind it, and baseline (b), grep output plus the files an agent
+would open — computed by the one function ``bench tokens`` uses
+(:func:`codesynapse.bench.baselines.raw_baselines`).
+
+Recording is cheap and happens on the request's path (one compact encode of the answer and
+a hash per card). The raw estimates read files and grep the tree, so they are computed off
+that path: by the ledger's worker while no request is running, or at once for a
+``codesynapse/ledger`` request or the end of the session. They describe the index as it
+is when computed (an edit in between changes them as it changes the answer).
+
+Each session (one LSP connection, or one CLI run) has its own ``SessionLedger``, owned by
+the App's ``LedgerBook`` and keyed by the session's Scope. Workspace totals are kept across
+sessions in the data folder (``ledger-totals.json``): summed counts per method, never a
+session id. Nothing here is a metric label (``metrics.py`` reads the sums only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import msgspec
+
+from codesynapse.scope import Scope
+
+log = logging.getLogger(__name__)
+
+LAST_MAX = 100  # answers a ledger request may ask for (`last`)
+KEPT = LAST_MAX  # per-answer rows a session keeps (its totals cover every answer)
+SEEN_MAX = 100_000  # card/site digests a session remembers for cache-hit counting
+IDLE_S = 0.3  # the worker computes raw estimates only after this long without a request
+TOTALS_FILE = "ledger-totals.json"
+TOTALS_VERSION = 1
+ESTIMATOR = "bytes/4 (ceil)"
+# requests about the ledger itself (or the policy): not answers to a question about the code
+UNCOUNTED = frozenset({"codesynapse/ledger", "codesynapse/policyEffects"})
+_MEMORY_TURNS = frozenset({"codesynapse/memory/remember"})  # the turns that carry facts (recall's baseline)
+
+
+class LedgerParams(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=True):
+    last: Annotated[int, msgspec.Meta(ge=0, le=LAST_MAX)] = 10
+
+
+def _est(n_bytes: int) -> int:
+    from codesynapse.context.budget import tokens_for
+
+    return tokens_for(n_bytes)
+
+
+def response_bytes(answer: Any) -> int:
+    """Bytes of the JSON-RPC response the daemon writes for ``answer`` (as ``bench tokens``
+    measures it: ``{"jsonrpc":"2.0","id":1,"result":…}``, compact, UTF-8)."""
+    from codesynapse.bench.tokens import jsonrpc_bytes
+
+    return len(jsonrpc_bytes(answer))
+
+
+# ---- cache-hit: the cards and sites an answer repeats -----------------------------------------
+
+_VOLATILE = frozenset({"legs"})  # how an item was found, not what it says
+
+
+def _items(answer: Any) -> list[tuple[bytes, int]]:
+    """(digest, bytes) of each card or site of an answer: every object that names a
+    ``qualifiedName`` (cards, callers, callees, graph nodes, search results, tests),
+    outermost first, with its nested items after it."""
+    out: list[tuple[bytes, int]] = []
+    stack = [answer]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            if "qualifiedName" in o:
+                shown = {k: v for k, v in o.items() if k not in _VOLATILE}
+                enc = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
+                out.append((hashlib.blake2b(enc, digest_size=12).digest(), len(enc)))
+            stack.extend(v for v in o.values() if isinstance(v, (dict, list)))
+        elif isinstance(o, list):
+            stack.extend(v for v in o if isinstance(v, (dict, list)))
+    return out
+
+
+@dataclass
+class Row:
+    """One answer."""
+
+    method: str
+    returned: int  # tokens of the response
+    cache_hit: int  # tokens of cards/sites the session had already received
+    at: float
+    request: Any = None  # baselines.Request until the raw estimates are computed
+    raw_a: int | None = None
+    raw_b: int | None = None
+    files_a: int = 0
+    files_b: int = 0
+
+    def public(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"method": self.method, "tokens": self.returned, "cacheHitTokens": self.cache_hit,
+                             "at": round(self.at, 3)}
+        if self.raw_a is None:
+            d["raw"] = "pending"
+        else:
+            d.update({"rawA": self.raw_a, "rawB": self.raw_b, "filesA": self.files_a, "filesB": self.files_b,
+                      "avoidedA": self.raw_a - self.returned if self.raw_a else None,
+                      "avoidedB": self.raw_b - self.returned if self.raw_b else None})
+        return d
+
+
+@dataclass
+class Sums:
+    """Summed counts. ``avoided*`` and ``returnedVs*`` sum only answers whose raw estimate is
+    not 0 (a reduction is "not applicable" without one); ``answers`` counts every answer."""
+
+    answers: int = 0
+    errors: int = 0
+    returned: int = 0
+    cache_hit: int = 0
+    raw_a: int = 0
+    raw_b: int = 0
+    returned_vs_a: int = 0  # returned tokens of the answers with raw (a) > 0
+    returned_vs_b: int = 0
+    pending: int = 0  # answers whose raw estimates are not computed yet
+
+    def add_answer(self, returned: int, cache_hit: int) -> None:
+        self.answers += 1
+        self.returned += returned
+        self.cache_hit += cache_hit
+        self.pending += 1
+
+    def add_raw(self, returned: int, a: int, b: int) -> None:
+        self.pending -= 1
+        self.raw_a += a
+        self.raw_b += b
+        if a:
+            self.returned_vs_a += returned
+        if b:
+            self.returned_vs_b += returned
+
+    def merge(self, o: Sums) -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(o, k))
+
+    def public(self) -> dict[str, Any]:
+        from codesynapse.bench.stats import reduction_pct
+
+        def pct(raw: int, ret: int) -> float | None:
+            r = reduction_pct(raw, ret)
+            return None if r is None else round(r, 2)
+
+        return {"answers": self.answers, "errors": self.errors, "tokens": self.returned,
+                "cacheHitTokens": self.cache_hit, "rawA": self.raw_a, "rawB": self.raw_b,
+                "avoidedA": self.raw_a - self.returned_vs_a, "avoidedB": self.raw_b - self.returned_vs_b,
+                "reductionPctA": pct(self.raw_a, self.returned_vs_a),
+                "reductionPctB": pct(self.raw_b, self.returned_vs_b), "pending": self.pending}
+
+    def to_json(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "pending"}
+
+    @classmethod
+    def from_json(cls, d: Any) -> Sums:
+        s = cls()
+        if isinstance(d, dict):
+            for k in cls.__dataclass_fields__:
+                v = d.get(k)
+                if k != "pending" and isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    setattr(s, k, v)
+        return s
+
+
+@dataclass
+class SessionLedger:
+    """The ledger of one session. Its lock guards every field."""
+
+    started: float = field(default_factory=time.time)
+    total: Sums = field(default_factory=Sums)
+    methods: dict[str, Sums] = field(default_factory=dict)
+    rows: deque = field(default_factory=lambda: deque(maxlen=KEPT))
+    seen: set = field(default_factory=set)
+    turns: list = field(default_factory=list)  # memory turns that carried facts (recall's baseline)
+    unflushed: dict[str, Sums] = field(default_factory=dict)  # per method, not yet in the workspace totals
+    waiting: deque = field(default_factory=deque)  # rows whose raw estimates are pending
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ended: bool = False
+
+    def _sums(self, method: str) -> tuple[Sums, Sums]:
+        m = self.methods.get(method)
+        if m is None:
+            m = self.methods[method] = Sums()
+        u = self.unflushed.get(method)
+        if u is None:
+            u = self.unflushed[method] = Sums()
+        return m, u
+
+    def record(self, method: str, params: Any, answer: Any) -> Row:
+        from codesynapse.bench.baselines import Request
+
+        returned = _est(response_bytes(answer))
+        items = _items(answer)
+        with self.lock:
+            hit_bytes = 0
+            covered: list[tuple[bytes, int]] = []  # items inside a repeated item are not counted twice
+            for digest, n in items:
+                if digest in self.seen:
+                    hit_bytes += n
+                    covered.append((digest, n))
+            if covered:  # the outermost repeated items only: an inner one is part of its outer one
+                hit_bytes = _outermost(answer, {d for d, _ in covered})
+            for digest, _n in items:
+                if len(self.seen) < SEEN_MAX:
+                    self.seen.add(digest)
+            hit = min(_est(hit_bytes), returned) if hit_bytes else 0
+            kind = "recall" if method == "codesynapse/memory/recall" else ""
+            req = Request(method=method, params=params if isinstance(params, dict) else {}, kind=kind,
+                          requests=list(self.turns) if kind else [])
+            if method in _MEMORY_TURNS:
+                self.turns.append({"method": method, "params": params})
+            row = Row(method=method, returned=returned, cache_hit=hit, at=time.time(), request=req)
+            m, u = self._sums(method)
+            for s in (self.total, m, u):
+                s.add_answer(returned, hit)
+            self.rows.append(row)
+            self.waiting.append(row)
+        return row
+
+    def record_error(self, method: str) -> None:
+        with self.lock:
+            m, u = self._sums(method)
+            for s in (self.total, m, u):
+                s.errors += 1
+
+    def set_raw(self, row: Row, a: int, b: int, files_a: int, files_b: int) -> None:
+        with self.lock:
+            row.raw_a, row.raw_b, row.files_a, row.files_b, row.request = a, b, files_a, files_b, None
+            m, u = self._sums(row.method)
+            for s in (self.total, m, u):
+                s.add_raw(row.returned, a, b)
+
+    def take_unflushed(self) -> dict[str, Sums]:
+        """The settled counts not yet in the workspace totals (answers whose raw estimates are
+        computed), taken out of ``unflushed``."""
+        with self.lock:
+            out: dict[str, Sums] = {}
+            for method, u in self.unflushed.items():
+                if u.pending == 0 and (u.answers or u.errors):
+                    out[method] = u
+                    self.unflushed[method] = Sums()
+            return out
+
+    def answer(self, last: int) -> dict[str, Any]:
+        with self.lock:
+            rows = list(self.rows)[-last:] if last else []
+            return {"session": {**self.total.public(), "startedAt": round(self.started, 3)},
+                    "methods": {k: v.public() for k, v in sorted(self.methods.items())},
+                    "last": [r.public() for r in reversed(rows)],
+                    "estimator": ESTIMATOR,
+                    "baselines": {"a": "the files behind the answer: definitions, direct callers, callees, tests",
+                                  "b": "grep output for the identifiers plus the files an agent would open"}}
+
+
+def _outermost(answer: Any, repeated: set[bytes]) -> int:
+    """Bytes of the repeated items of ``answer`` that are not inside another repeated item."""
+    total = 0
+    stack = [answer]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            if "qualifiedName" in o:
+                shown = {k: v for k, v in o.items() if k not in _VOLATILE}
+                enc = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
+                if hashlib.blake2b(enc, digest_size=12).digest() in repeated:
+                    total += len(enc)
+                    continue
+            stack.extend(v for v in o.values() if isinstance(v, (dict, list)))
+        elif isinstance(o, list):
+            stack.extend(v for v in o if isinstance(v, (dict, list)))
+    return total
+
+
+# ---- the App's book of session ledgers -------------------------------------------------------
+
+
+class LedgerBook:
+    """Every session ledger of one App, the worker that computes raw estimates while no
+    request runs, and the workspace totals in the data folder."""
+
+    def __init__(self, app):
+        self.app = app
+        self._lock = threading.Lock()
+        self._sessions: dict[str, SessionLedger] = {}
+        self._inflight = 0
+        self._last_request = time.monotonic()
+        self._wake = threading.Condition(self._lock)
+        self._closed = False
+        self._worker: threading.Thread | None = None
+        self._compute_lock = threading.Lock()  # one raw-estimate computation at a time
+        self.totals_path = app.workspace.data_dir / TOTALS_FILE
+
+    # -- sessions ------------------------------------------------------------------------------
+    def session(self, scope: Scope) -> SessionLedger:
+        with self._lock:
+            led = self._sessions.get(scope.session)
+            if led is None:
+                led = self._sessions[scope.session] = SessionLedger()
+            return led
+
+    def begin(self) -> None:
+        with self._lock:
+            self._inflight += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            self._last_request = time.monotonic()
+            self._wake.notify_all()
+
+    def record(self, scope: Scope, method: str, params: Any, answer: Any) -> None:
+        if method in UNCOUNTED:
+            return
+        self.session(scope).record(method, params, answer)
+        self._ensure_worker()
+
+    def record_error(self, scope: Scope, method: str) -> None:
+        if method not in UNCOUNTED:
+            self.session(scope).record_error(method)
+
+    def answer(self, scope: Scope, last: int, deadline_s: float = 5.0) -> dict[str, Any]:
+        """The session's ledger, its pending raw estimates computed first (within
+        ``deadline_s``; what is left stays ``pending``)."""
+        led = self.session(scope)
+        self._settle(led, time.monotonic() + deadline_s)
+        return led.answer(last)
+
+    def end_session(self, scope: Scope) -> None:
+        """The session is over: its counts go to the workspace totals and it is forgotten."""
+        with self._lock:
+            led = self._sessions.pop(scope.session, None)
+        if led is not None:
+            self._finish(led)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+            self._wake.notify_all()
+        w = self._worker
+        if w is not None:
+            w.join(5.0)
+        for led in sessions:
+            self._finish(led)
+
+    def _finish(self, led: SessionLedger) -> None:
+        try:
+            self._settle(led, time.monotonic() + 30.0)
+        except Exception:  # the store may be gone: the settled counts are still kept
+            log.warning("ledger: raw estimates of the last answers could not be computed", exc_info=True)
+        with led.lock:
+            first = not led.ended
+            led.ended = True
+        self.flush(led, new_session=first and led.total.answers > 0)
+
+    # -- raw estimates -------------------------------------------------------------------------
+    def _ensure_worker(self) -> None:
+        if self._worker is not None or self._closed:
+            return
+        with self._lock:
+            if self._worker is None and not self._closed:
+                self._worker = threading.Thread(target=self._run, name="ledger-raw", daemon=True)
+                self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed:
+                    idle = time.monotonic() - self._last_request
+                    if self._inflight == 0 and idle >= IDLE_S and any(s.waiting for s in self._sessions.values()):
+                        break
+                    self._wake.wait(max(IDLE_S - idle, 0.05) if self._inflight == 0 else None)
+                if self._closed:
+                    return
+                sessions = list(self._sessions.values())
+            for led in sessions:
+                self._settle(led, time.monotonic() + 1.0, yield_to_requests=True)
+                self.flush(led)
+
+    def _busy(self) -> bool:
+        with self._lock:
+            return self._inflight > 0
+
+    def _settle(self, led: SessionLedger, until: float, yield_to_requests: bool = False) -> None:
+        with self._compute_lock:
+            corpus = None
+            while time.monotonic() < until:
+                if yield_to_requests and self._busy():
+                    return
+                with led.lock:
+                    if not led.waiting:
+                        return
+                    row = led.waiting.popleft()
+                if corpus is None:
+                    corpus = self._corpus()
+                try:
+                    a, b, fa, fb = self._estimate(row.request, corpus)
+                except Exception:  # counted without a raw estimate rather than retried for ever
+                    log.warning("ledger: the raw estimate of a %s answer failed", row.method, exc_info=True)
+                    a = b = fa = fb = 0
+                led.set_raw(row, a, b, fa, fb)
+
+    def _corpus(self):
+        from codesynapse.bench.baselines import CorpusText
+
+        files = [(f.path, f.language) for f in self.app.store.files() if f.status != "skipped"]
+        return CorpusText(str(self.app.workspace.root), files)
+
+    def _estimate(self, req, corpus) -> tuple[int, int, int, int]:
+        return estimate(self.app, req, corpus)
+
+    # -- workspace totals ----------------------------------------------------------------------
+    def flush(self, led: SessionLedger, new_session: bool = False) -> None:
+        delta = led.take_unflushed()
+        if not delta and not new_session:
+            return
+        try:
+            merge_totals(self.totals_path, delta, new_session)
+        except OSError as e:
+            log.warning("ledger: the workspace totals could not be written (%s)", e)
+
+
+def estimate(app, req, corpus) -> tuple[int, int, int, int]:
+    """(raw (a) tokens, raw (b) tokens, files (a), files (b)) of one request: the bytes of
+    ``bench tokens``' baselines through the bytes/4 estimator."""
+    from codesynapse.bench.baselines import raw_baselines
+    from codesynapse.methods import _ctx
+
+    with app.store.snapshot():
+        _idents, a, b = raw_baselines(req, app, _ctx(app), corpus)
+    return _est(a.bytes), _est(b.bytes), len(a.files), len(b.files)
+
+
+@contextlib.contextmanager
+def _locked(path):
+    import fcntl
+
+    lock = open(str(path) + ".lock", "a+")  # noqa: SIM115 - held for the block
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+
+def read_totals(path) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        d = {}
+    if not isinstance(d, dict) or d.get("version") != TOTALS_VERSION:
+        d = {}
+    methods = d.get("methods") if isinstance(d.get("methods"), dict) else {}
+    sessions = d.get("sessions")
+    return {"version": TOTALS_VERSION,
+            "sessions": sessions if isinstance(sessions, int) and sessions >= 0 else 0,
+            "since": d.get("since") if isinstance(d.get("since"), str) else "",
+            "updated": d.get("updated") if isinstance(d.get("updated"), str) else "",
+            "methods": {str(k): Sums.from_json(v) for k, v in methods.items()}}
+
+
+def merge_totals(path, delta: dict[str, Sums], new_session: bool) -> None:
+    """Add a session's settled counts to the workspace totals (one file, written whole and
+    renamed into place under a lock: two daemons and a CLI run may end at once)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with _locked(path):
+        t = read_totals(path)
+        for method, s in delta.items():
+            t["methods"].setdefault(method, Sums()).merge(s)
+        if new_session:
+            t["sessions"] += 1
+        t["since"] = t["since"] or now
+        t["updated"] = now
+        out = {"version": TOTALS_VERSION, "sessions": t["sessions"], "since": t["since"], "updated": t["updated"],
+               "estimator": ESTIMATOR,
+               "methods": {k: v.to_json() for k, v in sorted(t["methods"].items())}}
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+
+def workspace_totals(path) -> dict[str, Any]:
+    """The workspace totals as ``codesynapse stats`` prints them."""
+    t = read_totals(path)
+    total = Sums()
+    for s in t["methods"].values():
+        total.merge(s)
+    return {"sessions": t["sessions"], "since": t["since"], "updated": t["updated"], "estimator": ESTIMATOR,
+            "total": total.public(), "methods": {k: v.public() for k, v in sorted(t["methods"].items())}}
+
+
+def book(app) -> LedgerBook:
+    """The App's ledger book (made on first use; closed with the App's services)."""
+    b = app.services.get("ledger")
+    if b is None:
+        b = app.services.setdefault("ledger", LedgerBook(app))
+    return b
