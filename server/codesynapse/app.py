@@ -187,8 +187,12 @@ class App:
 
     # -- the graph store -------------------------------------------------------------------
     def _make_indexer(self) -> Indexer:
-        return Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
-                       keep_dir=self.workspace.data_dir / "kept")
+        from codesynapse.memory.methods import anchor_hook
+
+        ix = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
+                     keep_dir=self.workspace.data_dir / "kept")
+        ix.listeners.append(anchor_hook(self))  # memory anchored to changed code is marked stale
+        return ix
 
     def _open_store(self) -> GraphStore:
         """The graph store, or a stand-in naming why it cannot be opened (the daemon still
@@ -379,4 +383,7 @@ class App:
                     close()
                 except Exception:  # closing must not mask the shutdown
                     log.exception("closing %s", svc)
+        hook = getattr(self, "_anchor_hook", None)
+        if hook is not None:  # its memory store
+            hook.close()
         self.store.close()

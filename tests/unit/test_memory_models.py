@@ -167,7 +167,7 @@ def test_recall_result_defaults_are_left_out():
                  "dense": {"ran": True, "hits": 2, "reason": "milvus dense (native hybrid)"},
                  "fusion": "milvus-rrf-k60"},
         "notice": "n",
-        "omitted": {"entries": 0, "facts": 3, "howToGetMore": "lower hops"},
+        "omitted": {"entries": 0, "facts": 3, "anchors": 0, "howToGetMore": "lower hops"},
         "hint": "no memory matched", "tokens": 5, "resultBytes": 20,
     }
 

@@ -58,6 +58,7 @@ def memory_service(app: Any, scope: Scope) -> MemoryService:
 
             svc = open_memory(app.workspace.data_dir / "memory", scope, memory_settings(app))
             svc.follow_redact_patterns(_policy_patterns(app))
+            svc.attach_code(code_view(app))
             app.services[key] = svc
         return svc
 
@@ -72,3 +73,44 @@ def app_scope(app: Any) -> Scope:
                                getattr(app.settings, "session_label", ""))
             app.services["memory_scope"] = scope
         return scope
+
+
+def code_view(app: Any) -> Any:
+    """The App's code side as memory sees it: its graph store (read at call time: the App
+    may reopen it) and its workspace root."""
+    from codesynapse.memory.anchors import CodeView
+
+    return CodeView(lambda: app.store, app.workspace.root)
+
+
+def anchor_hook(app: Any) -> Any:
+    """The App's one staleness hook (memory/anchors.py ``StalenessHook``): told by the
+    indexer after each committed update; it also lends its memory store to the memory
+    sections of context answers (every read binds the request's scope)."""
+    with _lock:
+        hook = getattr(app, "_anchor_hook", None)
+        if hook is None:
+            from codesynapse.memory.anchors import StalenessHook
+
+            hook = StalenessHook(lambda: _open_anchor_store(app), lambda: _namespace_scope(app),
+                                 lambda: app.store)
+            app._anchor_hook = hook
+        return hook
+
+
+def _namespace_scope(app: Any) -> Scope:
+    """The App's tenant and namespace (its session is never used: the staleness pass covers
+    every session of the namespace, and binds tenant and namespace)."""
+    return make_scope(app.settings.tenant, app.workspace.identity)
+
+
+def _open_anchor_store(app: Any) -> Any:
+    """The memory store, or None while a SQLite workspace has none yet (nothing anchored)."""
+    from codesynapse.memory.factory import STORE_FILE, open_store
+    from codesynapse.memory.service import settings_from_dict
+
+    s = settings_from_dict(memory_settings(app))
+    data = app.workspace.data_dir / "memory"
+    if s.graph_store == "sqlite" and not (data / STORE_FILE).exists():
+        return None
+    return open_store(s, data)

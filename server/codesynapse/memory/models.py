@@ -30,6 +30,8 @@ MAX_ENTITIES_PER_REQUEST = 100
 MAX_FACTS_PER_REQUEST = 200
 MAX_QUERY_BYTES = 4096
 MAX_FORGET_ITEMS = 200
+MAX_ANCHORS = 16  # anchors per entity in one request (and kept per entity)
+MAX_ANCHOR_CHARS = 1024  # a qualified name
 
 RECALL_MAX_ENTRIES = 8
 RECALL_MAX_HOPS = 2
@@ -57,14 +59,29 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME_CHARS)]
 # ---- requests -----------------------------------------------------------------------------
 
 
+class AnchorPosition(msgspec.Struct, **_STRUCT):
+    """A position in a workspace file (LSP: 0-based line and character); the server anchors
+    the innermost symbol defined around it."""
+
+    uri: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    line: Annotated[int, msgspec.Meta(ge=0)]
+    character: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+AnchorIn = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ANCHOR_CHARS)] | AnchorPosition
+
+
 class EntityIn(msgspec.Struct, **_STRUCT):
     """An entity to remember. Same name in the same visibility (durable, or this session)
-    updates the existing entity; ``aliases`` replace the previous aliases."""
+    updates the existing entity; ``aliases`` replace the previous aliases. ``anchors`` name
+    the code it is about (qualified names or positions), validated against this workspace's
+    graph; given, they replace the entity's previous anchors."""
 
     name: Name
     aliases: Annotated[list[Name], msgspec.Meta(max_length=MAX_ALIASES)] = []
     type: Annotated[str, msgspec.Meta(max_length=MAX_TYPE_CHARS)] = ""
     durable: bool = False
+    anchors: Annotated[list[AnchorIn], msgspec.Meta(max_length=MAX_ANCHORS)] | None = None
 
 
 class FactIn(msgspec.Struct, **_STRUCT):
@@ -147,6 +164,22 @@ class Legs(msgspec.Struct, kw_only=True, rename="camel", frozen=True, omit_defau
 # an empty type, durable false, updatedAt equal to createdAt (None here), confidence 1.0, hop 1.
 
 
+class AnchorOut(msgspec.Struct, **_OUT):
+    """An anchor of a recalled entry: where its symbol is now and a one-line card.
+    ``status`` (only when the code moved on): ``moved`` (re-anchored: same content under
+    another name or file; ``previous`` says where it was), ``changed`` (the symbol's
+    content changed since it was remembered) or ``removed`` (no symbol with that name or
+    content is left; ``path``/``line`` say where it was); ``statusAt`` when that was seen."""
+
+    qualified_name: str
+    path: str
+    line: int
+    card: str
+    status: str = ""
+    status_at: str = ""
+    previous: str = ""
+
+
 class Entry(msgspec.Struct, **_OUT):
     name: str
     found_by: list[str]
@@ -155,6 +188,7 @@ class Entry(msgspec.Struct, **_OUT):
     type: str = ""
     durable: bool = False
     aliases: list[str] = []
+    anchors: list[AnchorOut] = []
     id: str | None = None
 
 
@@ -174,6 +208,7 @@ class FactOut(msgspec.Struct, **_OUT):
 class Omitted(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     entries: int = 0
     facts: int = 0
+    anchors: int = 0
     how_to_get_more: str = ""
 
 
@@ -197,6 +232,7 @@ class RememberedEntity(msgspec.Struct, **_RES):
     durable: bool
     status: str  # "created" | "updated" | "unchanged"
     id: str | None = None
+    anchors: list[str] = []  # the qualified names anchored (positions resolved)
 
 
 class RememberResult(msgspec.Struct, **_RES):
@@ -263,6 +299,9 @@ def validate_remember(p: RememberParams) -> RememberParams:
         _check_text(f"entities[{i}].name", e.name, what="name")
         for j, a in enumerate(e.aliases):
             _check_text(f"entities[{i}].aliases[{j}]", a, what="alias")
+        for j, a in enumerate(e.anchors or ()):
+            if isinstance(a, str):
+                _check_text(f"entities[{i}].anchors[{j}]", a, what="anchor")
         if not TYPE_RE.match(e.type):
             raise InvalidParams(
                 f"entities[{i}].type",

@@ -41,6 +41,7 @@ import msgspec
 
 from codesynapse.context.budget import tokens_for
 from codesynapse.errors import CodeSynapseError, DeadlineExceeded, InvalidParams, StoreError
+from codesynapse.memory.anchors import hydrate, resolve_anchors
 from codesynapse.memory.embedder import (
     Embedder,
     EmbeddingRejected,
@@ -277,6 +278,7 @@ class MemoryService:
         self._patterns_source: Callable[[], Sequence[re.Pattern[str]]] | None = None
         self._unavailable = dict(unavailable or {})
         self._on_close = list(on_close)
+        self.code: Any = None  # anchors.CodeView, attached by the App (attach_code)
         self._lex = LexicalIndex()
         self._lex_cursor = -1
         self._lex_lock = threading.Lock()
@@ -427,8 +429,17 @@ class MemoryService:
 
     # ---- remember -----------------------------------------------------------------------
 
+    def attach_code(self, code: Any) -> None:
+        """The workspace's code side (``anchors.CodeView``): anchors are validated against
+        its graph and recall hydrates them from it."""
+        self.code = code
+
     def remember(self, p: RememberParams) -> RememberResult:
         now = self._clock()
+        # anchors are resolved (and validated) before anything is written: an anchor that
+        # names no symbol fails the request, it never leaves a dangling row
+        specs = {i: resolve_anchors(self.code, e.anchors, f"entities[{i}].anchors")
+                 for i, e in enumerate(p.entities) if e.anchors is not None}
         p = self._gate().record(p)
         outcomes: list[RememberedEntity] = []
         touched: dict[str, EntityRecord] = {}
@@ -444,8 +455,12 @@ class MemoryService:
             by_name[(name, e.durable)] = out.entity
             if out.status != "unchanged":
                 touched[out.entity.id] = out.entity
+            anchored: list[str] = []
+            if i in specs:
+                self.store.set_anchors(self.scope, out.entity.id, specs[i], now)
+                anchored = [a.qname for a in specs[i]]
             outcomes.append(RememberedEntity(name=name, durable=e.durable, status=out.status,
-                                             id=out.entity.id))
+                                             id=out.entity.id, anchors=anchored))
         created = updated = 0
         for i, f in enumerate(p.facts):
             durable = bool(f.durable)
@@ -692,10 +707,12 @@ class MemoryService:
         check()
 
         ids = p.include_ids
+        anchors = self.store.anchors_of(self.scope, [r.id for r in roots]) if roots else {}
         entries = [
             Entry(name=r.name, type=r.type, durable=r.durable, found_by=found_by[r.id],
                   created_at=r.created_at, updated_at=_changed(r.created_at, r.updated_at),
-                  aliases=list(r.aliases), id=r.id if ids else None)
+                  aliases=list(r.aliases), anchors=hydrate(self.code, anchors.get(r.id, ())),
+                  id=r.id if ids else None)
             for r in roots
         ]
         fact_out = [
@@ -838,8 +855,10 @@ class MemoryService:
 
     def _pack(self, entries: list[Entry], facts: list[FactOut], legs: Legs, truncated: bool,
               omitted_entries: int, omitted_facts: int) -> RecallResult:
+        omitted_anchors = 0
+
         def build() -> RecallResult:
-            om = Omitted(entries=omitted_entries, facts=omitted_facts,
+            om = Omitted(entries=omitted_entries, facts=omitted_facts, anchors=omitted_anchors,
                          how_to_get_more=HOW_TO_GET_MORE) if truncated else None
             return stamp(RecallResult(entries=entries, facts=facts, truncated=truncated,
                                       omitted=om, legs=legs, notice=MEMORY_NOTICE,
@@ -848,9 +867,14 @@ class MemoryService:
         res = build()
         while res.result_bytes > RECALL_MAX_BYTES:
             truncated = True
+            with_anchors = [i for i, e in enumerate(entries) if e.anchors]
             if facts:
                 facts = facts[:-1]
                 omitted_facts += 1
+            elif with_anchors:  # then the anchor cards of the last entries
+                i = with_anchors[-1]
+                entries[i] = msgspec.structs.replace(entries[i], anchors=entries[i].anchors[:-1])
+                omitted_anchors += 1
             elif entries:
                 entries = entries[:-1]
                 omitted_entries += 1

@@ -18,7 +18,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codesynapse.errors import StoreError, StoreUnavailable
-from codesynapse.memory.store import EntityRecord, FactRecord, TodoItem, UpsertOutcome
+from codesynapse.memory.store import (
+    AnchorRecord,
+    AnchorSpec,
+    EntityRecord,
+    FactRecord,
+    TodoItem,
+    UpsertOutcome,
+)
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -106,6 +113,28 @@ CREATE TABLE IF NOT EXISTS memory_embedded(
   version INTEGER NOT NULL,
   PRIMARY KEY(model_key, entity_id)
 );
+CREATE TABLE IF NOT EXISTS memory_anchors(
+  id TEXT PRIMARY KEY,
+  entity_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  session TEXT NOT NULL,
+  qname TEXT NOT NULL,
+  name TEXT NOT NULL,
+  path TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  line INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  status_at TEXT NOT NULL,
+  previous TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  position INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_anchors_entity ON memory_anchors(entity_id, position);
+CREATE INDEX IF NOT EXISTS memory_anchors_qname ON memory_anchors(tenant, namespace, qname);
+CREATE INDEX IF NOT EXISTS memory_anchors_path ON memory_anchors(tenant, namespace, path);
+CREATE INDEX IF NOT EXISTS memory_anchors_name ON memory_anchors(tenant, namespace, name);
 CREATE TABLE IF NOT EXISTS memory_sessions(
   tenant TEXT NOT NULL,
   namespace TEXT NOT NULL,
@@ -152,6 +181,21 @@ def new_entity_id() -> str:
 
 def new_fact_id() -> str:
     return "fact_" + secrets.token_hex(12)
+
+
+def new_anchor_id() -> str:
+    return "anc_" + secrets.token_hex(12)
+
+
+_ANCHOR_COLS = ("id, entity_id, session, qname, name, path, hash, kind, line, status, status_at, "
+                "previous, created_at")
+
+
+def _anchor(r: sqlite3.Row) -> AnchorRecord:
+    return AnchorRecord(id=r["id"], entity_id=r["entity_id"], session=r["session"], qname=r["qname"],
+                        name=r["name"], path=r["path"], hash=r["hash"], kind=r["kind"], line=r["line"],
+                        status=r["status"], status_at=r["status_at"], previous=r["previous"],
+                        created_at=r["created_at"])
 
 
 class SqliteMemoryStore:
@@ -729,6 +773,82 @@ class SqliteMemoryStore:
         )
         return {r["session"]: r["owner"] for r in rows}
 
+    # ---- anchors ----------------------------------------------------------------------
+
+    def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
+                    now: str) -> None:
+        with self._write() as c:
+            row = c.one(
+                f"SELECT id, session FROM memory_entities e WHERE {_vis_by_id('e')} "
+                f"AND e.valid_to IS NULL AND e.id = ?", (*_vp(scope), entity_id))
+            if row is None:
+                raise StoreError(f"no live entity {entity_id} in this scope")
+            session = row["session"]
+            c.execute("DELETE FROM memory_anchors WHERE entity_id = ? AND tenant = ? AND namespace = ? "
+                      "AND session = ?", (entity_id, scope.tenant, scope.namespace, session))
+            c.executemany(
+                f"INSERT INTO memory_anchors({_ANCHOR_COLS}, tenant, namespace, position) "
+                f"VALUES (?,?,?,?,?,?,?,?,?,'','','',?,?,?,?)",
+                [(new_anchor_id(), entity_id, session, a.qname, a.name, a.path, a.hash, a.kind, a.line,
+                  now, scope.tenant, scope.namespace, i) for i, a in enumerate(anchors)])
+
+    # an anchor is read only while its entity is live and visible (same tenant/namespace)
+    _LIVE_OWNER = ("EXISTS (SELECT 1 FROM memory_entities e WHERE e.id = a.entity_id AND e.tenant = a.tenant "
+                   "AND e.namespace = a.namespace AND e.session = a.session AND e.valid_to IS NULL)")
+
+    def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        ids = list(dict.fromkeys(entity_ids))
+        out: dict[str, list[AnchorRecord]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            part = ids[start:start + _CHUNK]
+            rows = self._read(
+                f"SELECT {_ANCHOR_COLS} FROM memory_anchors a INDEXED BY memory_anchors_entity "
+                f"WHERE a.entity_id IN ({_qmarks(len(part))}) AND {_vis_by_id('a')} AND {self._LIVE_OWNER} "
+                f"ORDER BY a.entity_id, a.position", (*part, *_vp(scope)))
+            for r in rows:
+                out.setdefault(r["entity_id"], []).append(_anchor(r))
+        return out
+
+    def anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100) -> list[AnchorRecord]:
+        names = list(dict.fromkeys(qnames))[:_CHUNK]
+        if not names:
+            return []
+        rows = self._read(
+            f"SELECT {', '.join('a.' + c.strip() for c in _ANCHOR_COLS.split(','))} FROM memory_anchors a "
+            f"JOIN memory_entities e ON e.id = a.entity_id AND e.tenant = a.tenant "
+            f"AND e.namespace = a.namespace AND e.session = a.session AND e.valid_to IS NULL "
+            f"WHERE {_vis('a')} "
+            f"AND a.qname IN ({_qmarks(len(names))}) ORDER BY e.updated_at DESC, a.entity_id, a.position LIMIT ?",
+            (*_vp(scope), *names, int(limit)))
+        return [_anchor(r) for r in rows]
+
+    def anchors_to_check(self, scope: Scope, paths: Sequence[str], names: Sequence[str]
+                         ) -> list[AnchorRecord]:
+        out: dict[str, AnchorRecord] = {}
+        key = (scope.tenant, scope.namespace)
+        paths, names = list(dict.fromkeys(paths)), list(dict.fromkeys(names))
+        for start in range(0, len(paths), _CHUNK):
+            part = paths[start:start + _CHUNK]
+            rows = self._read(
+                f"SELECT {_ANCHOR_COLS} FROM memory_anchors a WHERE a.tenant = ? AND a.namespace = ? "
+                f"AND a.path IN ({_qmarks(len(part))}) AND {self._LIVE_OWNER}", (*key, *part))
+            out.update((r["id"], _anchor(r)) for r in rows)
+        if names:  # removed anchors are few: filtered here, not with a list of every name
+            wanted = set(names)
+            rows = self._read(
+                f"SELECT {_ANCHOR_COLS} FROM memory_anchors a WHERE a.tenant = ? AND a.namespace = ? "
+                f"AND a.status = 'removed' AND {self._LIVE_OWNER}", key)
+            out.update((r["id"], _anchor(r)) for r in rows if r["name"] in wanted)
+        return [out[k] for k in sorted(out)]
+
+    def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
+        with self._write() as c:
+            c.executemany(
+                "UPDATE memory_anchors SET qname = ?, name = ?, path = ?, kind = ?, line = ?, status = ?, "
+                "status_at = ?, previous = ? WHERE id = ? AND tenant = ? AND namespace = ?",
+                [(a.qname, a.name, a.path, a.kind, a.line, a.status, a.status_at, a.previous, a.id,
+                  scope.tenant, scope.namespace) for a in anchors])
+
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:
             raise StoreError("purge_session needs a session scope")
@@ -736,7 +856,7 @@ class SqliteMemoryStore:
         where = "tenant = ? AND namespace = ? AND session = ?"
         with self._write() as c:
             ids = [r["id"] for r in c.all(f"SELECT id FROM memory_entities WHERE {where}", key)]
-            for table in ("memory_aliases", "memory_facts", "memory_embed_todo",
+            for table in ("memory_aliases", "memory_facts", "memory_embed_todo", "memory_anchors",
                           "memory_embedded", "memory_entities", "memory_sessions"):
                 c.execute(f"DELETE FROM {table} WHERE {where}", key)
             c.executemany(

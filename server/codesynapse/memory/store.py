@@ -78,6 +78,39 @@ class FactRecord(msgspec.Struct, frozen=True, kw_only=True):
         return self.session == ""
 
 
+class AnchorSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A code symbol an entity is about, by stable identity: qualified name + file + the
+    content hash of the symbol's definition (what the code graph stores per symbol)."""
+
+    qname: str
+    name: str  # the symbol's own name (last segment): a moved symbol keeps it
+    path: str
+    hash: str
+    kind: str
+    line: int  # 1-based start line when last seen
+
+
+class AnchorRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored anchor. ``status``: "" (current), "moved" (re-anchored to the same content
+    under another name/file; ``previous`` = "qname @ path" before), "changed" (the symbol's
+    content hash differs from ``hash``, the one remembered) or "removed"; ``status_at``
+    when the index saw it."""
+
+    id: str
+    entity_id: str
+    session: str
+    qname: str
+    name: str
+    path: str
+    hash: str
+    kind: str
+    line: int
+    status: str = ""
+    status_at: str = ""
+    previous: str = ""
+    created_at: str = ""
+
+
 class UpsertOutcome(msgspec.Struct, frozen=True, kw_only=True):
     entity: EntityRecord
     status: str  # "created" | "updated" | "unchanged"
@@ -168,6 +201,33 @@ class MemoryStore(Protocol):
 
     def forget_fact_ids(self, scope: Scope, ids: Sequence[str], now: str) -> list[str]:
         """Tombstone the visible live facts with these ids; returns the ids tombstoned."""
+        ...
+
+    # anchors: entities tied to code symbols (memory/anchors.py)
+    def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
+                    now: str) -> None:
+        """Replace the anchors of the live entity ``entity_id`` visible to the scope, in its
+        visibility (StoreError when there is no such entity)."""
+        ...
+
+    def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        """The anchors of these live visible entities, by entity id (in insertion order)."""
+        ...
+
+    def anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100) -> list[AnchorRecord]:
+        """Anchors whose current qualified name is in ``qnames``, of live entities visible to
+        the scope; newest entity first."""
+        ...
+
+    def anchors_to_check(self, scope: Scope, paths: Sequence[str], names: Sequence[str]
+                         ) -> list[AnchorRecord]:
+        """For the index's staleness pass (not a read for a client): the anchors of live
+        entities of the scope's tenant and namespace, of every session, that sit in one of
+        ``paths``, or are ``removed`` and whose symbol name is one of ``names``."""
+        ...
+
+    def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
+        """Write location and status of these anchors (by id; tenant and namespace bound)."""
         ...
 
     # change feed

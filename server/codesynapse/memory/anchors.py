@@ -1,0 +1,259 @@
+"""Memory that knows the code: anchors from memory entities to code symbols.
+
+An anchor is written by ``remember`` (``entities[i].anchors``: qualified names, or LSP
+positions resolved to the innermost symbol defined around them), validated against this
+workspace's code graph at write time — an anchor that names no symbol is InvalidParams
+naming it, never a dangling row — and stored by stable symbol identity: qualified name +
+file + the content hash the graph keeps per symbol (the SHA-1 of its definition's bytes),
+under the entity's own tenant/namespace/session.
+
+Recall hydrates each anchor into where the symbol is now and a one-line card.
+
+Staleness (``reconcile``): after every index update (live didChange/didSave and full
+index), the anchors in the files it touched are compared with the graph:
+
+- same qualified name in the same file, same hash: current (its line follows the code);
+- same qualified name in the same file, other hash: ``changed``;
+- gone from there, but a symbol with the same content hash exists (a file rename or move, a
+  rename of its class or module — the definition's bytes are unchanged): re-anchored to it,
+  ``moved``, with ``previous`` saying where it was;
+- otherwise ``removed`` (kept, and checked again when a symbol of its name appears: a move
+  across two live saves re-anchors it then).
+
+Nothing is deleted: only ``forget`` removes a memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from codesynapse.errors import InvalidParams, StoreError
+from codesynapse.memory.models import MAX_ANCHORS, AnchorOut, AnchorPosition
+from codesynapse.memory.store import AnchorRecord, AnchorSpec, MemoryStore
+from codesynapse.scope import Scope
+
+log = logging.getLogger(__name__)
+
+MAX_CANDIDATES = 5  # symbols named in an "ambiguous anchor" error
+CARD_MAX_CHARS = 160
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CodeView:
+    """What memory needs of the code side: the graph store (read at call time: an App may
+    reopen it) and the workspace root (to turn a position's ``uri`` into a path)."""
+
+    def __init__(self, graph: Callable[[], Any], root: Path | str):
+        self._graph = graph
+        self.root = Path(root)
+
+    @property
+    def graph(self) -> Any:
+        return self._graph()
+
+    def relpath(self, uri: str, field: str) -> str:
+        from urllib.parse import unquote, urlparse
+
+        if uri.startswith("file:"):
+            path = Path(unquote(urlparse(uri).path))
+        else:
+            path = Path(uri)
+        if not path.is_absolute():
+            path = self.root / path
+        try:
+            rel = path.resolve().relative_to(self.root.resolve())
+        except ValueError as e:
+            raise InvalidParams(field, "the position's uri is outside this workspace") from e
+        return rel.as_posix()
+
+
+def spec_of(sym: Any) -> AnchorSpec:
+    return AnchorSpec(qname=sym.qname, name=sym.name, path=sym.path, hash=sym.hash, kind=sym.kind,
+                      line=sym.start_line)
+
+
+def resolve_anchors(code: CodeView | None, anchors: Sequence[Any], field: str) -> list[AnchorSpec]:
+    """Validate and resolve the anchors of one entity against the graph (InvalidParams naming
+    ``field[j]`` for one that names no symbol, or names several)."""
+    if len(anchors) > MAX_ANCHORS:
+        raise InvalidParams(field, f"has {len(anchors)} anchors; the limit is {MAX_ANCHORS}")
+    if not anchors:
+        return []
+    if code is None:
+        raise InvalidParams(field, "anchors need this workspace's code index, which this memory "
+                                   "service has no access to")
+    graph = code.graph
+    out: dict[tuple[str, str], AnchorSpec] = {}
+    for j, a in enumerate(anchors):
+        f = f"{field}[{j}]"
+        try:
+            if isinstance(a, AnchorPosition):
+                rel = code.relpath(a.uri, f + ".uri")
+                sym = graph.symbol_at(rel, a.line + 1)
+                if sym is None:
+                    mods = [s for s in graph.symbols_in_file(rel) if s.kind == "module"]
+                    if not mods:
+                        raise InvalidParams(f, f"no indexed symbol at {rel}:{a.line + 1}")
+                    sym = mods[0]
+            else:
+                name = a.strip()
+                found = graph.symbols_by_qname(name)
+                if not found:
+                    raise InvalidParams(f, f"{name!r} names no symbol in this workspace's index "
+                                           "(give a qualified name as symbolCard shows it, or a position)")
+                if len(found) > 1:
+                    where = ", ".join(f"{s.path}:{s.start_line}" for s in found[:MAX_CANDIDATES])
+                    raise InvalidParams(f, f"{name!r} names {len(found)} symbols ({where}); "
+                                           "anchor one by its position")
+                sym = found[0]
+        except StoreError as e:
+            raise StoreError(f"{f}: the code index cannot be read: {e}") from e
+        spec = spec_of(sym)
+        out.setdefault((spec.qname, spec.path), spec)
+    return list(out.values())
+
+
+def one_line(sym: Any) -> str:
+    """``kind qname(signature) — summary``, at most CARD_MAX_CHARS characters."""
+    sig = sym.signature or ""
+    head = f"{sym.kind} {sig}" if sig and sym.name in sig else f"{sym.kind} {sym.qname}{(' ' + sig) if sig else ''}"
+    text = head if not sym.summary else f"{head} — {sym.summary}"
+    text = " ".join(text.split())
+    return text if len(text) <= CARD_MAX_CHARS else text[:CARD_MAX_CHARS - 1] + "…"
+
+
+def hydrate(code: CodeView | None, anchors: Sequence[AnchorRecord]) -> list[AnchorOut]:
+    """Where each anchored symbol is now, with its one-line card; a ``removed`` anchor (or
+    one whose symbol the graph no longer has) says where it was."""
+    out: list[AnchorOut] = []
+    graph = code.graph if code is not None else None
+    for a in anchors:
+        sym = None
+        if graph is not None and a.status != "removed":
+            try:
+                sym = next((s for s in graph.symbols_by_qname(a.qname) if s.path == a.path), None)
+            except StoreError:
+                sym = None
+        if sym is None:
+            status = a.status if a.status == "removed" or graph is None else "removed"
+            card = f"{a.kind} {a.qname} (not in the index now)" if graph is not None else f"{a.kind} {a.qname}"
+            out.append(AnchorOut(qualified_name=a.qname, path=a.path, line=a.line, card=card,
+                                 status=status, status_at=a.status_at, previous=a.previous))
+            continue
+        status = a.status
+        if sym.hash != a.hash and status in ("", "moved"):
+            status = "changed"  # seen before the staleness pass wrote it
+        out.append(AnchorOut(qualified_name=sym.qname, path=sym.path, line=sym.start_line, card=one_line(sym),
+                             status=status, status_at=a.status_at, previous=a.previous))
+    return out
+
+
+def reconcile(store: MemoryStore, scope: Scope, graph: Any, paths: Iterable[str],
+              names: Iterable[str], now: Callable[[], str] = _now) -> dict[str, int]:
+    """Bring the anchors in ``paths`` (and the removed anchors named ``names``) in line with
+    the graph after an update. Returns counts by what was written."""
+    anchors = store.anchors_to_check(scope, sorted(set(paths)), sorted(set(names)))
+    if not anchors:
+        return {}
+    stamp = now()
+    by_file: dict[str, list[Any]] = {}
+    by_name: dict[str, list[Any]] = {}
+
+    def in_file(path: str) -> list[Any]:
+        if path not in by_file:
+            by_file[path] = graph.symbols_in_file(path)
+        return by_file[path]
+
+    def named(name: str) -> list[Any]:
+        if name not in by_name:
+            by_name[name] = graph.symbols_by_name(name, limit=200)
+        return by_name[name]
+
+    changes: list[AnchorRecord] = []
+    counts: dict[str, int] = {}
+    import msgspec
+
+    for a in anchors:
+        here = next((s for s in in_file(a.path) if s.qname == a.qname), None)
+        new: AnchorRecord | None = None
+        if here is not None:
+            if here.hash == a.hash:
+                if a.status in ("changed", "removed") or here.start_line != a.line:
+                    # back as remembered (an undo), or only its line moved
+                    new = msgspec.structs.replace(
+                        a, line=here.start_line, kind=here.kind,
+                        status="" if a.status in ("changed", "removed") else a.status,
+                        status_at=stamp if a.status in ("changed", "removed") else a.status_at)
+            elif a.status != "changed" or here.start_line != a.line:
+                new = msgspec.structs.replace(a, line=here.start_line, kind=here.kind, status="changed",
+                                              status_at=stamp if a.status != "changed" else a.status_at)
+        else:
+            same = [s for s in named(a.name) if s.hash == a.hash]
+            if len(same) == 1:
+                s = same[0]
+                new = msgspec.structs.replace(
+                    a, qname=s.qname, name=s.name, path=s.path, kind=s.kind, line=s.start_line, status="moved",
+                    status_at=stamp, previous=f"{a.qname} @ {a.path}:{a.line}")
+            elif a.status != "removed":
+                new = msgspec.structs.replace(a, status="removed", status_at=stamp)
+        if new is not None and new != a:
+            changes.append(new)
+            counts[new.status or "current"] = counts.get(new.status or "current", 0) + 1
+    if changes:
+        store.update_anchors(scope, changes)
+    return counts
+
+
+class StalenessHook:
+    """Called by the indexer after each committed update: re-checks the anchors of the
+    namespace (every session) in the files the update touched. The memory store is opened
+    lazily (and not at all while no memory store exists for a SQLite workspace)."""
+
+    def __init__(self, open_store: Callable[[], MemoryStore | None], scope: Callable[[], Scope],
+                 graph: Callable[[], Any]):
+        self._open = open_store
+        self._scope = scope
+        self._graph = graph
+        self._store: MemoryStore | None = None
+        self._lock = threading.Lock()
+        self.last_ms: float = 0.0
+        self.last_counts: dict[str, int] = {}
+
+    def store(self) -> MemoryStore | None:
+        """The memory store (opened on first use), or None while there is none."""
+        with self._lock:
+            if self._store is None:
+                self._store = self._open()
+            return self._store
+
+    def __call__(self, paths: set[str], names: set[str]) -> None:
+        if not paths and not names:
+            return
+        t0 = time.perf_counter()
+        try:
+            if self.store() is None:
+                return
+            self.last_counts = reconcile(self._store, self._scope(), self._graph(), paths, names)
+            if self.last_counts:
+                log.info("memory anchors after the update: %s", self.last_counts)
+        except Exception:  # an update must never fail because memory could not be marked
+            log.warning("memory: anchors not checked after this update", exc_info=True)
+        finally:
+            self.last_ms = (time.perf_counter() - t0) * 1000
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                try:
+                    self._store.close()
+                finally:
+                    self._store = None

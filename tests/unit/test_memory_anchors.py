@@ -1,0 +1,189 @@
+"""Memory anchored to code (issue 25), on a real App: a real SQLite code graph indexed from a
+small repository, the real SQLite memory store, live updates through the LiveUpdater (the
+path didChange/didSave take) and full indexes. The embedder and vector store are off: anchors
+do not depend on them (the hybrid legs have their own tests)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codesynapse.app import App
+from codesynapse.errors import InvalidParams
+from codesynapse.memory.models import MAX_ANCHORS
+from codesynapse.methods import call_method
+from codesynapse.scope import make_scope
+from codesynapse.settings import load_settings
+from codesynapse.watch.live import LiveUpdater
+
+SETTLE = textwrap.dedent('''\
+    """Settlement jobs."""
+
+
+    def settle(batch, retries=3):
+        """Settle one batch of payments."""
+        return [p for p in batch if p]
+
+
+    def refund(payment):
+        return payment
+
+
+    class Ledger:
+        def post(self, entry):
+            return entry
+''')
+
+
+def _app(tmp_path: Path) -> App:
+    root = tmp_path / "repo"
+    (root / "pay").mkdir(parents=True)
+    (root / "pay" / "__init__.py").write_text("")
+    (root / "pay" / "jobs.py").write_text(SETTLE)
+    (root / "pay" / "other.py").write_text("def helper():\n    return 1\n")
+    app = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "embedder": "none",
+                                   "symbol_vectors": False}))
+    app.index()
+    return app
+
+
+@pytest.fixture
+def app(tmp_path):
+    a = _app(tmp_path)
+    yield a
+    a.close()
+
+
+def scope_of(app, label=""):
+    return make_scope(app.settings.tenant, app.workspace.identity, label)
+
+
+def remember(app, scope, **params):
+    return call_method(app, "codesynapse/memory/remember", params, scope)
+
+
+def recall(app, scope, query, **params):
+    return call_method(app, "codesynapse/memory/recall", {"query": query, **params}, scope)
+
+
+def anchors_of(answer, name):
+    return next(e for e in answer["entries"] if e["name"] == name).get("anchors", [])
+
+
+def live_write(app, rel: str, text: str) -> None:
+    """A saved edit through the live updater (what didSave / the watcher apply)."""
+    (app.workspace.root / rel).write_text(text)
+    live = LiveUpdater(app)
+    live.disk_changed(rel)
+    live.start(watch=False)
+    try:
+        assert live.wait_idle(60)
+    finally:
+        live.stop()
+
+
+# ---- 1. anchors at write time ---------------------------------------------------------------
+
+def test_qualified_name_and_position_anchors_are_resolved_and_hydrated(app):
+    s = scope_of(app)
+    uri = (app.workspace.root / "pay" / "jobs.py").as_uri()
+    out = remember(app, s, entities=[
+        {"name": "retry policy", "anchors": ["pay.jobs.settle", {"uri": uri, "line": 13, "character": 8}]}])
+    assert out["entities"][0]["anchors"] == ["pay.jobs.settle", "pay.jobs.Ledger.post"]
+    got = anchors_of(recall(app, s, "retry policy"), "retry policy")
+    assert [(a["qualifiedName"], a["path"], a["line"]) for a in got] == [
+        ("pay.jobs.settle", "pay/jobs.py", 4), ("pay.jobs.Ledger.post", "pay/jobs.py", 14)]
+    assert "settle" in got[0]["card"] and "Settle one batch of payments" in got[0]["card"]
+    assert all("status" not in a for a in got)
+
+
+def test_unknown_anchor_is_invalid_params_naming_it_and_writes_nothing(app):
+    s = scope_of(app)
+    with pytest.raises(InvalidParams) as e:
+        remember(app, s, entities=[{"name": "ghost", "anchors": ["pay.jobs.settle", "pay.jobs.nope"]}])
+    assert e.value.field == "entities[0].anchors[1]" and "pay.jobs.nope" in str(e.value)
+    assert recall(app, s, "ghost")["entries"] == []  # nothing was written, not even the entity
+    with pytest.raises(InvalidParams) as e:
+        remember(app, s, entities=[{"name": "far", "anchors": [{"uri": "file:///etc/passwd", "line": 0}]}])
+    assert e.value.field == "entities[0].anchors[0].uri"
+
+
+def test_anchor_count_is_bounded(app):
+    s = scope_of(app)
+    with pytest.raises(InvalidParams) as e:
+        remember(app, s, entities=[{"name": "many", "anchors": ["pay.jobs.settle"] * (MAX_ANCHORS + 1)}])
+    assert "entities" in e.value.field and str(MAX_ANCHORS) in str(e.value)
+
+
+# ---- 3. staleness ---------------------------------------------------------------------------
+
+def test_live_change_marks_changed_and_a_line_move_only_follows(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]},
+                               {"name": "refund note", "anchors": ["pay.jobs.refund"]}])
+    # settle's body changes; refund only moves down by the lines added above it
+    live_write(app, "pay/jobs.py", SETTLE.replace("return [p for p in batch if p]",
+                                                  "done = [p for p in batch if p]\n    return done"))
+    res = recall(app, s, "settle note")
+    (a,) = anchors_of(res, "settle note")
+    assert a["status"] == "changed" and a["statusAt"]
+    (b,) = anchors_of(recall(app, s, "refund note"), "refund note")
+    assert "status" not in b and b["line"] == 10  # was 9
+
+
+def test_live_delete_marks_removed_and_nothing_is_deleted(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "refund note", "anchors": ["pay.jobs.refund"]}])
+    live_write(app, "pay/jobs.py", SETTLE.replace("def refund(payment):\n    return payment\n", ""))
+    (a,) = anchors_of(recall(app, s, "refund note"), "refund note")
+    assert (a["status"], a["qualifiedName"], a["path"]) == ("removed", "pay.jobs.refund", "pay/jobs.py")
+
+
+def test_move_to_another_file_with_the_same_content_is_re_anchored(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "refund note", "anchors": ["pay.jobs.refund"]}])
+    body = "def refund(payment):\n    return payment\n"
+    # two live saves: removed from jobs.py first, then it appears in other.py
+    live_write(app, "pay/jobs.py", SETTLE.replace(body, ""))
+    live_write(app, "pay/other.py", "def helper():\n    return 1\n\n\n" + body)
+    (a,) = anchors_of(recall(app, s, "refund note"), "refund note")
+    assert (a["status"], a["qualifiedName"], a["path"], a["line"]) == ("moved", "pay.other.refund",
+                                                                       "pay/other.py", 5)
+    assert a["previous"].startswith("pay.jobs.refund @ pay/jobs.py")
+
+
+def test_full_index_marks_a_changed_symbol_and_re_anchors_a_renamed_module(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "ledger note", "anchors": ["pay.jobs.Ledger.post"]},
+                               {"name": "settle note", "anchors": ["pay.jobs.settle"]}])
+    root = app.workspace.root
+    # a file rename (the module's name changes, the definitions' bytes do not) and an edit,
+    # seen by a full index, not by live updates
+    (root / "pay" / "jobs.py").rename(root / "pay" / "settlement.py")
+    text = (root / "pay" / "settlement.py").read_text()
+    (root / "pay" / "settlement.py").write_text(text.replace("retries=3", "retries=5"))
+    app.index()
+    (led,) = anchors_of(recall(app, s, "ledger note"), "ledger note")
+    assert (led["status"], led["qualifiedName"], led["path"]) == ("moved", "pay.settlement.Ledger.post",
+                                                                  "pay/settlement.py")
+    (st,) = anchors_of(recall(app, s, "settle note"), "settle note")
+    assert st["status"] == "removed"  # renamed file and changed bytes: no same-content symbol
+
+
+def test_undoing_a_change_clears_the_mark(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]}])
+    live_write(app, "pay/jobs.py", SETTLE.replace("retries=3", "retries=4"))
+    assert anchors_of(recall(app, s, "settle note"), "settle note")[0]["status"] == "changed"
+    live_write(app, "pay/jobs.py", SETTLE)
+    assert "status" not in anchors_of(recall(app, s, "settle note"), "settle note")[0]
+
+
+def test_anchors_keep_the_scope(app):
+    a, b = scope_of(app, "a"), scope_of(app, "b")
+    remember(app, a, entities=[{"name": "session note", "anchors": ["pay.jobs.settle"]}])
+    remember(app, a, entities=[{"name": "team note", "durable": True, "anchors": ["pay.jobs.refund"]}])
+    assert "session note" not in [e["name"] for e in recall(app, b, "session note")["entries"]]
+    assert [x["qualifiedName"] for x in anchors_of(recall(app, b, "team note"), "team note")] == ["pay.jobs.refund"]
