@@ -43,6 +43,8 @@ LAST_MAX = 100  # answers a ledger request may ask for (`last`)
 KEPT = LAST_MAX  # per-answer rows a session keeps (its totals cover every answer)
 SEEN_MAX = 100_000  # card/site digests a session remembers for cache-hit counting
 IDLE_S = 0.3  # the worker computes raw estimates only after this long without a request
+WAITING_MAX = 10_000  # answers a session keeps waiting for their raw estimates; older ones go unestimated
+CLOSE_S = 2.0  # time the end of a session gives its last raw estimates; the rest go unestimated
 TOTALS_FILE = "ledger-totals.json"
 TOTALS_VERSION = 1
 ESTIMATOR = "bytes/4 (ceil)"
@@ -111,7 +113,7 @@ class Row:
         d: dict[str, Any] = {"method": self.method, "tokens": self.returned, "cacheHitTokens": self.cache_hit,
                              "at": round(self.at, 3)}
         if self.raw_a is None:
-            d["raw"] = "pending"
+            d["raw"] = "pending" if self.request is not None else "unestimated"
         else:
             d.update({"rawA": self.raw_a, "rawB": self.raw_b, "filesA": self.files_a, "filesB": self.files_b,
                       "avoidedA": self.raw_a - self.returned if self.raw_a else None,
@@ -133,6 +135,7 @@ class Sums:
     returned_vs_a: int = 0  # returned tokens of the answers with raw (a) > 0
     returned_vs_b: int = 0
     pending: int = 0  # answers whose raw estimates are not computed yet
+    unestimated: int = 0  # answers counted without raw estimates (the daemon was never idle long enough)
 
     def add_answer(self, returned: int, cache_hit: int) -> None:
         self.answers += 1
@@ -149,6 +152,10 @@ class Sums:
         if b:
             self.returned_vs_b += returned
 
+    def give_up(self) -> None:
+        self.pending -= 1
+        self.unestimated += 1
+
     def merge(self, o: Sums) -> None:
         for k in self.__dataclass_fields__:
             setattr(self, k, getattr(self, k) + getattr(o, k))
@@ -164,7 +171,8 @@ class Sums:
                 "cacheHitTokens": self.cache_hit, "rawA": self.raw_a, "rawB": self.raw_b,
                 "avoidedA": self.raw_a - self.returned_vs_a, "avoidedB": self.raw_b - self.returned_vs_b,
                 "reductionPctA": pct(self.raw_a, self.returned_vs_a),
-                "reductionPctB": pct(self.raw_b, self.returned_vs_b), "pending": self.pending}
+                "reductionPctB": pct(self.raw_b, self.returned_vs_b), "pending": self.pending,
+                "unestimated": self.unestimated}
 
     def to_json(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "pending"}
@@ -233,7 +241,20 @@ class SessionLedger:
                 s.add_answer(returned, hit)
             self.rows.append(row)
             self.waiting.append(row)
+            if len(self.waiting) > WAITING_MAX:
+                self._give_up(self.waiting.popleft())
         return row
+
+    def _give_up(self, row: Row) -> None:  # under the lock
+        row.request = None
+        m, u = self._sums(row.method)
+        for s in (self.total, m, u):
+            s.give_up()
+
+    def give_up_waiting(self) -> None:
+        with self.lock:
+            while self.waiting:
+                self._give_up(self.waiting.popleft())
 
     def record_error(self, method: str) -> None:
         with self.lock:
@@ -364,9 +385,10 @@ class LedgerBook:
 
     def _finish(self, led: SessionLedger) -> None:
         try:
-            self._settle(led, time.monotonic() + 30.0)
+            self._settle(led, time.monotonic() + CLOSE_S)
         except Exception:  # the store may be gone: the settled counts are still kept
             log.warning("ledger: raw estimates of the last answers could not be computed", exc_info=True)
+        led.give_up_waiting()
         with led.lock:
             first = not led.ended
             led.ended = True
