@@ -58,6 +58,10 @@ def _tokens_one(workload_path: Path, corpus_spec: str | None) -> dict[str, Any]:
     say(f"  complete {ev['tasksComplete']}/{ev['tasks']}, evidence {ev['found']}/{ev['required']}; "
          f"reduction est. (a) {agg['est']['a']['successful']['reductionPct']}, "
          f"(b) {agg['est']['b']['successful']['reductionPct']}")
+    g = res["ledgerAgreement"]
+    say(f"  ledger agreement: (a) and (b) equal for {g['equal']}/{g['compared']} tasks, returned tokens for "
+        f"{g['tokensEqual']}/{g['compared']}; widened by the workload: {len(g['differWidenedByWorkload'])}; "
+        f"unexplained: {g['unexplained'] or 'none'}")
     return res
 
 
@@ -76,6 +80,10 @@ def run_tokens(args, write: bool = True) -> list[dict[str, Any]]:
         md, js = write_retrieval(Path(args.out), results, machine_info(), notes)
         write_perf_section(Path(args.out), "tokens", tokens_perf_section(results))
         say(f"wrote {md} and {js}")
+    bad = {r["workload"]["name"]: r["ledgerAgreement"]["unexplained"] for r in results
+           if r["ledgerAgreement"]["unexplained"]}
+    if bad:  # the ledger must measure an answer as this benchmark does (issue 20 #5)
+        raise SystemExit(f"bench tokens: the ledger's estimates differ from the baselines for {bad}")
     return results
 
 

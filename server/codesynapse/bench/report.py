@@ -228,6 +228,7 @@ def retrieval_markdown(results: list[dict[str, Any]], machine: dict[str, Any], n
                   f"{res.get('overranDeadline', 0)}",
                   f"* Round trips: CodeSynapse {agg['roundTrips']['codesynapse']}, (a) {agg['roundTrips']['a']}, "
                   f"(b) {agg['roundTrips']['b']}",
+                  *([_ledger_line(res["ledgerAgreement"])] if res.get("ledgerAgreement") else []),
                   ""]
         lines.append("| counter | baseline | successful: raw → returned | reduction | charged reduction | "
                      "median per task | failed | n/a |")
@@ -267,6 +268,17 @@ def plain_english_section(out_dir: Path) -> str:
     return "\n".join(["", "## Plain-English retrieval on repositories never tuned for (`bench retrieval`)", "",
                       f"From [{EVAL_MD}]({EVAL_MD}) (both halves, the tune half's per-task cards, the method); "
                       "targets are stated on the held-out half only.", "", *header, "", held]) + "\n"
+
+
+def _ledger_line(g: dict[str, Any]) -> str:
+    """The agreement check of the daemon's ledger with the baselines (issue 20 #5)."""
+    widened = g["differWidenedByWorkload"]
+    return (f"* Ledger agreement: the daemon's ledger estimated (a) and (b) equal to this table's for "
+            f"{g['equal']}/{g['compared']} answered tasks, returned tokens equal for {g['tokensEqual']}/{g['compared']}"
+            + (f"; {len(widened)} differ because the workload widens the baseline with its evidence or given "
+               f"identifiers, which a request does not carry ({', '.join(widened[:8])}"
+               + (", …" if len(widened) > 8 else "") + ")" if widened else "")
+            + (f"; **unexplained: {', '.join(g['unexplained'])}**" if g["unexplained"] else "; none unexplained"))
 
 
 def write_retrieval(out_dir: Path, results: list[dict[str, Any]], machine: dict[str, Any],

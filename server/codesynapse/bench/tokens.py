@@ -114,7 +114,7 @@ class Runner:
             self._scopes[key] = make_scope(key[0], self.app.workspace.identity, key[1])
         return self._scopes[key]
 
-    def _send_deadline(self, method: str, params: dict[str, Any]) -> Any:
+    def _send_deadline(self, method: str, params: dict[str, Any], scope: Any = None) -> Any:
         """The request as the daemon serves it: in a worker thread, answered with a deadline
         error when it has not finished in DEADLINE_S. Each request gets a fresh thread, so a
         task never queues behind an earlier one that overran (which, as in the daemon, is
@@ -125,7 +125,7 @@ class Runner:
 
         def run() -> None:
             try:
-                box["answer"] = self._send(method, params)
+                box["answer"] = self._send(method, params, scope=scope)
             except BaseException as e:  # handed to the caller
                 box["error"] = e
 
@@ -140,7 +140,8 @@ class Runner:
             raise box["error"]
         return box["answer"]
 
-    def _send(self, method: str, params: dict[str, Any], actor: dict[str, Any] | None = None) -> Any:
+    def _send(self, method: str, params: dict[str, Any], actor: dict[str, Any] | None = None,
+              scope: Any = None) -> Any:
         from codesynapse.methods import call_method
 
         if actor:
@@ -149,7 +150,7 @@ class Runner:
             if method not in METHODS or METHODS[method].reads != "memory":
                 raise ValueError(f"only memory requests can be sent as another actor, not {method}")
             return call_method(self.app, method, params, self._scope(actor))
-        return call_method(self.app, method, params)
+        return call_method(self.app, method, params, scope)
 
     # -- measuring ----------------------------------------------------------------------------
     def _tokens_of_file(self, path: str) -> dict[str, int]:
@@ -178,7 +179,13 @@ class Runner:
         from codesynapse.errors import CodeSynapseError
         from codesynapse.methods import error_payload
 
+        from codesynapse.scope import make_scope
+
         row: dict[str, Any] = {"id": task.id, "kind": task.kind, "method": task.method, "tags": task.tags}
+        # each task is a session of its own (a fresh connection): its ledger holds the task's
+        # setup and request only, as the task's baselines do
+        session = make_scope(self.app.settings.tenant, self.app.workspace.identity)
+        ledger_row: dict[str, Any] | None = None
         restores: list[tuple[str, str]] = []
         error: str | None = None
         answer: Any = None
@@ -188,10 +195,10 @@ class Runner:
                     e = step["edit"]
                     restores.append((e["path"], self._edit(e["path"], e["find"], e["replace"])))
                 else:
-                    self._send(step["method"], step.get("params", {}), step.get("actor"))
+                    self._send(step["method"], step.get("params", {}), step.get("actor"), scope=session)
             t0 = time.perf_counter()
             try:
-                answer = self._send_deadline(task.method, task.params)
+                answer = self._send_deadline(task.method, task.params, session)
                 body = jsonrpc_bytes(answer)
             except CodeSynapseError as e:
                 payload = error_payload(e)
@@ -203,6 +210,11 @@ class Runner:
             if error and not task.expect.get("error"):
                 ev["ok"] = False
             _idents, a, b = raw_baselines(task, self.app, self.ctx, self.corpus)
+            if error is None:  # the ledger's figures for the same answer, read before edits are undone
+                from codesynapse.ledger import book
+
+                last = book(self.app).answer(session, 1, deadline_s=60.0)["last"]
+                ledger_row = last[0] if last and last[0]["method"] == task.method else None
         except Exception as e:  # a harness or server failure fails the task, loudly
             log.exception("task %s failed to run", task.id)
             row.update({"ok": False, "error": f"{e.__class__.__name__}: {e}", "evidence": {
@@ -226,6 +238,7 @@ class Runner:
         row["a"] = self._measure_baseline(a)
         row["b"] = self._measure_baseline(b)
         row["reduction"] = self._reductions(row)
+        row["ledger"] = _agreement(task, ledger_row, row)
         return row
 
     def _empty_measures(self) -> dict[str, Any]:
@@ -242,6 +255,32 @@ class Runner:
                 r[n] = stats.reduction_pct(v, row["response"]["tokens"].get(n, 0))
             out[base] = r
         return out
+
+
+def _agreement(task: Task, led: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any]:
+    """The ledger's raw estimates of a task's answer beside the bench's baselines: equal unless
+    the workload widens the bench's baseline with what only it knows (evidence names and
+    locations, given identifiers), which the daemon cannot see."""
+    if led is None or "rawA" not in led:
+        return {"compared": False}
+    widened = bool(task.baseline.get("identifiers")) or any(e.kind in ("name", "location") for e in task.evidence)
+    eq_a = led["rawA"] == row["a"]["estTokens"]
+    eq_b = led["rawB"] == row["b"]["estTokens"]
+    return {"compared": True, "rawA": led["rawA"], "rawB": led["rawB"], "tokens": led["tokens"],
+            "equalA": eq_a, "equalB": eq_b, "workloadWidens": widened,
+            "tokensEqual": led["tokens"] == row["response"]["estTokens"]}
+
+
+def agreement_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many tasks' ledger estimates equal the bench's baselines. ``unexplained``: tasks
+    that differ although the workload adds nothing to the request (a real disagreement)."""
+    c = [r for r in rows if r.get("ledger", {}).get("compared")]
+    same = [r for r in c if r["ledger"]["equalA"] and r["ledger"]["equalB"]]
+    differ = [r for r in c if r not in same]
+    return {"compared": len(c), "equal": len(same), "tokensEqual": sum(1 for r in c if r["ledger"]["tokensEqual"]),
+            "differWidenedByWorkload": [r["id"] for r in differ if r["ledger"]["workloadWidens"]],
+            "unexplained": [r["id"] for r in differ if not r["ledger"]["workloadWidens"]]
+            + [r["id"] for r in c if not r["ledger"]["tokensEqual"]]}
 
 
 def flat(row: dict[str, Any], counter: str) -> dict[str, Any]:
@@ -314,6 +353,7 @@ def run_workload(workload: Workload, corpus: Corpus, work_dir: Path | None = Non
             "overranDeadline": runner.overran,
             "rows": rows,
             "aggregates": aggregates(rows, counters),
+            "ledgerAgreement": agreement_summary(rows),
         }
     finally:
         if runner is not None:
