@@ -13,9 +13,10 @@ from pytest_lsp import LanguageClient
 from tests.e2e.lspclient import FIXTURES, check_budget, config, init_params, request, wait_indexed
 
 CASES = {
-    "js": ({"javascript": 6, "json": 1}, "src/util.slugify", "function", "src/util.js", (7, 9),
-           [("src/legacy.legacyAdd", "module"), ("src/service.NoteService.add", "import"),
-            ("src/service.NoteService.find", "module"), ("src/store.Store.validate", "import")]),
+    # module-style names: package.json's name ("notes") plus the path under src/
+    "js": ({"javascript": 6, "json": 1}, "notes/util.slugify", "function", "src/util.js", (7, 9),
+           [("notes/legacy.legacyAdd", "module"), ("notes/service.NoteService.add", "import"),
+            ("notes/service.NoteService.find", "module"), ("notes/store.Store.validate", "import")]),
     "ts": ({"json": 1, "tsx": 1, "typescript": 4}, "src/registry.Registry.add", "method", "src/registry.ts", (25, 29),
            [("src/registry.Registry.demo", "inferred"), ('test/registry.spec."Registry"."sums areas"', "inferred")]),
     "go": ({"go": 6}, "example.com/shop/internal/store.NewMemory", "function", "internal/store/store.go", (34, 36),

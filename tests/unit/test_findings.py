@@ -117,8 +117,8 @@ def test_real_eslint_results_in_a_javascript_file(app, tmp_path):
     # ESLint's columns are 1-based (SARIF): `eval` at column 10 is stored as 9
     assert sorted((f.tool, f.rule_id, f.level, f.path, f.start_line, f.start_col, f.symbol)
                   for f in app.store.findings()) == [
-        ("ESLint", "eqeqeq", "warning", "web/src/unsafe.js", 6, 8, "web/src/unsafe.compare"),
-        ("ESLint", "no-eval", "error", "web/src/unsafe.js", 2, 9, "web/src/unsafe.run"),
+        ("ESLint", "eqeqeq", "warning", "web/src/unsafe.js", 6, 8, "web/unsafe.compare"),
+        ("ESLint", "no-eval", "error", "web/src/unsafe.js", 2, 9, "web/unsafe.run"),
     ]
 
 

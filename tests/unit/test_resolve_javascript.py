@@ -13,8 +13,8 @@ from codesynapse.graph.indexer import Indexer
 from codesynapse.graph.sqlite import SqliteGraphStore
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "js_repo"
-T1 = 'test/service.test."NoteService"."adds and finds a note"'
-T2 = 'test/service.test."NoteService"."keeps legacy ids"'
+T1 = 'notes/test/service.test."NoteService"."adds and finds a note"'
+T2 = 'notes/test/service.test."NoteService"."keeps legacy ids"'
 
 
 @pytest.fixture(scope="module")
@@ -31,71 +31,71 @@ def edges(store):
 
 def test_every_call_edge(store):
     assert edges(store) == sorted([
-        ("src/legacy.legacyAdd", "util.slugify", "src/util.slugify", "module"),  # const util = require(...)
-        ("src/service.NoteService.constructor", "Store", "src/store.Store", "import"),  # default import
-        ("src/service.NoteService.add", "slug", "src/util.slugify", "import"),  # alias, re-exported by src/index.js
-        ("src/service.NoteService.add", "this.store.put", "src/store.Store.put", "inferred"),
-        ("src/service.NoteService.add", "this.touch", "src/service.NoteService.touch", "self"),
-        ("src/service.NoteService.find", "this.store.get", "src/store.Store.get", "inferred"),
-        ("src/service.NoteService.find", "util.slugify", "src/util.slugify", "module"),  # import * as util
-        ("src/service.NoteService.touch", "console.log", "", "external"),
-        ("src/service.NoteService.touch", "notify", "", "unresolved"),
-        ("src/service.audited", "LoggedStore", "src/store.LoggedStore", "import"),
-        ("src/service.audited", "store.put", "src/store.LoggedStore.put", "inferred"),
-        ("src/service.audited", "store.validate", "src/store.Store.validate", "inferred"),  # through the base
-        ("src/service.audited", "note.toString", "", "unresolved"),  # unknown receiver
-        ("src/store.Store.constructor", "Map", "", "external"),
-        ("src/store.Store.get", "this.items.get", "", "external"),
-        ("src/store.Store.put", "this.validate", "src/store.Store.validate", "self"),
-        ("src/store.Store.put", "this.items.set", "", "external"),
-        ("src/store.Store.validate", "slugify", "src/util.slugify", "import"),
-        ("src/store.Store.validate", "Error", "", "external"),
-        ("src/store.LoggedStore.put", "super().put", "src/store.Store.put", "super"),
-        ("src/store.LoggedStore.put", "this.log.push", "", "unresolved"),
-        ("src/util.slugify", "clamp", "src/util.clamp", "local"),
-        ("src/util.slugify", "title.toLowerCase().replace", "", "unresolved"),
-        ("src/util.slugify", "title.toLowerCase", "", "unresolved"),
-        ("src/util.clamp", "slug.slice", "", "unresolved"),
-        (T1, "NoteService", "src/service.NoteService", "import"),
-        (T1, "svc.add", "src/service.NoteService.add", "inferred"),
+        ("notes/legacy.legacyAdd", "util.slugify", "notes/util.slugify", "module"),  # const util = require(...)
+        ("notes/service.NoteService.constructor", "Store", "notes/store.Store", "import"),  # default import
+        ("notes/service.NoteService.add", "slug", "notes/util.slugify", "import"),  # alias, re-exported by src/index.js
+        ("notes/service.NoteService.add", "this.store.put", "notes/store.Store.put", "inferred"),
+        ("notes/service.NoteService.add", "this.touch", "notes/service.NoteService.touch", "self"),
+        ("notes/service.NoteService.find", "this.store.get", "notes/store.Store.get", "inferred"),
+        ("notes/service.NoteService.find", "util.slugify", "notes/util.slugify", "module"),  # import * as util
+        ("notes/service.NoteService.touch", "console.log", "", "external"),
+        ("notes/service.NoteService.touch", "notify", "", "unresolved"),
+        ("notes/service.audited", "LoggedStore", "notes/store.LoggedStore", "import"),
+        ("notes/service.audited", "store.put", "notes/store.LoggedStore.put", "inferred"),
+        ("notes/service.audited", "store.validate", "notes/store.Store.validate", "inferred"),  # through the base
+        ("notes/service.audited", "note.toString", "", "unresolved"),  # unknown receiver
+        ("notes/store.Store.constructor", "Map", "", "external"),
+        ("notes/store.Store.get", "this.items.get", "", "external"),
+        ("notes/store.Store.put", "this.validate", "notes/store.Store.validate", "self"),
+        ("notes/store.Store.put", "this.items.set", "", "external"),
+        ("notes/store.Store.validate", "slugify", "notes/util.slugify", "import"),
+        ("notes/store.Store.validate", "Error", "", "external"),
+        ("notes/store.LoggedStore.put", "super().put", "notes/store.Store.put", "super"),
+        ("notes/store.LoggedStore.put", "this.log.push", "", "unresolved"),
+        ("notes/util.slugify", "clamp", "notes/util.clamp", "local"),
+        ("notes/util.slugify", "title.toLowerCase().replace", "", "unresolved"),
+        ("notes/util.slugify", "title.toLowerCase", "", "unresolved"),
+        ("notes/util.clamp", "slug.slice", "", "unresolved"),
+        (T1, "NoteService", "notes/service.NoteService", "import"),
+        (T1, "svc.add", "notes/service.NoteService.add", "inferred"),
         (T1, "expect().toBe", "", "unresolved"),
         (T1, "expect", "", "external"),
-        (T1, "svc.find", "src/service.NoteService.find", "inferred"),
+        (T1, "svc.find", "notes/service.NoteService.find", "inferred"),
         (T2, "expect().toBe", "", "unresolved"),
         (T2, "expect", "", "external"),
-        (T2, "legacyAdd", "src/legacy.legacyAdd", "import"),  # require() of a module.exports = fn
-        (T2, "audited", "src/service.audited", "import"),
+        (T2, "legacyAdd", "notes/legacy.legacyAdd", "import"),  # require() of a module.exports = fn
+        (T2, "audited", "notes/service.audited", "import"),
     ])
 
 
 def test_callers_and_unresolved_counts(store):
-    assert sorted(c.caller for c in store.callers("src/util.slugify")) == [
-        "src/legacy.legacyAdd", "src/service.NoteService.add", "src/service.NoteService.find",
-        "src/store.Store.validate"]
-    assert sorted(c.caller for c in store.callers("src/store.Store.put")) == [
-        "src/service.NoteService.add", "src/store.LoggedStore.put"]
-    assert [c.caller for c in store.callers("src/service.NoteService.add")] == [T1]
+    assert sorted(c.caller for c in store.callers("notes/util.slugify")) == [
+        "notes/legacy.legacyAdd", "notes/service.NoteService.add", "notes/service.NoteService.find",
+        "notes/store.Store.validate"]
+    assert sorted(c.caller for c in store.callers("notes/store.Store.put")) == [
+        "notes/service.NoteService.add", "notes/store.LoggedStore.put"]
+    assert [c.caller for c in store.callers("notes/service.NoteService.add")] == [T1]
     assert store.count_unresolved_named("notify") == 1
 
 
 def test_bases_and_import_targets(store):
     assert [(i.child, i.base, i.target) for i in store.inherits()] == [
-        ("src/store.LoggedStore", "Store", "src/store.Store")]
+        ("notes/store.LoggedStore", "Store", "notes/store.Store")]
     assert sorted((i.path, i.module, i.name, i.alias, i.target) for i in store.imports()) == [
-        ("src/index.js", "src/store", "LoggedStore", "", "src/store.LoggedStore"),
-        ("src/index.js", "src/store", "default", "Store", "src/store.Store"),
-        ("src/index.js", "src/util", "slugify", "", "src/util.slugify"),
-        ("src/legacy.js", "src/legacy", "legacyAdd", "default", "src/legacy.legacyAdd"),
-        ("src/legacy.js", "src/util", "", "util", "src/util"),
-        ("src/service.js", "src", "LoggedStore", "", "src/store.LoggedStore"),
-        ("src/service.js", "src", "slugify", "slug", "src/util.slugify"),
-        ("src/service.js", "src/store", "default", "Store", "src/store.Store"),
-        ("src/service.js", "src/util", "", "util", "src/util"),
-        ("src/store.js", "src/store", "Store", "default", "src/store.Store"),
-        ("src/store.js", "src/util", "slugify", "", "src/util.slugify"),
-        ("test/service.test.js", "src/legacy", "", "legacyAdd", "src/legacy"),
-        ("test/service.test.js", "src/service", "NoteService", "", "src/service.NoteService"),
-        ("test/service.test.js", "src/service", "audited", "", "src/service.audited"),
+        ("src/index.js", "notes/store", "LoggedStore", "", "notes/store.LoggedStore"),
+        ("src/index.js", "notes/store", "default", "Store", "notes/store.Store"),
+        ("src/index.js", "notes/util", "slugify", "", "notes/util.slugify"),
+        ("src/legacy.js", "notes/legacy", "legacyAdd", "default", "notes/legacy.legacyAdd"),
+        ("src/legacy.js", "notes/util", "", "util", "notes/util"),
+        ("src/service.js", "notes", "LoggedStore", "", "notes/store.LoggedStore"),
+        ("src/service.js", "notes", "slugify", "slug", "notes/util.slugify"),
+        ("src/service.js", "notes/store", "default", "Store", "notes/store.Store"),
+        ("src/service.js", "notes/util", "", "util", "notes/util"),
+        ("src/store.js", "notes/store", "Store", "default", "notes/store.Store"),
+        ("src/store.js", "notes/util", "slugify", "", "notes/util.slugify"),
+        ("test/service.test.js", "notes/legacy", "", "legacyAdd", "notes/legacy"),
+        ("test/service.test.js", "notes/service", "NoteService", "", "notes/service.NoteService"),
+        ("test/service.test.js", "notes/service", "audited", "", "notes/service.audited"),
     ]
 
 

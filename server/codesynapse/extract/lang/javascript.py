@@ -1,9 +1,18 @@
 """JavaScript (and the shared ECMAScript behaviour TypeScript builds on).
 
-Module qnames are repository paths without the extension (``src/util``); an ``index`` file
-names its directory (``src/lib/index.js`` → ``src/lib``), so ``import … from './lib'`` and
-``'./lib/index.js'`` land on the same module. Relative specifiers are resolved to that form;
-bare specifiers (``react``, ``node:fs``) stay as written.
+Module qnames are module-style, the way the package is imported: the ``name`` of the nearest
+``package.json`` above the file (one without a ``name`` is passed over) plus the file's path
+relative to the package's source root, without the extension; the source root is the
+package's ``src/`` folder for files under it, else the package folder; an ``index`` file names
+its folder. So ``packages/query-core/src/queryObserver.ts`` of ``@tanstack/query-core`` is
+``@tanstack/query-core/queryObserver``, its ``src/index.ts`` is ``@tanstack/query-core`` and
+``rxjs``'s ``src/internal/Observable.ts`` is ``rxjs/internal/Observable``. A file under no
+named ``package.json`` keeps its repository path without the extension (``src/util``;
+``src/lib/index.js`` → ``src/lib``). Relative specifiers (``./lib``, ``../lib/index.js``) are
+resolved to the module of the file they reach; bare specifiers (``react``, ``node:fs``,
+``@tanstack/query-core``) stay as written, so a package of the same repository imported by
+its name lands on its ``index`` module. A ``package.json`` is read once per process (renaming a
+package needs a fresh index).
 
 Imports (ES modules and CommonJS) become ImportRefs whose ``binding`` is the local name:
 
@@ -23,14 +32,18 @@ the callback are attributed to them.
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
 import re
+import threading
+from functools import lru_cache
 
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
 from codesynapse.extract.lang._filecache import per_file
-from codesynapse.extract.model import ImportRef
+from codesynapse.extract.model import RETURN_HINT, ImportRef, return_hint
 
 _EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 _CONST = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -61,6 +74,41 @@ def module_of_path(path: str) -> str:
     if path.endswith("/index"):
         return path[: -len("/index")]
     return path
+
+
+@lru_cache(maxsize=4096)
+def _package_name(directory: str) -> str | None:
+    """The ``name`` of ``directory/package.json``, or None (no file, no name, not JSON)."""
+    try:
+        with open(os.path.join(directory, "package.json"), encoding="utf-8", errors="replace") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() else None
+
+
+def package_module(root: str, relpath: str) -> str:
+    """The module-style qname of the file ``relpath`` under ``root`` (see the module doc)."""
+    if root:
+        d = posixpath.dirname(relpath)
+        parts = d.split("/") if d else []
+        for i in range(len(parts), -1, -1):
+            name = _package_name(os.path.join(root, *parts[:i]))
+            if name is None:
+                continue
+            rest = [*parts[i:], strip_ext(posixpath.basename(relpath))]
+            if rest[0] == "src":  # the source root ('../src' from a test names the package too)
+                rest = rest[1:]
+            if rest and rest[-1] == "index":
+                rest = rest[:-1]
+            return "/".join([name, *rest])
+    return module_of_path(relpath) or relpath
+
+
+# the root of the file being extracted on this thread (module_name is asked first), so
+# relative import specifiers resolve to module-style names
+_current = threading.local()
 
 
 def string_value(node: Node | None, src: bytes) -> str:
@@ -143,6 +191,71 @@ def _commonjs_exports(src: bytes) -> frozenset[str]:
     return frozenset(names)
 
 
+_BINDING_NAMES = frozenset({"identifier", "shorthand_property_identifier_pattern"})
+
+
+def _bound_names(fn: Node, src: bytes) -> set[str]:
+    """Every name a function (and the functions inside it) binds: parameters, variables,
+    destructured names, function and class declarations, catch parameters; over-approximated,
+    so a name in doubt counts as bound and nothing is guessed through it."""
+    out: set[str] = set()
+    stack = [fn]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        target = None
+        if t in ("required_parameter", "optional_parameter"):
+            target = n.child_by_field_name("pattern")
+        elif t == "variable_declarator":
+            target = n.child_by_field_name("name")
+        elif t in ("function_declaration", "generator_function_declaration", "class_declaration",
+                   "abstract_class_declaration"):
+            target = n.child_by_field_name("name")
+        elif t == "catch_clause":
+            target = n.child_by_field_name("parameter")
+        elif t == "arrow_function":
+            target = n.child_by_field_name("parameter")
+        elif t == "formal_parameters":
+            for c in n.named_children:
+                if c.type == "identifier":
+                    out.add(text(c, src))
+        if target is not None:
+            sub = [target]
+            while sub:
+                x = sub.pop()
+                if x.type in _BINDING_NAMES:
+                    out.add(text(x, src))
+                elif x.type not in ("type_annotation",):
+                    sub.extend(x.named_children)
+        stack.extend(n.named_children)
+    return out
+
+
+def _call_return_hint(call: Node, src: bytes, h: "_Hints") -> str:
+    """``const x = f()`` / ``this.m()`` / ``obj.m()``: a return hint, so the resolver types
+    ``x`` by the return type the called function declares (``function f(): Foo``). The call's
+    receiver must be ``this``, a hinted name (a type, not another return hint), or a name no
+    parameter or local binds (an import, a module-level name); else none."""
+    if call.type != "call_expression":
+        return ""
+    fn = call.child_by_field_name("function")
+    if fn is None or fn.type not in ("identifier", "member_expression"):
+        return ""
+    callee = _norm(fn, src)
+    if "?" in callee or "()" in callee or "[]" in callee:
+        return ""
+    head = callee.split(".", 1)[0]
+    recv = callee.rsplit(".", 1)[0] if "." in callee else ""
+    inner = ""
+    if recv and recv in h.hints:
+        inner = h.hints[recv]
+        if inner.startswith(RETURN_HINT):
+            return ""
+    elif head != "this" and (head in h.conflicts or head in h.bound(src)):
+        return ""
+    return return_hint(callee, inner)
+
+
 class _Hints:
     def __init__(self) -> None:
         self.hints: dict[str, str] = {}
@@ -150,11 +263,18 @@ class _Hints:
         # names declared with a type annotation (TypeScript): every later assignment is checked
         # against that type, so an assignment of an unknown value does not unbind them
         self.declared: set[str] = set()
+        self.scope: Node | None = None  # the function whose names return hints must not go through
+        self._bound: set[str] | None = None
+
+    def bound(self, src: bytes) -> set[str]:
+        if self._bound is None:
+            self._bound = _bound_names(self.scope, src) if self.scope is not None else set()
+        return self._bound
 
     def put(self, var: str, typ: str) -> None:
         if not var or var in self.conflicts:
             return
-        if not typ or not _TYPE.match(typ):
+        if not typ or not (_TYPE.match(typ) or typ.startswith(RETURN_HINT)):
             return
         if var in self.hints and self.hints[var] != typ:
             self.conflicts.add(var)
@@ -173,12 +293,18 @@ class JavaScriptHooks(LanguageHooks):
 
     # -- naming ----------------------------------------------------------------------
     def module_name(self, relpath: str, root: str) -> str:
-        return module_of_path(relpath) or relpath
+        _current.file = (root, relpath)
+        return package_module(root, relpath)
 
     def resolve_specifier(self, spec: str, relpath: str) -> str:
         if spec.startswith("./") or spec.startswith("../") or spec in (".", ".."):
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(relpath), spec))
-            return module_of_path(joined) if joined not in (".", "") else ""
+            if joined in (".", ""):
+                return ""
+            if joined.startswith("../"):  # outside the tree: a module no file has
+                return module_of_path(joined)
+            root, current = getattr(_current, "file", ("", ""))
+            return package_module(root if current == relpath else "", joined)
         return spec
 
     # -- kinds ---------------------------------------------------------------------------
@@ -368,6 +494,8 @@ class JavaScriptHooks(LanguageHooks):
                         h.declared.add(var)
                     elif val is not None and val.type == "new_expression":
                         h.put(var, _ctor_name(val, src))
+                    elif val is not None and (ret := _call_return_hint(val, src, h)):
+                        h.put(var, ret)  # const x = f(): the return type f declares
                     elif val is not None:
                         h.kill(var)
             elif t == "assignment_expression":
@@ -379,6 +507,8 @@ class JavaScriptHooks(LanguageHooks):
                         pass  # its declared type stands (TypeScript checks the assignment against it)
                     elif right is not None and right.type == "new_expression":
                         h.put(var, _ctor_name(right, src))
+                    elif right is not None and (ret := _call_return_hint(right, src, h)):
+                        h.put(var, ret)
                     elif var.startswith("this.") or left.type == "identifier":
                         h.kill(var)
             for c in reversed(n.named_children):
@@ -409,6 +539,8 @@ class JavaScriptHooks(LanguageHooks):
                 elif m.type == "method_definition" and text(m.child_by_field_name("name"), src) == "constructor":
                     self._param_hints(m.child_by_field_name("parameters"), src, h, this_too=True)
                     mh = _Hints()
+                    mh.scope = m
+                    self._param_hints(m.child_by_field_name("parameters"), src, mh, this_too=True)
                     self._walk_body(m.child_by_field_name("body"), src, mh)
                     for k, v in mh.hints.items():
                         if k.startswith("this."):
@@ -423,6 +555,7 @@ class JavaScriptHooks(LanguageHooks):
             return {}
         self._param_hints(fn.child_by_field_name("parameters"), src, h,
                           this_too=text(fn.child_by_field_name("name"), src) == "constructor")
+        h.scope = fn
         self._walk_body(fn.child_by_field_name("body"), src, h)
         return h.hints
 
