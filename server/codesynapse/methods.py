@@ -18,9 +18,9 @@ import msgspec
 
 from codesynapse.codec import decode
 from codesynapse.context import models as cm
-from codesynapse.context.budget import finalize
+from codesynapse.context.budget import MIN_TOKENS, dumps, finalize, normalize_max_tokens, tokens_for
 from codesynapse.context.deps import ModulesParams, modules_answer
-from codesynapse.context.service import ContextService
+from codesynapse.context.service import DEFAULT_CONTEXT, DEFAULT_MINIMAL, ContextService
 from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
 from codesynapse.ledger import LedgerParams
 from codesynapse.ledger import book as ledger_book
@@ -30,6 +30,8 @@ from codesynapse.policy.effects import PolicyEffectsParams, effects_answer
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
+
+CONTEXT_HOW_MEMORY = "codesynapse/memory/recall with an entry's name gives all of it"
 
 
 class Method(NamedTuple):
@@ -55,6 +57,62 @@ def _context(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
     return run
 
 
+def _with_memory(method: str, default_tokens: int) -> Callable[[Any, Scope, Any], dict[str, Any]]:
+    """A context answer with the memory anchored to the symbols it returns (issue 25 #4):
+    ``memory`` = {count, entries (the top ones that fit), notice, omitted, howToGetMore},
+    only when the scope can read some. The section fits the answer's budget: when even its
+    count, notice and first entry do not fit, the code part is answered again with that
+    much less room."""
+    ctx = _context(method)
+
+    def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
+        answer = ctx(app, scope, prm)
+        try:
+            from codesynapse.memory.anchors import answer_symbols, context_memory
+            from codesynapse.memory.methods import anchor_hook
+
+            store = anchor_hook(app).store()
+            if store is None:
+                return answer
+            count, items = context_memory(store, scope if scope is not None else app_scope(app),
+                                          answer_symbols(answer), mm.MEMORY_NOTICE)
+        except CodeSynapseError:  # memory unreadable: the code answer stands alone
+            log.warning("memory of a context answer not read", exc_info=True)
+            return answer
+        if not count:
+            return answer
+        budget = normalize_max_tokens(getattr(prm, "max_tokens", None), default_tokens)
+
+        def section(k: int) -> dict[str, Any]:
+            sec: dict[str, Any] = {"count": count, "entries": items[:k], "notice": mm.MEMORY_NOTICE}
+            if count > k:
+                sec.update(omitted=count - k, howToGetMore=CONTEXT_HOW_MEMORY)
+            return sec
+
+        def fitted(base: dict[str, Any]) -> dict[str, Any] | None:
+            for k in range(len(items), -1, -1):
+                out = finalize({**base, "memory": section(k)})
+                if out["tokens"] <= budget:
+                    return out
+            return None
+
+        out = fitted(answer)
+        if out is not None and (out["memory"]["entries"] or not items):
+            return out
+        need = tokens_for(len(dumps({"memory": section(min(1, len(items)))}))) + 2
+        if budget - need >= MIN_TOKENS and hasattr(prm, "max_tokens"):
+            smaller = ctx(app, scope, msgspec.structs.replace(prm, max_tokens=budget - need))
+            if "maxTokens" in smaller:
+                smaller["maxTokens"] = budget
+            again = fitted(smaller)
+            if again is not None:
+                return again
+        return out if out is not None else answer
+
+    run.__name__ = method
+    return run
+
+
 def _memory(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
     def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
         return msgspec.to_builtins(getattr(memory_service(app, scope), method)(prm))
@@ -65,11 +123,11 @@ def _memory(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
 
 METHODS: dict[str, Method] = {
     "codesynapse/indexStatus": Method(cm.StatusParams, lambda app, scope, prm: finalize(_status(app, scope))),
-    "codesynapse/symbolCard": Method(cm.SymbolParams, _context("symbol_card")),
-    "codesynapse/symbolContext": Method(cm.SymbolParams, _context("symbol_context")),
+    "codesynapse/symbolCard": Method(cm.SymbolParams, _with_memory("symbol_card", DEFAULT_CONTEXT)),
+    "codesynapse/symbolContext": Method(cm.SymbolParams, _with_memory("symbol_context", DEFAULT_CONTEXT)),
     "codesynapse/callGraph": Method(cm.CallGraphParams, _context("call_graph")),
-    "codesynapse/minimalContext": Method(cm.MinimalContextParams, _context("minimal_context")),
-    "codesynapse/prContext": Method(cm.PrContextParams, _context("pr_context")),
+    "codesynapse/minimalContext": Method(cm.MinimalContextParams, _with_memory("minimal_context", DEFAULT_MINIMAL)),
+    "codesynapse/prContext": Method(cm.PrContextParams, _with_memory("pr_context", DEFAULT_CONTEXT)),
     "codesynapse/search": Method(cm.SearchParams, _context("search")),
     "codesynapse/snippet": Method(cm.SnippetParams, _context("snippet")),
     "codesynapse/modules": Method(ModulesParams, lambda app, scope, prm: modules_answer(_ctx(app), prm)),

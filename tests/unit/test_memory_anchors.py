@@ -187,3 +187,56 @@ def test_anchors_keep_the_scope(app):
     remember(app, a, entities=[{"name": "team note", "durable": True, "anchors": ["pay.jobs.refund"]}])
     assert "session note" not in [e["name"] for e in recall(app, b, "session note")["entries"]]
     assert [x["qualifiedName"] for x in anchors_of(recall(app, b, "team note"), "team note")] == ["pay.jobs.refund"]
+
+
+# ---- 4. memory in context answers ----------------------------------------------------------
+
+def test_context_answers_list_the_memory_anchored_to_their_symbols(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "retry policy", "anchors": ["pay.jobs.settle"]}],
+             facts=[{"subject": "retry policy", "predicate": "applies_to", "object": "settlement job"}])
+    card = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, s)
+    mem = card["memory"]
+    assert mem["count"] == 1 and mem["notice"].startswith("Supplied by agents")
+    assert mem["entries"] == [{"name": "retry policy", "symbol": "pay.jobs.settle",
+                               "facts": ["retry policy applies_to settlement job"]}]
+    ctx = call_method(app, "codesynapse/symbolContext", {"selector": "pay.jobs.settle"}, s)
+    assert ctx["memory"]["entries"][0]["name"] == "retry policy"
+    mc = call_method(app, "codesynapse/minimalContext", {"task": "settle the payments batch"}, s)
+    assert [e["name"] for e in mc["memory"]["entries"]] == ["retry policy"]
+    diff = ("--- a/pay/jobs.py\n+++ b/pay/jobs.py\n@@ -6,1 +6,1 @@\n"
+            "-    return [p for p in batch if p]\n+    return list(batch)\n")
+    pr = call_method(app, "codesynapse/prContext", {"diff": diff}, s)
+    assert pr["memory"]["entries"][0]["symbol"] == "pay.jobs.settle"
+    other = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.refund"}, s)
+    assert "memory" not in other  # nothing anchored there
+
+
+def test_context_memory_is_scope_bound(app):
+    a, b = scope_of(app, "a"), scope_of(app, "b")
+    remember(app, a, entities=[{"name": "my session note", "anchors": ["pay.jobs.settle"]}])
+    assert call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, a)["memory"]["count"] == 1
+    assert "memory" not in call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, b)
+    # another namespace (another repository identity) never sees it either
+    from codesynapse.scope import make_scope as mk
+    c = mk(app.settings.tenant, "another-repo")
+    assert "memory" not in call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, c)
+
+
+def test_context_memory_stays_within_the_budget_and_counts_what_it_leaves_out(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": f"note {i} " + "x" * 120, "anchors": ["pay.jobs.settle"]}
+                               for i in range(12)])
+    ans = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle", "maxTokens": 300}, s)
+    assert ans["tokens"] <= 300
+    mem = ans["memory"]
+    assert mem["count"] == 12 and mem["omitted"] == 12 - len(mem["entries"]) and mem["howToGetMore"]
+    assert mem["notice"]
+
+
+def test_stale_status_shows_in_context_answers(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]}])
+    live_write(app, "pay/jobs.py", SETTLE.replace("retries=3", "retries=4"))
+    (e,) = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, s)["memory"]["entries"]
+    assert e["anchor"] == "changed" and e["anchorAt"]

@@ -257,3 +257,69 @@ class StalenessHook:
                     self._store.close()
                 finally:
                     self._store = None
+
+
+# ---- memory in context answers -----------------------------------------------------------
+
+CONTEXT_TOP = 5  # entries shown in a context answer's memory section (the count says how many)
+CONTEXT_FACTS = 2  # facts shown per entry
+
+
+def answer_symbols(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    """(qualified name, path) of the symbols a context answer returns, in answer order:
+    the card (symbolCard/symbolContext), its related cards, a relations page's subject,
+    minimalContext's cards and prContext's changed symbols."""
+    out: list[tuple[str, str]] = []
+    items: list[Any] = []
+    for key in ("card", "subject"):
+        if isinstance(answer.get(key), dict):
+            items.append(answer[key])
+    for key in ("related", "cards", "changed"):
+        if isinstance(answer.get(key), list):
+            items.extend(answer[key])
+    for it in items:
+        if isinstance(it, dict) and isinstance(it.get("qualifiedName"), str):
+            out.append((it["qualifiedName"], it.get("path") or ""))
+    return list(dict.fromkeys(out))
+
+
+def context_memory(store: MemoryStore, scope: Scope, symbols: Sequence[tuple[str, str]],
+                   notice: str) -> tuple[int, list[dict[str, Any]]]:
+    """(how many visible entities are anchored to ``symbols``, the top CONTEXT_TOP of them as
+    answer items, in the order of the symbols, newest entity first for one symbol)."""
+    if not symbols:
+        return 0, []
+    wanted = {q: p for q, p in symbols}
+    rows = [a for a in store.anchored_to(scope, list(wanted), limit=500)
+            if not wanted[a.qname] or a.path == wanted[a.qname]]
+    if not rows:
+        return 0, []
+    order = {q: i for i, (q, _) in enumerate(symbols)}
+    rows.sort(key=lambda a: order[a.qname])  # stable: newest entity first within a symbol
+    first: dict[str, AnchorRecord] = {}
+    for a in rows:
+        first.setdefault(a.entity_id, a)
+    ids = list(first)
+    top = ids[:CONTEXT_TOP]
+    ents = store.get_entities(scope, top)
+    facts = store.facts_touching(scope, top, limit=CONTEXT_FACTS * len(top) * 4) if top else []
+    items: list[dict[str, Any]] = []
+    for eid in top:
+        e = ents.get(eid)
+        if e is None:
+            continue
+        a = first[eid]
+        item: dict[str, Any] = {"name": e.name, "symbol": a.qname}
+        if e.type:
+            item["type"] = e.type
+        if e.durable:
+            item["durable"] = True
+        if a.status:
+            item["anchor"] = a.status
+            item["anchorAt"] = a.status_at
+        mine = [f"{f.subject_name} {f.predicate} {f.object_name}" for f in facts
+                if eid in (f.subject_id, f.object_id)][:CONTEXT_FACTS]
+        if mine:
+            item["facts"] = mine
+        items.append(item)
+    return len(ids), items
