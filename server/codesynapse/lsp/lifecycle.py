@@ -9,6 +9,9 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from codesynapse.lsp.errors import to_jsonrpc
+from codesynapse.lsp.subsessions import bind as bind_child
+from codesynapse.lsp.subsessions import child_scope_for, take_handle
 from codesynapse.scope import Scope, make_scope
 from codesynapse.settings import with_client_options
 
@@ -46,7 +49,9 @@ def register(server) -> None:
         # server-side settings (tenant, backend and its credentials, scope fields) come only
         # from the server's configuration; the client may tune settings.CLIENT_OPTIONS. Each
         # option not applied is named in a warning (shown on initialized) and keeps its value.
-        settings, problems = with_client_options(ls.base_settings, params.initialization_options)
+        # a sub-session's handle (codesynapse/session/child) names this connection's session
+        options, handle = take_handle(params.initialization_options)
+        settings, problems = with_client_options(ls.base_settings, options)
         for problem in problems:
             log.warning("initializationOptions: %s", problem)
         ls.app_notices = [("warning", f"CodeSynapse: {p}") for p in problems]
@@ -65,11 +70,23 @@ def register(server) -> None:
             return
         ls.app_notices.extend(ls.app.notices)
         ls.app_notices.extend(("warning", f"CodeSynapse: {p}") for p in ignored)
+        from codesynapse import metrics
+
+        problem = metrics.start(settings.metrics_port, ls.app)  # opt-in; a port in use is a warning
+        if problem:
+            ls.app_notices.append(("warning", f"CodeSynapse: {problem}"))
         ls.scope = make_connection_scope(ls, settings)
+        if handle is not None:  # the sub-session's scope, or InvalidParams: initialize fails
+            try:
+                ls.scope = child_scope_for(ls, handle, ls.scope)
+            except Exception as e:
+                ls.scope = None
+                raise to_jsonrpc(e) from e
         from codesynapse.daemon.session import Session
 
         info = params.client_info
         ls.session = Session(ls.app, ls.scope, info.name if info else "", (info.version or "") if info else "")
+        bind_child(ls)
         if ls.host is not None:
             ls.host.attach(ls)
         ls.app.services.setdefault("clients", ls.clients)  # indexStatus' clients (methods.py)

@@ -20,7 +20,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 
 from codesynapse import __version__
 from codesynapse.errors import CodeSynapseError, DeadlineExceeded
-from codesynapse.lsp import context, documents, lifecycle, memory, navigation
+from codesynapse.lsp import context, documents, lifecycle, memory, navigation, subsessions
 from codesynapse.lsp.errors import JsonRpcRequestFailed, to_jsonrpc
 from codesynapse.lsp.rpc import CodeSynapseProtocol, read_frames
 from codesynapse.methods import call_method
@@ -124,6 +124,9 @@ class CodeSynapseServer(LanguageServer):
         if self.app is None:
             raise JsonRpcRequestFailed(getattr(self, "init_error", None)
                                        or "the server has not been initialized with a workspace folder")
+        if self.session is not None and self.session.closed:  # a sub-session whose parent ended
+            raise JsonRpcRequestFailed("this session has ended: a sub-session ends with its parent session",
+                                       data={"kind": "SessionEnded"})
         return self.app
 
     async def run_method(self, method: str, params: Any, started: float | None = None) -> Any:
@@ -173,6 +176,7 @@ def build_server(settings: Settings | None = None, host: Any = None) -> CodeSyna
     documents.register(server)
     navigation.register(server)
     memory.register(server)
+    subsessions.register(server)
     return server
 
 
