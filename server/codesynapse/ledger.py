@@ -35,6 +35,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from codesynapse import metrics
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -236,6 +237,7 @@ class SessionLedger:
             if method in _MEMORY_TURNS:
                 self.turns.append({"method": method, "params": params})
             row = Row(method=method, returned=returned, cache_hit=hit, at=time.time(), request=req)
+            metrics.answer_counted(method, returned, hit)
             m, u = self._sums(method)
             for s in (self.total, m, u):
                 s.add_answer(returned, hit)
@@ -265,6 +267,7 @@ class SessionLedger:
     def set_raw(self, row: Row, a: int, b: int, files_a: int, files_b: int) -> None:
         with self.lock:
             row.raw_a, row.raw_b, row.files_a, row.files_b, row.request = a, b, files_a, files_b, None
+            metrics.raw_estimated(row.method, row.returned, a, b)
             m, u = self._sums(row.method)
             for s in (self.total, m, u):
                 s.add_raw(row.returned, a, b)

@@ -11,11 +11,13 @@ an update commits; memory requests read the memory store of a Scope instead.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from codesynapse import metrics
 from codesynapse.codec import decode
 from codesynapse.context import models as cm
 from codesynapse.context.budget import MIN_TOKENS, dumps, finalize, normalize_max_tokens, tokens_for
@@ -162,13 +164,19 @@ def call_method(app, method: str, params: Any, scope: Scope | None = None) -> di
         return m.call(app, scope, decode(params, m.params))
     book = ledger_book(app)  # every answer is counted in the session's ledger (codesynapse/ledger.py)
     book.begin()
+    t0 = time.perf_counter()
     try:
         answer = _answer(app, m, params, scope)
-    except CodeSynapseError:
+    except CodeSynapseError as e:
         book.record_error(scope, method)
+        metrics.request_done(method, time.perf_counter() - t0, e)
+        raise
+    except Exception as e:
+        metrics.request_done(method, time.perf_counter() - t0, e)
         raise
     finally:
         book.end()
+    metrics.request_done(method, time.perf_counter() - t0)
     try:
         book.record(scope, method, params, answer)
     except Exception:  # counting must never cost the answer

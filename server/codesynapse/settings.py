@@ -36,6 +36,7 @@ class Settings(msgspec.Struct, kw_only=True):
     findings_diagnostics: bool = True  # SARIF findings published as diagnostics on open documents
     # unresolved call sites named like a symbol are listed (callGraph, cards, incoming calls, references)
     unresolved_candidates: bool = True
+    metrics_port: int = 0  # Prometheus text on 127.0.0.1:<port>/metrics (codesynapse/metrics.py); 0: off
 
 
 _ENV = {
@@ -55,6 +56,7 @@ _ENV = {
     "embedder": "CODESYNAPSE_EMBEDDER",
     "symbol_vectors": "CODESYNAPSE_SYMBOL_VECTORS",
     "unresolved_candidates": "CODESYNAPSE_UNRESOLVED_CANDIDATES",
+    "metrics_port": "CODESYNAPSE_METRICS_PORT",
 }
 
 _CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph"), "embedder": ("minilm-int8", "none", "off", "")}
@@ -63,7 +65,7 @@ _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_us
           "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
           "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid",
           "symbolVectors": "symbol_vectors", "findingsDiagnostics": "findings_diagnostics",
-          "unresolvedCandidates": "unresolved_candidates"}
+          "unresolvedCandidates": "unresolved_candidates", "metricsPort": "metrics_port"}
 
 
 # The initializationOptions a client may set (package.json: ``codesynapse.initializationOptions``),
@@ -72,7 +74,7 @@ _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_us
 CLIENT_OPTIONS = {"dataDir": "data_dir", "workers": "workers", "watch": "watch", "debounceMs": "debounce_ms",
                   "embedder": "embedder", "nativeHybrid": "native_hybrid",
                   "findingsDiagnostics": "findings_diagnostics", "sessionLabel": "session_label",
-                  "unresolvedCandidates": "unresolved_candidates"}
+                  "unresolvedCandidates": "unresolved_candidates", "metricsPort": "metrics_port"}
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:
@@ -96,6 +98,8 @@ def _coerce(name: str, raw: Any, default: Any) -> Any:
             raise ValueError("expected 1..64")
         if name == "debounce_ms" and not 0 <= v <= 10_000:
             raise ValueError("expected 0..10000")
+        if name == "metrics_port" and not 0 <= v <= 65_535:
+            raise ValueError("expected 0 (off) or a port 1..65535")
         return v
     if not isinstance(raw, str):
         raise ValueError("expected a string")

@@ -36,7 +36,7 @@ async def test_options_not_applied_are_named_in_a_warning_and_keep_the_servers_v
     assert sorted(warnings) == sorted([
         "CodeSynapse: setting workers='many' is invalid (expected an integer); using 2",
         "CodeSynapse: setting 'colour' is unknown; ignored (known: dataDir, workers, watch, debounceMs, "
-        "embedder, nativeHybrid, findingsDiagnostics, sessionLabel, unresolvedCandidates)",
+        "embedder, nativeHybrid, findingsDiagnostics, sessionLabel, unresolvedCandidates, metricsPort)",
         "CodeSynapse: setting 'backend' is the server's own (environment CODESYNAPSE_BACKEND); ignored",
         "CodeSynapse: setting embedder='gpt-9' is invalid (expected one of minilm-int8, none, off, ); using 'none'",
     ])

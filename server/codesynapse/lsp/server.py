@@ -141,6 +141,9 @@ class CodeSynapseServer(LanguageServer):
             return await asyncio.wait_for(
                 loop.run_in_executor(self.thread_pool, call_method, app, method, params, self.scope), budget)
         except asyncio.TimeoutError as e:
+            from codesynapse import metrics
+
+            metrics.deadline_hit(method)
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S)) from e
         except JsonRpcException:
             raise
