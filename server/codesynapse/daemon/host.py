@@ -66,8 +66,32 @@ class _SocketWriter:
             self.w.close()
 
 
+def _daemon_protocol():
+    from lsprotocol import types
+    from pygls.protocol.language_server import lsp_method
+
+    from codesynapse.lsp.rpc import CodeSynapseProtocol
+
+    class DaemonProtocol(CodeSynapseProtocol):
+        """One connection's protocol: ``exit`` ends this connection, not the daemon (pygls
+        calls sys.exit)."""
+
+        @lsp_method(types.EXIT)
+        def lsp_exit(self, *args):
+            if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+                yield user_handler, args, None
+            if self.writer is not None:
+                self.writer.close()
+            stop = getattr(self._server, "_stop_event", None)
+            if stop is not None:
+                stop.set()
+
+    return DaemonProtocol
+
+
 class Host:
     def __init__(self, settings: Settings, data_dir: Path, grace: float):
+        self.protocol_cls = _daemon_protocol()
         self.settings = settings
         self.data_dir = Path(data_dir)
         self.grace = max(0.0, grace)
@@ -161,7 +185,7 @@ class Host:
         try:
             line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT_S)
             hello = json.loads(line) if line.strip() else None
-        except (asyncio.TimeoutError, ValueError, asyncio.LimitOverrunError, ConnectionError):
+        except (TimeoutError, ValueError, asyncio.LimitOverrunError, ConnectionError):
             hello = None
         refusal = self._welcome_or_refusal(hello)
         if refusal is not None:

@@ -44,7 +44,8 @@ def keep_dicts_converter():
 
 class CodeSynapseServer(LanguageServer):
     def __init__(self, settings: Settings | None = None, host: Any = None):
-        super().__init__("codesynapse", __version__, protocol_cls=CodeSynapseProtocol,
+        super().__init__("codesynapse", __version__,
+                         protocol_cls=getattr(host, "protocol_cls", None) or CodeSynapseProtocol,
                          converter_factory=keep_dicts_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=8)
         self.base_settings = settings or load_settings()
