@@ -107,7 +107,7 @@ def test_callers_callees_and_counts(g):
 
 def test_batch_reads_answer_many_keys_at_once(g):
     """symbols_by_qnames, files_by_paths, symbols_in_files, callers_many, callees_many,
-    subtypes_many and the count_*_many reads: each key as its one-key read answers it, keys
+    subtypes_many and the relation_counts: each key as its one-key read answers it, keys
     without rows absent (counts: 0), repeated keys once, the per-key limit applied per key."""
     by_q = g.symbols_by_qnames(["pkg.b.main", "pkg.a.Child.run", "pkg.nothing", "pkg.b.main"])
     assert {q: [(r.path, r.kind) for r in rows] for q, rows in by_q.items()} == {
@@ -132,11 +132,11 @@ def test_batch_reads_answer_many_keys_at_once(g):
     assert {q: [i.child for i in rows] for q, rows in g.subtypes_many(["pkg.a.Base", "pkg.a.Child"]).items()} == {
         "pkg.a.Base": ["pkg.a.Child"]}
     assert g.subtypes_many(["pkg.a.Base"], limit=0) == {}
-    assert g.count_callers_many(["pkg.a.Child.run", "pkg.b.main", "pkg.nothing"]) == {
-        "pkg.a.Child.run": 1, "pkg.b.main": 1, "pkg.nothing": 0}
-    assert g.count_callees_many(["pkg.b.main", "pkg.a.run_all", "pkg.nothing"]) == {
-        "pkg.b.main": 4, "pkg.a.run_all": 1, "pkg.nothing": 0}
-    assert g.count_unresolved_named_many(["unknown", "print", "run"]) == {"unknown": 1, "print": 0, "run": 0}
+    assert g.relation_counts(["pkg.a.Child.run", "pkg.b.main", "pkg.nothing"], ["unknown", "print", "run"]) == (
+        {"pkg.a.Child.run": 1, "pkg.b.main": 1, "pkg.nothing": 0},
+        {"pkg.a.Child.run": 1, "pkg.b.main": 4, "pkg.nothing": 0},  # Child.run calls super().run
+        {"unknown": 1, "print": 0, "run": 0})
+    assert g.relation_counts([]) == ({}, {}, {})
 
 
 def test_call_rows_keep_hint_kind_and_confidence(g):

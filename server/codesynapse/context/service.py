@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 import msgspec
 
 from codesynapse.context import literals, paging
-from codesynapse.context.budget import Deadline, Packer, normalize_max_tokens, tokens_for
+from codesynapse.context.budget import Deadline, Packer, dumps, normalize_max_tokens, tokens_for
 from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
 from codesynapse.context.models import (
     DIFF_MAX,
@@ -57,6 +57,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*
 MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
 NEAR_WITH_SURE = 3  # minimalContext shows this many approximate candidates beside the symbols the task names
 WEAK_FRACTION = 0.25  # approximate candidates scoring under this share of the best one are counted, not shown
+OMITTED_LISTED = 10  # minimalContext names at most this many of the candidates it leaves out
 UNREAD = "files not searched for the phrase (time budget)"
 # a call site's resolution is given unless it was bound through an import, the usual case;
 # DESIGN calls heuristic what is "matched by name rather than by import" (docs/PROTOCOL.md)
@@ -235,9 +236,8 @@ class ContextService:
         three store calls for any number of subjects."""
         store = self.store
         qs = [s.qname for s in subjects]
-        n_callers = store.count_callers_many(qs)
-        n_callees = store.count_callees_many(qs)
-        n_unresolved = store.count_unresolved_named_many({s.name for s in subjects if s.kind != "module"})
+        n_callers, n_callees, n_unresolved = store.relation_counts(
+            qs, {s.name for s in subjects if s.kind != "module"})
         return {s.qname: (n_callers.get(s.qname, 0), n_callees.get(s.qname, 0),
                           n_unresolved.get(s.name, 0) if s.kind != "module" else 0) for s in subjects}
 
@@ -849,6 +849,7 @@ class ContextService:
         p.omit(UNREAD, got.unread, UNREAD_HINT)
         answer["cards"] = []
         callers_of = store.callers_many((rows[i].qname for i in strong[:MINIMAL_CARDS]), limit=3)
+        carded: set[int] = set()
         for i in strong[:MINIMAL_CARDS]:
             dl.check()
             r = rows[i]
@@ -865,11 +866,18 @@ class ContextService:
                 card["callers"] = [c.caller for c in callers]
             if prm.include_ids:
                 card["id"] = f"{store.graph_id}:{r.id}"
-            p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol")
+            if p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol"):
+                carded.add(i)
         if len(strong) > MINIMAL_CARDS:
             p.omit("candidate symbols", len(strong) - MINIMAL_CARDS, "narrow the task or pass paths")
         if len(order) > len(strong):
             p.omit("weaker candidates", len(order) - len(strong), "name an identifier, or search the words")
+        # the candidates left out are named (best first, at most OMITTED_LISTED, as many as the
+        # budget holds after the cards), so that a client can show them and add one
+        in_strong = set(strong)
+        _list_candidates(p, rows, got.legs, [
+            ("candidate symbols", [i for i in strong if i not in carded]),
+            ("weaker candidates", [i for i in order if i not in in_strong])])
         if not order:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self._done(p)
@@ -912,10 +920,9 @@ class ContextService:
         omitted_callers = 0
         # every changed symbol's callers, counts and caller units in a few batch reads
         qs = [s.qname for s, _ in changed]
-        counts = store.count_callers_many(qs)
+        counts, _, unresolved_of = store.relation_counts(qs, (s.name for s, _ in changed))
         callers_of = {q: production_first(rows)[:25] for q, rows in store.callers_many(qs, limit=100).items()}
         units = store.symbols_by_qnames({c.caller for rows in callers_of.values() for c in rows})
-        unresolved_of = store.count_unresolved_named_many(s.name for s, _ in changed)
         for s, status in changed:
             dl.check()
             n_callers = counts.get(s.qname, 0)
@@ -964,6 +971,31 @@ class ContextService:
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+def _list_candidates(p: Packer, rows: list[SymbolRow], legs: dict[int, Any],
+                     groups: list[tuple[str, list[int]]]) -> None:
+    """Name the candidates ``minimalContext`` left out in their ``omitted`` notes, under
+    ``candidates``: ``{qualifiedName, kind, path, line, legs}`` (the legs that found it: why it
+    is a candidate), at most OMITTED_LISTED over all notes, in rank order, only while they fit
+    the budget (each note keeps its full count)."""
+    n = 0
+    for what, idxs in groups:
+        listed: list[dict[str, Any]] = []
+        for i in idxs:
+            if n >= OMITTED_LISTED:
+                break
+            r = rows[i]
+            item: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "path": r.path, "line": r.start_line}
+            found_by = sorted(legs.get(i, ()))
+            if found_by:
+                item["legs"] = found_by
+            if tokens_for(len(dumps([*listed, item])) + len("candidates") + 4) > p.room():
+                break
+            listed.append(item)
+            n += 1
+        if listed:
+            p.omit(what, 0, items=listed, key="candidates")
 
 
 def _with_alternatives(p: Packer, alternatives: list[dict[str, Any]]) -> Packer:

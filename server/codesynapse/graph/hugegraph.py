@@ -1073,14 +1073,12 @@ class HugeGraphStore(HugeGraphDepsMixin):
                 got.update({k: int(v) for k, v in item.items()})
         return {k: got.get(k, 0) for k in ks}
 
-    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_callers_many", COUNT_CALLS_WITHIN["target"], qnames)
-
-    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_callees_many", COUNT_CALLS_WITHIN["caller"], callers)
-
-    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_unresolved_named_many", COUNT_UNRESOLVED_WITHIN, names)
+    def relation_counts(self, qnames: Iterable[str], names: Iterable[str] = ()
+                        ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        qs = list(dict.fromkeys(qnames))
+        return (self._counts("relation_counts", COUNT_CALLS_WITHIN["target"], qs),
+                self._counts("relation_counts", COUNT_CALLS_WITHIN["caller"], qs),
+                self._counts("relation_counts", COUNT_UNRESOLVED_WITHIN, names))
 
     def stats(self) -> GraphStats:
         r = self._map("stats", STATS)

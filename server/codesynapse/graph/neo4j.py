@@ -36,7 +36,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from codesynapse.errors import StoreError, StoreUnavailable
@@ -256,6 +256,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         self.read_timeout = read_timeout
         self.write_timeout = write_timeout
         self._tx_lock = threading.RLock()
+        self._local = threading.local()  # the session of a thread's snapshot() block
         self._errors = _driver_errors()
         auth = (user, password) if password else None
         try:
@@ -297,9 +298,24 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         with self._tx_lock:
             yield
 
-    def snapshot(self) -> AbstractContextManager[None]:
-        """No read snapshot: each read is its own transaction on the server."""
-        return nullcontext()
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """No read snapshot (each read is its own auto-commit transaction and sees the
+        latest commit), but the reads of this thread inside the block share one session: one
+        connection taken from the pool once per request, not once per read."""
+        if getattr(self._local, "session", None) is not None:
+            yield
+            return
+        session = self._session()
+        self._local.session = session
+        try:
+            yield
+        finally:
+            self._local.session = None
+            try:
+                session.close()
+            except self._errors:
+                log.debug("closing a neo4j read session failed", exc_info=True)
 
     # -- plumbing ------------------------------------------------------------------------
     def _ensure_schema(self) -> None:
@@ -333,7 +349,10 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         from neo4j import Query
 
         params.setdefault("g", self.graph_id)
+        shared = getattr(self._local, "session", None)
         try:
+            if shared is not None:
+                return [rec.values()[0] for rec in shared.run(Query(query, timeout=self.read_timeout), params)]
             with self._session() as s:
                 return [rec.values()[0] for rec in s.run(Query(query, timeout=self.read_timeout), params)]
         except self._errors as e:
@@ -797,20 +816,25 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         return {q: [x for _, x in sorted(rows, key=lambda t: (t[1].child, t[1].path, t[0]))]
                 for q, rows in out.items()}
 
-    def _counts(self, what: str, pattern: str, keys: Iterable[str]) -> dict[str, int]:
-        ks = list(dict.fromkeys(keys))
-        got = {q: int(n) for q, n in self._keyed(what, f"UNWIND $keys AS q RETURN [q, COUNT {{ {pattern} }}]", ks)}
-        return {q: got.get(q, 0) for q in ks}
-
-    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_callers_many", "MATCH (c:CsCall {graph_id: $g, target: q})", qnames)
-
-    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_callees_many", "MATCH (c:CsCall {graph_id: $g, caller: q})", callers)
-
-    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]:
-        return self._counts("count_unresolved_named_many",
-                            "MATCH (c:CsCall {graph_id: $g, name: q, target: '', resolution: 'unresolved'})", names)
+    def relation_counts(self, qnames: Iterable[str], names: Iterable[str] = ()
+                        ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        qs, ns = list(dict.fromkeys(qnames)), list(dict.fromkeys(names))
+        callers: dict[str, int] = dict.fromkeys(qs, 0)
+        callees: dict[str, int] = dict.fromkeys(qs, 0)
+        unresolved: dict[str, int] = dict.fromkeys(ns, 0)
+        for i in range(0, max(len(qs), len(ns)), BATCH_KEYS):
+            for kind, key, a, b in self._rows(
+                    "relation_counts",
+                    "CALL { UNWIND $qs AS q RETURN ['q', q, COUNT { MATCH (c:CsCall {graph_id: $g, target: q}) }, "
+                    "COUNT { MATCH (c:CsCall {graph_id: $g, caller: q}) }] AS r "
+                    "UNION ALL UNWIND $ns AS n RETURN ['n', n, COUNT { MATCH (c:CsCall {graph_id: $g, name: n, "
+                    "target: '', resolution: 'unresolved'}) }, 0] AS r } RETURN r",
+                    qs=qs[i:i + BATCH_KEYS], ns=ns[i:i + BATCH_KEYS]):
+                if kind == "q":
+                    callers[key], callees[key] = int(a), int(b)
+                else:
+                    unresolved[key] = int(a)
+        return callers, callees, unresolved
 
     def stats(self) -> GraphStats:
         g = self.graph_id

@@ -940,14 +940,11 @@ class SqliteGraphStore(SqliteDepsMixin):
         out = {q: self.subtypes(q, limit) for q in dict.fromkeys(qnames)}
         return {q: rows for q, rows in out.items() if rows}
 
-    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
-        return {q: self.count_callers(q) for q in dict.fromkeys(qnames)}
-
-    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]:
-        return {q: self.count_callees(q) for q in dict.fromkeys(callers)}
-
-    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]:
-        return {n: self.count_unresolved_named(n) for n in dict.fromkeys(names)}
+    def relation_counts(self, qnames: Iterable[str], names: Iterable[str] = ()
+                        ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        qs = list(dict.fromkeys(qnames))
+        return ({q: self.count_callers(q) for q in qs}, {q: self.count_callees(q) for q in qs},
+                {n: self.count_unresolved_named(n) for n in dict.fromkeys(names)})
 
     def stats(self) -> GraphStats:
         g = (self.graph_id,)

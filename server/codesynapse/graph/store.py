@@ -14,7 +14,7 @@ Rules every backend keeps:
   "Transactions"); the contract suite selects its transaction tests by them;
 - a request reads with a bounded number of store calls whatever the number of callers, files
   or nodes it names: the batch reads (``symbols_by_qnames``, ``files_by_paths``,
-  ``callers_many``, ``callees_many``, ``subtypes_many``, ``count_*_many``) take many keys in
+  ``callers_many``, ``callees_many``, ``subtypes_many``, ``relation_counts``) take many keys in
   one call, which a server backend answers in one round trip (or one per chunk of keys).
 """
 
@@ -151,11 +151,11 @@ class GraphStore(Protocol):
     def callers_many(self, qnames: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]: ...
     def callees_many(self, callers: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]: ...
     def subtypes_many(self, qnames: Iterable[str], limit: int = 100) -> dict[str, list[InheritRow]]: ...
-    def count_callers_many(self, qnames: Iterable[str]) -> dict[str, int]:
-        """Every key, with 0 for one without callers (as the count_*_many reads)."""
+    def relation_counts(self, qnames: Iterable[str], names: Iterable[str] = ()
+                        ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """(count_callers by qname, count_callees by qname, count_unresolved_named by name)
+        for every key, 0 included: the counts of many cards in one call."""
         ...
-    def count_callees_many(self, callers: Iterable[str]) -> dict[str, int]: ...
-    def count_unresolved_named_many(self, names: Iterable[str]) -> dict[str, int]: ...
 
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
         """BM25 over names, qualified names and name terms; best first, stable ties."""
