@@ -8,7 +8,7 @@ structured content and, as the MCP specification asks for clients that read text
 the same JSON in one text block. A daemon error (InvalidParams naming the field,
 RequestFailed with its kind) becomes a tool error (``isError``) carrying the daemon's
 message; the bridge never crashes on one. When the daemon process ends, the next tool call
-starts a new one (a tool error says so for the call that found it gone).
+starts a new one (a call already on its way when it ended is a tool error saying so).
 
 ``--session HANDLE`` makes this MCP connection a child session: the handle (from
 ``codesynapse/session/child``) is passed at initialize as ``initializationOptions.sessionHandle``.
