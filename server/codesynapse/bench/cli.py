@@ -145,6 +145,19 @@ def run_memory(args) -> Any:
     res["quick"] = quick
     write_perf_section(Path(args.out), "memory", memory_markdown(res))
     save_raw("memory", res)
+    # recall at k over the versioned workload (issue 25 #5): its own results file beside --out
+    import os
+
+    from codesynapse.bench.memory_recall import run_recall_at_k, write_results
+
+    say("memory: recall at k, fixtures/workloads/memory_recall.yaml, four modes" + (" (--quick)" if quick else ""))
+    before = os.getloadavg()
+    rk = run_recall_at_k(quick=quick)
+    after = os.getloadavg()
+    load = f"1-min load average {before[0]:.1f} at the start, {after[0]:.1f} at the end"
+    write_results(rk, Path(args.out) / "MEMORY_RECALL.md", load)
+    save_raw("memoryRecall", rk)
+    res["recallAtK"] = rk["targetsMet"]
     return res
 
 

@@ -282,6 +282,7 @@ class MemoryService:
         self._lex = LexicalIndex()
         self._lex_cursor = -1
         self._lex_lock = threading.Lock()
+        self._stage_local = threading.local()
         self._worker = EmbedWorker()
         self._closed = False
         self._drainer: threading.Thread | None = None
@@ -625,7 +626,10 @@ class MemoryService:
         max_facts = min(max(p.max_facts, 0), RECALL_MAX_FACTS)
         query = p.query
 
+        stages = self._stages_begin()
+        t = time.perf_counter()
         exact = self.store.find_exact(self.scope, exact_terms(query), limit=EXACT_LIMIT)
+        stages["exact"] = (time.perf_counter() - t) * 1000
         exact_rep = LegReport(ran=True, hits=len(exact))
         check()
 
@@ -647,6 +651,7 @@ class MemoryService:
         order = list(dict.fromkeys([e.id for e in exact] + fused))
 
         # hydration: identity, namespace, session and current metadata re-checked
+        t_hydrate = time.perf_counter()
         current = self.store.get_entities(self.scope, order)
         kept: list[EntityRecord] = []
         stale: list[TodoItem] = []
@@ -708,6 +713,7 @@ class MemoryService:
 
         ids = p.include_ids
         anchors = self.store.anchors_of(self.scope, [r.id for r in roots]) if roots else {}
+        t_cards = time.perf_counter()
         entries = [
             Entry(name=r.name, type=r.type, durable=r.durable, found_by=found_by[r.id],
                   created_at=r.created_at, updated_at=_changed(r.created_at, r.updated_at),
@@ -726,9 +732,25 @@ class MemoryService:
         legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep,
                     fusion=None if fusion == f"rrf-k{RRF_K}" else fusion)
         truncated = omitted_entries > 0 or omitted_facts > 0
+        t_pack = time.perf_counter()
+        stages["hydration"] = (t_pack - t_hydrate) * 1000  # store reads + anchor cards
+        stages["anchorCards"] = (t_pack - t_cards) * 1000
         result = self._pack(entries, fact_out, legs, truncated, omitted_entries, omitted_facts)
+        stages["serialization"] = (time.perf_counter() - t_pack) * 1000
         check()
         return result
+
+    def _stages_begin(self) -> dict[str, float]:
+        """This thread's stage timings of the recall being answered (ms), for the benchmark."""
+        d: dict[str, float] = {}
+        self._stage_local.stages = d
+        return d
+
+    def last_stages(self) -> dict[str, float]:
+        """Stage timings (ms) of this thread's last recall: exact, embed, sparse, dense (the
+        vector search; with the native hybrid, Milvus' sparse + dense + fusion), fusion,
+        hydration (store reads and anchor cards), serialization (packing to 32 KiB, JSON)."""
+        return dict(getattr(self._stage_local, "stages", {}) or {})
 
     def _requeue_stale(self, stale: list[tuple[str, TodoItem]]) -> None:
         """Vectors of an older entity version: queue the current version again."""
@@ -760,11 +782,18 @@ class MemoryService:
         budget = min(self.settings.vector_timeout_s, max(0.0, deadline - time.monotonic()))
         started = time.monotonic()
 
+        stages = getattr(self._stage_local, "stages", None)
+
         def job() -> list[Any]:
+            t0 = time.perf_counter()
             qv = emb.embed([query])[0]
+            t1 = time.perf_counter()
             left = max(0.05, budget - (time.monotonic() - started))
-            return vec.search(self.scope, emb.model_key, emb.dim, qv, limit=LEG_LIMIT,
-                              timeout=left)
+            hits = vec.search(self.scope, emb.model_key, emb.dim, qv, limit=LEG_LIMIT, timeout=left)
+            if stages is not None:
+                stages["embed"] = (t1 - t0) * 1000
+                stages["dense"] = (time.perf_counter() - t1) * 1000
+            return hits
 
         try:
             return self._worker.start(job), started + budget, budget, ""
@@ -808,19 +837,25 @@ class MemoryService:
     def _in_process_legs(self, query: str, deadline: float,
                          check: Callable[[], None]) -> _LegResults:
         # the dense leg (embedding + Milvus) starts first and runs while BM25 ranks
+        stages = getattr(self._stage_local, "stages", {})
         pending = self._start_dense(query, deadline)
+        t = time.perf_counter()
         self._sync_lexical()
         lex_hits = self._lex.search(query, LEG_LIMIT)
+        stages["sparse"] = (time.perf_counter() - t) * 1000
         check()
         dense_hits, dense_rep = self._finish_dense(pending)
         lex_ids = [h.doc_id for h in lex_hits]
         dense_ids = [h.entity_id for h in dense_hits]
         versions = {("lexical", h.doc_id): h.version for h in lex_hits}
         versions.update({("dense", h.entity_id): h.version for h in dense_hits})
+        t = time.perf_counter()
+        fused = [d for d, _ in rrf([lex_ids, dense_ids], k=RRF_K)]
+        stages["fusion"] = (time.perf_counter() - t) * 1000
         return _LegResults(
             ranked=[("lexical", lex_ids), ("dense", dense_ids)], versions=versions,
             lex_rep=LegReport(ran=True, hits=len(lex_hits)), dense_rep=dense_rep,
-            fused=[d for d, _ in rrf([lex_ids, dense_ids], k=RRF_K)], fusion=f"rrf-k{RRF_K}")
+            fused=fused, fusion=f"rrf-k{RRF_K}")
 
     def _native_legs(self, query: str, deadline: float) -> _LegResults | None:
         """The native Milvus hybrid path (BM25 sparse + dense, fused by Milvus RRF k=60).
@@ -829,16 +864,24 @@ class MemoryService:
         emb = self.embedder
         hybrid = self.hybrid
 
+        stages = getattr(self._stage_local, "stages", None)
+
         def job() -> tuple[list[Any], str]:
             qv = None
             reason = self.dense_available
+            t0 = time.perf_counter()
             if not reason and emb is not None:
                 try:
                     qv = emb.embed([query])[0]
                 except EmbeddingRejected as e:
                     reason = f"query embedding rejected: {e}"
-            return hybrid.search(self.scope, query, qv, limit=LEG_LIMIT, timeout=budget,
-                                 min_score=self.settings.dense_min_score), reason
+            t1 = time.perf_counter()
+            hits = hybrid.search(self.scope, query, qv, limit=LEG_LIMIT, timeout=budget,
+                                 min_score=self.settings.dense_min_score)
+            if stages is not None:
+                stages["embed"] = (t1 - t0) * 1000
+                stages["dense"] = (time.perf_counter() - t1) * 1000  # sparse + dense + RRF in Milvus
+            return hits, reason
 
         try:
             hits, dense_reason = self._worker.call(job, budget)
