@@ -249,6 +249,11 @@ def run_bench(args) -> int:
         from codesynapse.bench.findings_bench import run_findings
 
         return run_findings(args)
+    if kind == "mcp":  # tools/list tokens and the time the MCP bridge adds (bench/mcp_bench.py)
+        from codesynapse.bench.mcp_bench import run_mcp
+
+        run_mcp(args)
+        return 0
     fn = {"index": run_index, "incremental": run_incremental, "requests": run_requests, "tokens": run_tokens,
           "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval, "backends": run_backends}[kind]
     out = fn(args)
