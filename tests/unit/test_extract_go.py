@@ -114,7 +114,8 @@ def test_package_level_variables_and_their_types_as_hints(tmp_path):
         ("p", "errors.New", 6, ""),
         ("p.Get", "DefaultClient.Get", 18, "Client"),  # var DefaultClient = &Client{} in this file
         ("p.Shadowed", "other", 21, ""),
-        ("p.Shadowed", "DefaultClient.Get", 22, ""),  # a local of that name hides the package variable
+        # a local of that name hides the package variable: it holds other()'s result (a return hint)
+        ("p.Shadowed", "DefaultClient.Get", 22, "=>=>0.other"),
     ]
 
 
@@ -216,11 +217,13 @@ func Run(f *Finder, args []string, o Other) {
 def test_multi_value_assignments_take_their_results_types(tmp_path):
     # issue 18 #4: a name bound from a call's results (Go ``cmd, flags, err = c.Find(args)``)
     # takes that result's type when the function, or the method on a receiver of known type,
-    # is declared in this file; an unknown callee (``o.Thing`` of an outside type) binds nothing
+    # is declared in this file; else (``o.Thing`` of a type declared elsewhere) a return hint that
+    # the resolver reads from the declaring file
     f = fx("p/multi.go", root=tmp_path, data=MULTI)
     assert [(c.callee, c.line, c.receiver_hint) for c in f.calls] == [
         ("f.Find", 14, "Finder"), ("cmd.Execute", 15, "Command"), ("find", 16, ""), ("c2.Execute", 17, "Command"),
-        ("f.Find", 20, "Finder"), ("c3.Execute", 21, "Command"), ("o.Thing", 22, "Other"), ("x.Execute", 23, "")]
+        ("f.Find", 20, "Finder"), ("c3.Execute", 21, "Command"), ("o.Thing", 22, "Other"),
+        ("x.Execute", 23, "=>Other=>0.o.Thing")]  # Other's method, of another file: a return hint
 
 
 FIELDS = b"""package p

@@ -31,8 +31,9 @@ def test_every_call_edge(store):
     assert sorted((c.caller, c.callee, c.target, c.resolution) for c in store.all_calls()) == sorted([
         (MAIN, "service.New", f"{SVC}.New", "module"),
         (MAIN, "st.NewMemory", f"{STORE}.NewMemory", "module"),  # aliased import
-        (MAIN, "cat.Seed", "", "unresolved"),  # service.New returns *Catalog: not known here
-        (MAIN, "cat.Price", "", "unresolved"),
+        # cat := service.New(...): New, in another package, declares *Catalog (a return hint)
+        (MAIN, "cat.Seed", f"{SVC}.Catalog.Seed", "inferred"),
+        (MAIN, "cat.Price", f"{SVC}.Catalog.Price", "inferred"),
         (MAIN, "fmt.Println", "", "external"),
         (MAIN, "fmt.Println", "", "external"),
         (f"{SVC}.Base.Logf", "log.Printf", "", "external"),
@@ -44,8 +45,8 @@ def test_every_call_edge(store):
         (f"{SVC}.Catalog.Seed", "metrics.Inc", "", "unresolved"),
         (f"{SVC}.TestPrice", "New", f"{SVC}.New", "local"),  # same package, other file
         (f"{SVC}.TestPrice", "store.NewMemory", f"{STORE}.NewMemory", "module"),
-        (f"{SVC}.TestPrice", "c.Seed", "", "unresolved"),
-        (f"{SVC}.TestPrice", "c.Price", "", "unresolved"),
+        (f"{SVC}.TestPrice", "c.Seed", f"{SVC}.Catalog.Seed", "inferred"),  # New, another file
+        (f"{SVC}.TestPrice", "c.Price", f"{SVC}.Catalog.Price", "inferred"),
         (f"{SVC}.TestPrice", "t.Fatalf", "", "external"),  # t *testing.T
         (STORE, "errors.New", "", "external"),
         (f"{STORE}.Memory.Get", "m.mu.Lock", "", "external"),  # sync.Mutex
@@ -71,7 +72,8 @@ def test_callers_across_packages(store):
         ("internal/service/service_test.go", f"{SVC}.TestPrice"),
         ("internal/store/store_test.go", f"{STORE}.TestMemoryPutGet"),
     ]
-    assert store.count_unresolved_named("Price") == 2
+    assert sorted(c.caller for c in store.callers(f"{SVC}.Catalog.Price")) == [MAIN, f"{SVC}.TestPrice"]
+    assert store.count_unresolved_named("Price") == 0
 
 
 def test_embedding_base_and_package_imports(store):

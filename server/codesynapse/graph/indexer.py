@@ -264,11 +264,13 @@ def _changed_names(old_state, new) -> set[str]:
     elsewhere is re-resolved for it."""
     if old_state is None:
         return _names_of(q for q, _ in new.symbols) | set(new.bindings)
-    old_syms, old_bindings, old_alternatives, old_stars, old_module = old_state
+    old_syms, old_bindings, old_alternatives, old_stars, old_module, old_results = old_state
     if old_module != new.module or old_stars != new.stars:
         return (_names_of(q for q, _ in old_syms) | _names_of(q for q, _ in new.symbols)
                 | set(old_bindings) | set(new.bindings))
     names = _names_of(q for q, _ in old_syms ^ set(new.symbols))
+    # a declared result changed: the receivers that return hints bind to it change type
+    names |= _names_of(q for q in set(old_results) | set(new.results) if old_results.get(q) != new.results.get(q))
     for key in set(old_bindings) | set(new.bindings):
         if old_bindings.get(key) != new.bindings.get(key) or old_alternatives.get(key) != new.alternatives.get(key):
             names.add(key)
@@ -278,7 +280,7 @@ def _changed_names(old_state, new) -> set[str]:
 def _file_state(fi) -> tuple:
     """What ``_changed_names`` compares: a file's symbols, import bindings and module."""
     return (set(fi.symbols), dict(fi.bindings), {k: list(v) for k, v in fi.alternatives.items()}, list(fi.stars),
-            fi.module)
+            fi.module, dict(fi.results))
 
 
 class Indexer:
@@ -323,7 +325,7 @@ class Indexer:
             self._generation = self.store.get_meta(GENERATION)
             syms: dict[str, list[tuple[str, str, str]]] = {}
             for s in self.store.all_symbols():
-                syms.setdefault(s.path, []).append((s.qname, s.kind, s.parent))
+                syms.setdefault(s.path, []).append((s.qname, s.kind, s.parent, s.signature))
             imps: dict[str, list[ImportRef]] = {}
             for im in self.store.imports():
                 imps.setdefault(im.path, []).append(ImportRef(module=im.module, name=im.name, alias=im.alias,
@@ -609,7 +611,8 @@ class Indexer:
                     self._overlaid.add(r.path)
                 old = idx.files.get(r.path)
                 old_state = _file_state(old) if old else None
-                idx.add_file(r.path, r.module, r.language, ((s.qname, s.kind, s.parent) for s in r.symbols),
+                idx.add_file(r.path, r.module, r.language,
+                             ((s.qname, s.kind, s.parent, s.signature) for s in r.symbols),
                              r.imports)
                 names = _changed_names(old_state, idx.files[r.path])
                 if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
@@ -805,6 +808,11 @@ class Indexer:
         everything = bases_changed and len(changed) < len(idx.files)
         if bases_changed:
             fresh = frozenset()  # resolved before the bases moved
+
+        # a receiver bound by a return hint takes the type a function declares: when that
+        # type's name changes meaning, so may the calls on it (stored under the function's name)
+        if affected:
+            affected = affected | idx.names_returning(affected)
 
         # 3. calls: the changed files' own, and those elsewhere that name what changed
         items: list[tuple[str, CallSite, Resolution]] = []

@@ -29,7 +29,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from codesynapse.extract.model import TYPE_KINDS, ImportRef
+from codesynapse.extract.model import TYPE_KINDS, ImportRef, parse_return_hint
 from codesynapse.graph.model import Resolution
 
 UNRESOLVED = Resolution("", "unresolved", 0.0)
@@ -107,8 +107,148 @@ def _is_global(lang: str, head: str) -> bool:
     return head in _GLOBALS.get(lang, ())
 
 
+# -- declared results, read from signatures ----------------------------------------------
+SELF_TYPE = "Self"  # a result that is the function's own class (Python ``-> Self``)
+_PY_TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_PY_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.*)\]$")
+_GO_TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+_TS_TYPE = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+_OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
+def _group_end(s: str, i: int) -> int:
+    """Index just past the bracket group opening at ``s[i]`` (-1 when unbalanced); ``=>``
+    inside a TypeScript type is no closing angle bracket."""
+    stack: list[str] = []
+    j = i
+    while j < len(s):
+        c = s[j]
+        if c in _OPEN and (c != "<" or s[i] == "<"):
+            stack.append(_OPEN[c])
+        elif stack and c == stack[-1] and not (c == ">" and j > 0 and s[j - 1] == "="):
+            stack.pop()
+            if not stack:
+                return j + 1
+        j += 1
+    return -1
+
+
+def _split_top(s: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for c in s:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _go_type(t: str) -> str:
+    t = t.strip().lstrip("*")
+    if "[" in t:  # Generic[T] is Generic; []T, map[K]V are no named type
+        t = t.split("[", 1)[0]
+    return t if _GO_TYPE.match(t) else ""
+
+
+def declared_results(language: str, kind: str, signature: str) -> tuple[str, ...]:
+    """The result types a function's or method's signature declares, as written (one per
+    value for Go; "" where a result is no named type); () when it declares none. Python:
+    ``-> Cls`` (``Optional[Cls]`` is ``Cls``; ``-> Self`` is SELF_TYPE; ``async def`` returns a
+    coroutine, so none); Go: the result list; TypeScript: ``): Foo`` (``Foo<T>`` is ``Foo``)."""
+    if kind not in ("function", "method") or not signature:
+        return ()
+    sig = signature.strip()
+    if language == "python":
+        if sig.startswith("async ") or not sig.startswith("def "):
+            return ()
+        m = re.search(r"\)\s*->\s*(.+?)\s*$", sig)
+        if not m:
+            return ()
+        t = m.group(1).strip().strip("'\"")
+        t = _PY_OPTIONAL.sub(r"\1", t).strip().strip("'\"")
+        if t in ("Self", "typing.Self", "typing_extensions.Self"):
+            return (SELF_TYPE,)
+        return (t,) if _PY_TYPE.match(t) and t != "None" else ()
+    if language == "go":
+        if not sig.startswith("func"):
+            return ()
+        i = 4
+        rest = sig[i:].lstrip()
+        if rest.startswith("("):  # the receiver
+            e = _group_end(rest, 0)
+            if e < 0:
+                return ()
+            rest = rest[e:].lstrip()
+        m = re.match(r"[A-Za-z_]\w*\s*", rest)
+        if not m:
+            return ()
+        rest = rest[m.end():]
+        if rest.startswith("["):  # type parameters
+            e = _group_end(rest, 0)
+            if e < 0:
+                return ()
+            rest = rest[e:].lstrip()
+        if not rest.startswith("("):
+            return ()
+        e = _group_end(rest, 0)
+        if e < 0:
+            return ()
+        rest = rest[e:].strip()
+        if not rest:
+            return ()
+        if not rest.startswith("("):
+            return (_go_type(rest),)
+        e = _group_end(rest, 0)
+        if e < 0:
+            return ()
+        items = _split_top(rest[1:e - 1])
+        if any(" " in it.strip() and not it.strip().startswith(("func", "map", "chan", "[", "*", "interface",
+                                                                 "struct")) for it in items):
+            # named results: ``(a, b T, err error)``; a bare name takes the next type
+            out: list[str] = []
+            pending = 0
+            for it in items:
+                parts = it.split(None, 1)
+                if len(parts) == 1:
+                    pending += 1
+                    continue
+                t = _go_type(parts[1])
+                out += [t] * (pending + 1)
+                pending = 0
+            return tuple(out) if not pending else ()
+        return tuple(_go_type(it) for it in items)
+    if language in _JS:
+        m = re.search(r"[(]", sig)
+        if not m:
+            return ()
+        e = _group_end(sig, m.start())
+        if e < 0:
+            return ()
+        rest = sig[e:].strip()
+        if not rest.startswith(":"):
+            return ()
+        t = rest[1:].strip()
+        if t.endswith("=>"):
+            t = t[:-2].strip()
+        if "<" in t:
+            lt = t.index("<")
+            end = _group_end(t, lt)
+            if end != len(t):
+                return ()
+            t = t[:lt]
+        return (t,) if _TS_TYPE.match(t) and t not in ("void", "any", "unknown", "never", "this") else ()
+    return ()
+
+
 class FileInfo:
-    __slots__ = ("path", "module", "language", "bindings", "alternatives", "stars", "symbols")
+    __slots__ = ("path", "module", "language", "bindings", "alternatives", "stars", "symbols", "results")
 
     def __init__(self, path: str, module: str, language: str):
         self.path = path
@@ -121,6 +261,7 @@ class FileInfo:
         self.alternatives: dict[str, list[str]] = {}
         self.stars: list[str] = []
         self.symbols: list[tuple[str, str]] = []  # (qname, kind)
+        self.results: dict[str, tuple[str, ...]] = {}  # function/method qname → declared result types
 
     def targets(self, name: str) -> list[str]:
         """Every import target bound to ``name``, first binding first."""
@@ -139,16 +280,28 @@ class SymbolIndex:
         self.files: dict[str, FileInfo] = {}
         self.module_files: dict[str, set[str]] = defaultdict(set)
         self.bases: dict[str, list[str]] = {}  # class qname → resolved base qnames (in order)
+        self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
         self._cache: dict[str, str | None] = {}
 
     # -- maintenance -------------------------------------------------------------------
     def add_file(self, path: str, module: str, language: str,
-                 symbols: Iterable[tuple[str, str, str]], imports: Iterable[ImportRef]) -> None:
-        """``symbols`` as (qname, kind, parent)."""
+                 symbols: Iterable[tuple[str, ...]], imports: Iterable[ImportRef]) -> None:
+        """``symbols`` as (qname, kind, parent) or (qname, kind, parent, signature); a
+        signature gives the declared result types return hints read."""
         self.remove_file(path)
         fi = FileInfo(path, module, language)
-        for qname, kind, parent in symbols:
+        seen: set[str] = set()
+        for qname, kind, parent, *rest in symbols:
             fi.symbols.append((qname, kind))
+            res = declared_results(language, kind, rest[0]) if rest else ()
+            if qname in seen:  # defined twice here (overloads, a redefinition): results differ → none
+                if fi.results.get(qname, ()) != res and fi.results.get(qname) != ():
+                    fi.results[qname] = ()
+                    self.results.setdefault(qname, {})[path] = ()
+            elif res:
+                fi.results[qname] = res
+                self.results.setdefault(qname, {})[path] = res
+            seen.add(qname)
             k = self.kinds.setdefault(qname, {})
             k[kind] = k.get(kind, 0) + 1
             if parent:
@@ -175,6 +328,12 @@ class SymbolIndex:
         fi = self.files.pop(path, None)
         if fi is None:
             return
+        for qname in fi.results:
+            r = self.results.get(qname)
+            if r is not None:
+                r.pop(path, None)
+                if not r:
+                    del self.results[qname]
         for qname, kind in fi.symbols:
             k = self.kinds.get(qname)
             if k is None:
@@ -218,6 +377,32 @@ class SymbolIndex:
     def is_type(self, qname: str) -> bool:
         k = self.kinds.get(qname)
         return bool(k) and any(x in TYPE_KINDS for x in k)
+
+    def result_of(self, qname: str, index: int) -> tuple[str, str] | None:
+        """(path of the declaring file, result type as written) of result ``index`` of the
+        function or method ``qname``; None when it declares none there, or when the files
+        that define ``qname`` declare different ones."""
+        by_path = self.results.get(qname)
+        if not by_path:
+            return None
+        found = {r for r in by_path.values()}
+        if len(found) != 1:
+            return None
+        res = next(iter(found))
+        if index >= len(res) or not res[index]:
+            return None
+        return min(by_path), res[index]
+
+    def names_returning(self, names: set[str]) -> set[str]:
+        """Short names of the functions and methods whose declared results name one of
+        ``names`` (its head or last segment): what a return hint reads changes with them."""
+        out: set[str] = set()
+        for qname, by_path in self.results.items():
+            for res in by_path.values():
+                if any(t and ({t.split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for t in res):
+                    out.add(_names_last(qname))
+                    break
+        return out
 
     def module_bindings(self, module: str) -> Iterable[FileInfo]:
         for p in sorted(self.module_files.get(module, ())):
@@ -283,6 +468,13 @@ class SymbolIndex:
             return self.member(p, last, sep)
         direct = f"{p}{sep}{last}"
         return direct if direct in self.kinds else None
+
+
+def _names_last(qname: str) -> str:
+    for sep in ("::", "."):
+        if sep in qname:
+            qname = qname.rsplit(sep, 1)[-1]
+    return qname.rsplit("/", 1)[-1]
 
 
 def _sep(language: str) -> str:
@@ -410,6 +602,18 @@ class Resolver:
                 if m:
                     return Resolution(m, "super", 0.9)
             return UNRESOLVED
+        # the receiver holds a call's result: the type the called function declares
+        ret = parse_return_hint(hint) if hint else None
+        if ret is not None:
+            if len(parts) < 2:
+                return UNRESOLVED
+            t = self.returned_type(path, caller, ret, fi)
+            if t is None:
+                return UNRESOLVED
+            if t == "":
+                return EXTERNAL if lang != "python" else UNRESOLVED
+            m = idx.member(t, last, sep)
+            return Resolution(m, "inferred", 0.8) if m else UNRESOLVED
         # receiver type hints from the extractor
         if hint and len(parts) >= 2:
             # ``obj = cls(...)`` in a classmethod: the hint names the enclosing class itself
@@ -476,6 +680,36 @@ class Resolver:
         if idx.kind(r) == "module":
             return UNRESOLVED
         return Resolution(r, "module" if idx.is_module(target) else how, 0.95 if how != "local" else 1.0)
+
+    def returned_type(self, path: str, caller: str, ret: tuple[str, int, str], fi: FileInfo) -> str | None:
+        """The class or type a return hint's call gives (``(inner, index, callee)`` of
+        ``parse_return_hint``): the call is resolved as any call is, then the result its
+        target declares is resolved where the target is declared. "" when that type lies
+        outside the graph (an imported library's, the language's own); None when unknown.
+        A call of a class (Python ``x = factory_cls()`` through a lowercase name) gives the class."""
+        inner, index, callee = ret
+        r = self.resolve_call(path, caller, callee, inner)
+        if r.resolution == "external":
+            return ""
+        target = r.target
+        if not target:
+            return None
+        idx = self.index
+        if idx.is_type(target):
+            return target if index == 0 else None
+        found = idx.result_of(target, index)
+        if found is None:
+            return None
+        tpath, text = found
+        if text == SELF_TYPE:
+            return self.enclosing_class(target)
+        tfi = idx.files.get(tpath)
+        if tfi is None:
+            return None
+        t = self.resolve_type(text, target, tfi)
+        if t is not None:
+            return t
+        return "" if self._external_type(text, target, tfi) else None
 
     def resolve_base(self, path: str, child: str, base: str) -> Resolution:
         fi = self.index.files.get(path)

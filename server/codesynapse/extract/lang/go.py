@@ -26,7 +26,7 @@ from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
 from codesynapse.extract.lang._filecache import per_file
-from codesynapse.extract.model import ImportRef
+from codesynapse.extract.model import RETURN_HINT, ImportRef, return_hint
 
 _TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
 _TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
@@ -365,6 +365,33 @@ class GoHooks(LanguageHooks):
                         return f"{text(pkg, src)}.{m.group(1)}"
         return ""
 
+    @staticmethod
+    def _return_hint(call: Node, src: bytes, hints: dict[str, str], declared: set[str], index: int) -> str:
+        """``x := pkg.F()`` / ``cmd, flags, err := c.Find(args)`` where the function is not in
+        this file: a return hint, so the resolver types ``x`` by the result the function
+        declares. The call's receiver must be hinted with a type, or a name no parameter or
+        local binds (a package); else none."""
+        if call.type != "call_expression":
+            return ""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type not in ("identifier", "selector_expression"):
+            return ""
+        callee = _norm(fn, src)
+        if "?" in callee or "()" in callee or "[]" in callee:
+            return ""
+        inner = ""
+        if fn.type == "selector_expression":
+            recv = callee.rsplit(".", 1)[0]
+            if recv in hints:
+                inner = hints[recv]
+                if inner.startswith(RETURN_HINT):
+                    return ""
+            elif recv.split(".", 1)[0] in declared:
+                return ""  # a parameter or local of unknown type
+        elif callee in declared:
+            return ""  # a local func value
+        return return_hint(callee, inner, index)
+
     def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
         if unit.type not in ("function_declaration", "method_declaration", "func_literal"):
             return {}
@@ -376,7 +403,7 @@ class GoHooks(LanguageHooks):
             declared.add(var)
             if not var or var == "_" or var in conflicts:
                 return
-            if not typ or not _TYPE.match(typ):
+            if not typ or not (_TYPE.match(typ) or typ.startswith(RETURN_HINT)):
                 if var in hints:
                     conflicts.add(var)
                     del hints[var]
@@ -417,13 +444,18 @@ class GoHooks(LanguageHooks):
                     pass  # ``x += 1`` and the like bind no value of another type
                 elif len(lefts) == len(rights):
                     for lnode, rnode in zip(lefts, rights):
-                        put(text(lnode, src), self._value_type(root, rnode, src))
+                        put(text(lnode, src), self._value_type(root, rnode, src)
+                            or self._return_hint(rnode, src, hints, declared, 0))
                 else:
                     # ``cmd, rest, err := c.Find(args)``: each name takes its result's type when
-                    # the function (or the method on a receiver of known type) is in this file
+                    # the function (or the method on a receiver of known type) is in this file,
+                    # else the type the called function declares for that result (return hint)
                     types = self._call_results(root, rights[0], src, hints) if len(rights) == 1 else []
                     for i, lnode in enumerate(lefts):
-                        put(text(lnode, src), types[i] if len(types) == len(lefts) else "")
+                        typ = types[i] if len(types) == len(lefts) else ""
+                        if not typ and len(rights) == 1 and not types:
+                            typ = self._return_hint(rights[0], src, hints, declared, i)
+                        put(text(lnode, src), typ)
             elif t == "var_spec":
                 typ = _type_of(n.child_by_field_name("type"), src)
                 val = n.child_by_field_name("value")

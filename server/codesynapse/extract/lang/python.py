@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, text
-from codesynapse.extract.model import ImportRef
+from codesynapse.extract.model import RETURN_HINT, ImportRef, return_hint
 
 _CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _HEADER_END = re.compile(r":\s*(#[^\n]*\s*)*$")
@@ -66,6 +66,69 @@ def _string_value(node: Node, src: bytes) -> str:
     return body
 
 
+_BINDING_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
+                               "parenthesized_expression", "tuple", "list"})
+
+
+def _pattern_names(node: Node | None, src: bytes, out: set[str]) -> None:
+    if node is None:
+        return
+    if node.type == "identifier":
+        out.add(text(node, src))
+    elif node.type in _BINDING_PATTERNS:
+        for c in node.named_children:
+            _pattern_names(c, src, out)
+
+
+def _bound_names(unit: Node, src: bytes) -> set[str]:
+    """Every name a function binds: its parameters, assignment and loop targets, ``as``
+    names, walrus targets, local imports, nested definitions, ``global``/``nonlocal`` names
+    (over-approximated: a name in doubt is bound, so nothing is guessed through it)."""
+    out: set[str] = set()
+    params = unit.child_by_field_name("parameters")
+    for p in params.named_children if params is not None else ():
+        if p.type == "identifier":
+            out.add(text(p, src))
+        else:
+            n = p.child_by_field_name("name")
+            if n is None:
+                n = next((c for c in p.named_children if c.type == "identifier"), None)
+            if n is not None:
+                out.add(text(n, src))
+    body = unit if unit.type == "module" else unit.child_by_field_name("body")
+    stack = list(body.named_children) if body is not None else []
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t in ("function_definition", "class_definition"):
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                out.add(text(nm, src))
+            continue
+        if t == "lambda":
+            continue
+        if t in ("assignment", "augmented_assignment", "for_statement", "for_in_clause"):
+            _pattern_names(n.child_by_field_name("left"), src, out)
+        elif t == "as_pattern":
+            _pattern_names(n.child_by_field_name("alias"), src, out)
+            for c in n.named_children:
+                if c.type == "as_pattern_target":
+                    for x in c.named_children:
+                        _pattern_names(x, src, out)
+        elif t == "named_expression":
+            _pattern_names(n.child_by_field_name("name"), src, out)
+        elif t in ("import_statement", "import_from_statement", "global_statement", "nonlocal_statement"):
+            for x in n.named_children:
+                if x.type == "dotted_name" and x.named_children:
+                    out.add(text(x.named_children[0], src))
+                elif x.type == "aliased_import":
+                    out.add(text(x.child_by_field_name("alias"), src))
+                elif x.type == "identifier":
+                    out.add(text(x, src))
+        stack.extend(n.named_children)
+    return out
+
+
 def _unwrap(st: Node) -> Node | None:
     """The function or class a statement defines (through decorators), else None."""
     if st.type == "decorated_definition":
@@ -104,6 +167,7 @@ class PythonHooks(LanguageHooks):
 
     def __init__(self) -> None:
         self._file_tables: tuple[bytes, dict, Node] | None = None
+        self._bound_cache: tuple[bytes, int, int, set[str]] | None = None
         # while tracing: one set of looked-up names per returns computation in progress, the
         # outermost the unit's (a name looked up deep in a chain counts for every level)
         self._trace: list[set[str]] | None = None
@@ -259,7 +323,7 @@ class PythonHooks(LanguageHooks):
             if not var or not typ or var in conflicts:
                 return
             typ = _OPTIONAL.sub(r"\2", typ)
-            if not _TYPE_NAME.match(typ):
+            if not _TYPE_NAME.match(typ) and not typ.startswith(RETURN_HINT):
                 return
             if var in hints and hints[var] != typ:
                 drop(var)
@@ -303,9 +367,12 @@ class PythonHooks(LanguageHooks):
                             if ctor.rsplit(".", 1)[-1][:1].isupper() or ctor == "cls":
                                 put(var, ctor)  # ``cls``: the resolver reads it as the enclosing class
                             else:
-                                ret = self._returned_class(unit, fn, src)
+                                ret = self._returned_class(unit, fn, src) or \
+                                    self._return_hint(fn, src, hints, unit)
                                 if ret:
-                                    put(var, ret)  # x = self._make() / make(), defined in this file
+                                    # x = self._make() / make(), defined in this file; else the
+                                    # result type the called function declares (another file's)
+                                    put(var, ret)
                                 else:
                                     drop(var)
                         else:
@@ -344,6 +411,34 @@ class PythonHooks(LanguageHooks):
                     if other not in conflicts:
                         hints.setdefault(other, typ)
         return hints
+
+    def _return_hint(self, fn: Node, src: bytes, hints: dict[str, str], unit: Node) -> str:
+        """``x = f(...)`` / ``x = obj.m(...)`` / ``x = self.m(...)``: a return hint naming the
+        call, so the resolver gives ``x`` the class the called function declares. The call's
+        own receiver must be ``self``/``cls``, a hinted name (a plain class, not another return
+        hint), or a name no parameter or local of the unit shadows (an import, a module
+        global); else none (a receiver of unknown type is never guessed)."""
+        callee = _norm(fn, src, 0)
+        if "?" in callee or "[]" in callee or "()" in callee:
+            return ""
+        head = callee.split(".", 1)[0]
+        recv = callee.rsplit(".", 1)[0] if "." in callee else ""
+        inner = ""
+        if recv and recv in hints:
+            inner = hints[recv]
+            if inner.startswith(RETURN_HINT):
+                return ""
+        elif head not in ("self", "cls") and (head in hints or head in self._bound(unit, src)):
+            return ""  # a parameter or local of unknown type, or the name of one
+        return return_hint(callee, inner)
+
+    def _bound(self, unit: Node, src: bytes) -> set[str]:
+        c = self._bound_cache
+        if c is not None and c[0] is src and c[1] == unit.start_byte and c[2] == unit.end_byte:
+            return c[3]
+        names = _bound_names(unit, src)
+        self._bound_cache = (src, unit.start_byte, unit.end_byte, names)
+        return names
 
     # -- classes returned by functions of the same file ----------------------------------------
     def _tables(self, node: Node, src: bytes) -> dict:
