@@ -401,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Run benchmarks and write their results (PERFORMANCE.md sections, "
                                     "RETRIEVAL_RESULTS.md, JSON twins) to --out.")
     sp.add_argument("kind", choices=("index", "incremental", "requests", "tokens", "accuracy", "memory", "retrieval",
-                                     "findings", "backends", "mcp", "all"),
+                                     "findings", "backends", "daemon", "mcp", "all"),
                     help="which benchmark to run (mcp: tools/list tokens and the bridge's added latency; all: each in turn; backends, SQLite vs the Neo4j server of "
                          "CODESYNAPSE_NEO4J_URI, only on its own)")
     sp.add_argument("--corpus", action="append", default=[],

@@ -143,6 +143,8 @@ def test_three_clients_one_daemon_one_watcher_isolated_sessions(repo, data, tmp_
         assert len(pids) == 1, pids
         assert lock_info(data)["pid"] == pids[0]
         assert pids[0] not in (a.pid, b.pid, c.pid)
+        for x in (a, b, c):  # each serve became the slim pump (same pid, same pipes)
+            assert b"pump.py" in Path(f"/proc/{x.pid}/cmdline").read_bytes()
         assert thread_names(pids[0]).count("notify-rs inoti") == 1  # watchfiles' inotify thread: one watcher
         st = c.request("codesynapse/indexStatus", {})
         assert sorted(x["name"] for x in st["clients"]) == ["agent", "editor-one", "editor-two"]
@@ -261,11 +263,18 @@ def test_daemon_kill9_is_reported_and_the_next_serve_starts_a_new_one(repo, data
         a.wait_ready()
         a.request("codesynapse/memory/remember", {"entities": [{"name": "kept across the crash", "durable": True}]})
         (old,) = daemon_pids(data)
+        os.kill(old, signal.SIGSTOP)  # a request that the daemon will never answer
+        waiting = a.request_async("codesynapse/indexStatus", {})
+        time.sleep(1.0)  # for the proxy to pass it on
         os.kill(old, signal.SIGKILL)
+        with pytest.raises(RpcError) as e:
+            waiting.result(30)
+        assert e.value.code == -32803 and "stopped before answering" in e.value.message
         for x in (a, b):
             assert x.proc.wait(30) == 1  # the proxy exits after telling its client
-            shown = [n for n in x.notifications if n["method"] == "window/showMessage"]
-            assert shown and shown[-1]["params"]["type"] == 1, x.notifications
+            shown = wait_until(lambda x=x: [n for n in x.notifications if n["method"] == "window/showMessage"], 10,
+                               "the showMessage read")  # the reader thread may still be reading it
+            assert shown[-1]["params"]["type"] == 1, x.notifications
             assert "stopped unexpectedly" in shown[-1]["params"]["message"]
             assert "Restart" in shown[-1]["params"]["message"]
         c = client(data, tmp_path, "c")

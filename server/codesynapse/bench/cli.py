@@ -1,4 +1,4 @@
-"""``codesynapse bench {index,incremental,requests,tokens,accuracy,memory,retrieval,all}``.
+"""``codesynapse bench {index,incremental,requests,tokens,accuracy,memory,retrieval,daemon,all}``.
 
 ``--corpus`` (repeatable) takes a corpus name (``python-stdlib``, ``django``, ``go-stdlib``,
 ``rxjs``; see :mod:`codesynapse.bench.corpora`) or a directory; ``--workload`` a workload
@@ -187,6 +187,25 @@ def memory_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_daemon(args) -> Any:
+    """The shared workspace daemon: total RSS with 10 clients vs 1, proxy overhead (bench/daemon_bench.py)."""
+    import os
+
+    from codesynapse.bench.daemon_bench import daemon_markdown, run_daemon_bench
+    from codesynapse.bench.report import save_raw, write_perf_section
+
+    quick = getattr(args, "quick", False)
+    corpus = _corpora(args, ("python-stdlib",))[0]
+    say(f"daemon: corpus {corpus.name} at {corpus.path}")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    res = run_daemon_bench(corpus.path, f"{corpus.name} {corpus.version}".strip(), requests=50 if quick else 200,
+                           exclude=corpus.exclude)
+    res.update(quick=quick, machine=machine_info(), load=load)
+    write_perf_section(Path(args.out), "daemon", daemon_markdown(res))
+    save_raw("daemon", res)
+    return res
+
+
 def run_retrieval(args) -> int:
     from codesynapse.bench.retrieval_eval import run_retrieval_cli
 
@@ -255,7 +274,8 @@ def run_bench(args) -> int:
         run_mcp(args)
         return 0
     fn = {"index": run_index, "incremental": run_incremental, "requests": run_requests, "tokens": run_tokens,
-          "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval, "backends": run_backends}[kind]
+          "accuracy": run_accuracy, "memory": run_memory, "retrieval": run_retrieval, "backends": run_backends,
+          "daemon": run_daemon}[kind]
     out = fn(args)
     if isinstance(out, int):
         return out

@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 60.0  # a daemon that does not listen by then is not waited for
 SPAWN_ATTEMPTS = 3
 HEADER_MAX = 8192  # bytes of one header line
-REQUEST_FAILED = -32803
 
 
 class _Replay:
@@ -65,35 +64,34 @@ class _Replay:
         return data
 
 
-def read_frame(stream: Any) -> tuple[bytes, bytes] | None:
-    """(raw bytes, body) of the next Content-Length frame, None at EOF or on a broken header."""
-    raw = []
-    length = None
-    while True:
-        line = stream.readline(HEADER_MAX) if not isinstance(stream, _Replay) else stream.readline()
-        if not line:
+def read_first_frame(fd: int) -> tuple[bytes, bytes] | None:
+    """(raw bytes, body) of the first frame, read from ``fd`` without reading one byte
+    past it (the pump that replaces this process reads the rest of stdin)."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n") and not head.endswith(b"\n\n"):
+        if len(head) > HEADER_MAX:
             return None
-        raw.append(line)
-        if line in (b"\r\n", b"\n"):
-            if length is None:
-                return None
-            break
+        c = os.read(fd, 1)
+        if not c:
+            return None
+        head += c
+    length = None
+    for line in head.splitlines():
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             try:
                 length = int(value.strip())
             except ValueError:
                 return None
-    body = stream.read(length) if length else b""
-    if len(body) < (length or 0):
+    if length is None or length < 0:
         return None
-    raw.append(body)
-    return b"".join(raw), body
-
-
-def _frame(msg: dict[str, Any]) -> bytes:
-    body = json.dumps(msg).encode("utf-8")
-    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+    body = b""
+    while len(body) < length:
+        chunk = os.read(fd, length - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return head + body, body
 
 
 def _root_of(params: dict[str, Any]) -> str | None:
@@ -175,139 +173,49 @@ def join_daemon(data_dir: Path, hello: dict[str, Any], argv: list[str],
     return None, reason
 
 
-class Proxy:
-    def __init__(self, sock: socket.socket, stdin: BinaryIO, stdout: BinaryIO, daemon_pid: Any = None):
-        self.sock = sock
-        self.stdin = stdin
-        self.stdout = stdout
-        self.daemon_pid = daemon_pid
-        self.pending: dict[Any, str] = {}
-        self.lock = threading.Lock()
-        self.out_lock = threading.Lock()
-        self.exiting = threading.Event()
-        self.done = threading.Event()
+def _pump(sock: socket.socket, first: list[tuple[bytes, bytes]], daemon_pid: Any) -> int:
+    """Send the frames read so far, then become the pump (``daemon/pump.py``)."""
+    from codesynapse.daemon import pump
 
-    def _note_request(self, body: bytes) -> None:
+    sock.sendall(b"".join(raw for raw, _ in first))
+    pending = []
+    for _, body in first:
+        msg = json.loads(body)
+        if isinstance(msg, dict) and isinstance(msg.get("method"), str) and isinstance(msg.get("id"), (int, str)):
+            pending.append([msg["id"], msg["method"]])
+    state = json.dumps({"pending": pending, "pid": daemon_pid})
+    fd = sock.fileno()
+    if os.environ.get("CODESYNAPSE_PROXY_EXEC", "1") != "0" and os.name == "posix":
         try:
-            msg = json.loads(body)
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(msg, dict):
-            return
-        method = msg.get("method")
-        if method == "exit":
-            self.exiting.set()
-        elif isinstance(method, str) and "id" in msg and isinstance(msg["id"], (int, str)):
-            with self.lock:
-                self.pending[msg["id"]] = method
-
-    def _note_reply(self, body: bytes) -> None:
-        if not self.pending:
-            return
-        try:
-            msg = json.loads(body)
-        except (ValueError, RecursionError):
-            return
-        if isinstance(msg, dict) and "method" not in msg and isinstance(msg.get("id"), (int, str)):
-            with self.lock:
-                self.pending.pop(msg["id"], None)
-
-    def _write_out(self, data: bytes) -> None:
-        with self.out_lock:
-            self.stdout.write(data)
-            self.stdout.flush()
-
-    def upstream(self, first: list[bytes]) -> None:
-        """Client → daemon (this thread: the caller's)."""
-        try:
-            for raw in first:
-                self._note_request(raw.split(b"\r\n\r\n", 1)[-1])
-            self.sock.sendall(b"".join(first))
-            while True:
-                fr = read_frame(self.stdin)
-                if fr is None:
-                    break
-                raw, body = fr
-                self._note_request(body)
-                self.sock.sendall(raw)
-                if self.exiting.is_set():
-                    break
-        except OSError:
-            pass  # the daemon side is gone: downstream reports it
-        self.exiting.set()
-        try:
-            self.sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-
-    def downstream(self) -> None:
-        """Daemon → client, on its own thread."""
-        f = self.sock.makefile("rb")
-        try:
-            while True:
-                fr = read_frame(f)
-                if fr is None:
-                    break
-                raw, body = fr
-                self._note_reply(body)
-                self._write_out(raw)
-        except (OSError, ValueError):
-            pass
-        finally:
-            if not self.exiting.is_set():
-                self.daemon_died()
-            self.done.set()
-
-    def daemon_died(self) -> None:
-        log.error("the workspace daemon (pid %s) stopped while this client was connected", self.daemon_pid)
-        with self.lock:
-            pending, self.pending = dict(self.pending), {}
-        try:
-            for msg_id, method in pending.items():
-                self._write_out(_frame({"jsonrpc": "2.0", "id": msg_id, "error": {
-                    "code": REQUEST_FAILED,
-                    "message": f"{method[:80]}: the CodeSynapse workspace daemon stopped before answering; "
-                               f"restart the language server to start a new one"}}))
-            self._write_out(_frame({"jsonrpc": "2.0", "method": "window/showMessage", "params": {
-                "type": 1,
-                "message": f"CodeSynapse: the shared workspace daemon (pid {self.daemon_pid}) stopped unexpectedly. "
-                           "Restart the CodeSynapse language server (in VS Code: the command 'CodeSynapse: Restart', "
-                           "or reload the window) to start a new daemon; the index and durable memory committed so "
-                           "far are kept. Its log: daemon.log in the data folder."}}))
-        except (OSError, ValueError):
-            pass
-        logging.shutdown()
-        os._exit(1)
-
-    def run(self, first: list[bytes]) -> int:
-        t = threading.Thread(target=self.downstream, name="codesynapse-downstream", daemon=True)
-        t.start()
-        self.upstream(first)
-        self.done.wait(10.0)  # the daemon answers what was sent, then closes
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        return 0
+            os.set_inheritable(fd, True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            logging.shutdown()
+            os.execv(sys.executable, [sys.executable, "-I", "-S", pump.__file__, str(fd), state])
+        except OSError as e:
+            log.warning("the slim pump could not start (%s); pumping in this process", e)
+    stdin = os.fdopen(0, "rb", closefd=False)
+    stdout = os.fdopen(1, "wb", closefd=False)
+    return pump.Pump(sock, stdin, stdout, daemon_pid, {i: m for i, m in pending}).run()
 
 
 def run_proxy(settings: Settings, *, grace: float, verbose: bool = False) -> int:
     """``codesynapse serve`` (shared mode). Returns the exit status."""
-    from codesynapse.lsp.server import run_stdio
     from codesynapse.workspace import data_dir_for
 
-    stdin = sys.stdin.buffer
-    stdout = sys.stdout.buffer
-    first: list[bytes] = []
+    first: list[tuple[bytes, bytes]] = []
 
     def alone(why: str) -> int:
         log.info("serving this client in this process: %s", why)
-        return run_stdio(settings, stdin=_Replay(b"".join(first), stdin))
+        from codesynapse.lsp.server import run_stdio  # the proxy itself never loads the server
 
-    fr = read_frame(stdin)
+        rest = io.BufferedReader(io.FileIO(0, "rb", closefd=False))
+        return run_stdio(settings, stdin=_Replay(b"".join(raw for raw, _ in first), rest))
+
+    fr = read_first_frame(0)
     if fr is None:
         return alone("no LSP frame on stdin")
-    first.append(fr[0])
+    first.append(fr)
     try:
         msg = json.loads(fr[1])
     except (ValueError, RecursionError):
@@ -336,4 +244,4 @@ def run_proxy(settings: Settings, *, grace: float, verbose: bool = False) -> int
         log.warning("codesynapse: %s; serving this client in this process", why)
         return alone(why)
     info = election.read_info(data_dir) or {}
-    return Proxy(sock, stdin, stdout, info.get("pid")).run(first)
+    return _pump(sock, first, info.get("pid"))
