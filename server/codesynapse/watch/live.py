@@ -67,6 +67,13 @@ class LiveUpdater:
         if fn not in self._listeners:
             self._listeners.append(fn)
 
+    def unsubscribe(self, fn: Callable[[set[str]], None]) -> None:
+        """Stop calling ``fn`` (a connection of the shared daemon ended)."""
+        try:
+            self._listeners.remove(fn)
+        except ValueError:
+            pass
+
     def _tell(self, paths: set[str]) -> None:
         if self.on_change:
             self.on_change(paths)
