@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from codesynapse.app import App
+from codesynapse.context.navigation import NavigationService
 from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
 
@@ -82,6 +83,16 @@ def _counts(tmp_path: Path, n: int) -> dict[str, Counter[str]]:
             if kind == "symbolCard":
                 assert answer["card"]["counts"]["callers"] == n  # the repository is what it says
             out[kind] = Counter(store.calls)
+        # the standard LSP features' reads (lsp/navigation.py converts what these return)
+        nav = NavigationService(app)
+        subject = nav.symbol("lib.target")
+        for kind, read in (("incomingCalls", lambda: nav.incoming("lib.target")[0]),
+                           ("outgoingCalls", lambda: nav.outgoing("lib.target")[0]),
+                           ("references", lambda: nav.references(subject).rows)):
+            store.calls.clear()
+            got = read()
+            assert len(got) == (n if kind != "outgoingCalls" else 1)  # each caller once; target calls helper
+            out[kind] = Counter(store.calls)
         return out
     finally:
         app.close()
@@ -93,7 +104,8 @@ def counted(tmp_path_factory) -> tuple[dict[str, Counter[str]], dict[str, Counte
     return _counts(tmp, FEW), _counts(tmp, MANY)
 
 
-@pytest.mark.parametrize("kind", ["symbolCard", "symbolContext", "callGraph", "prContext", "minimalContext"])
+@pytest.mark.parametrize("kind", ["symbolCard", "symbolContext", "callGraph", "prContext", "minimalContext",
+                                  "incomingCalls", "outgoingCalls", "references"])
 def test_store_calls_do_not_grow_with_the_callers(counted, kind):
     few, many = counted[0][kind], counted[1][kind]
     assert sum(few.values()) > 0

@@ -1,9 +1,11 @@
 """Standard LSP from the same index: workspace/document symbols, definition, references,
 hover (the symbol card as Markdown) and call hierarchy.
 
-The graph keeps 1-based lines and byte columns; here they become LSP positions in the
-encoding negotiated with the client (``ls.workspace.position_codec``: UTF-16 unless the
-client offers UTF-8 or UTF-32) using the line's text from the open document or the file on disk.
+The reads are the NavigationService's (context/navigation.py), over the same store reads as
+the custom requests; the handlers here only convert. The graph keeps 1-based lines and byte
+columns; here they become LSP positions in the encoding negotiated with the client
+(``ls.workspace.position_codec``: UTF-16 unless the client offers UTF-8 or UTF-32) using the
+line's text from the open document or the file on disk.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from codesynapse.context.navigation import SAFETY_CAP, Group, navigation_service
 from codesynapse.graph.model import SymbolRow
 from codesynapse.lsp.errors import JsonRpcRequestFailed
 
@@ -29,15 +32,13 @@ _KIND = {
 }
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 log = logging.getLogger(__name__)
-# call rows one references / call hierarchy answer reads: past it the answer says so (logged and
-# shown with window/showMessage), never silently
-SAFETY_CAP = 100_000
 PARTIAL_BATCH = 500  # results per $/progress notification when the client gave a partialResultToken
 UNRESOLVED_DETAIL = "unresolved name match: {callee} (not bound to {qname}; it may call something else)"
 
 
-def _over_cap(what: str, total: int) -> str | None:
-    if total <= SAFETY_CAP:
+def _over_cap(what: str, total: int | None) -> str | None:
+    """The note of an answer cut at the service's SAFETY_CAP (``total``: its full count)."""
+    if total is None or total <= SAFETY_CAP:
         return None
     return f"CodeSynapse: {what}: showing the first {SAFETY_CAP:,} of {total:,} call sites"
 
@@ -55,14 +56,6 @@ async def send_results(ls, token, results: list, note: str | None) -> list:
     for i in range(0, len(results), PARTIAL_BATCH):
         ls.protocol.notify(types.PROGRESS, types.ProgressParams(token=token, value=results[i:i + PARTIAL_BATCH]))
     return []
-
-
-def unresolved_of(ls, s: SymbolRow) -> list:
-    """Unresolved call sites named like ``s`` (``[]`` when the setting unresolvedCandidates
-    is off, or for a module): shown after the resolved ones, marked as name matches."""
-    if s.kind == "module" or not getattr(ls.app.settings, "unresolved_candidates", True):
-        return []
-    return ls.app.store.unresolved_named(s.name, limit=SAFETY_CAP)
 
 
 class Positions:
@@ -166,30 +159,15 @@ def word_at(ls, uri: str, pos: types.Position, rel: str = "") -> str | None:
 
 
 def target_at(ls, uri: str, pos: types.Position) -> SymbolRow | None:
-    """The symbol a position refers to: a resolved call at that spot, a definition's name,
-    or the only symbol with that name."""
-    store = ls.app.store
+    """The symbol a position refers to (NavigationService.target_at, given the word under
+    the position as the client's encoding places it)."""
     rel = _rel(ls, uri)
     if rel is None:
         return None
     word = word_at(ls, uri, pos, rel)
     if word is None:
         return None
-    line1 = pos.line + 1
-    here = store.symbol_at(rel, line1)
-    if here is not None and here.name == word and here.start_line == line1:
-        return here
-    caller = here.qname if here is not None else None
-    for c in store.callees(caller, limit=2000) if caller else []:
-        if c.line == line1 and c.name == word and c.target:
-            rows = store.symbols_by_qname(c.target)
-            if rows:
-                return rows[0]
-    for s in store.symbols_in_file(rel):
-        if s.name == word and s.kind != "module":
-            return s
-    rows = store.symbols_by_name(word, limit=2)
-    return rows[0] if len(rows) == 1 else None
+    return navigation_service(ls.app).target_at(rel, pos.line + 1, word)
 
 
 def card_markdown(card: dict) -> str:
@@ -222,12 +200,7 @@ def register(server) -> None:
 
         def run():
             pos = Positions(ls)
-            q = params.query.strip()
-            rows = ls.app.store.symbols_by_qname(q) + ls.app.store.symbols_by_name(q, 50) if q else []
-            seen = {r.id for r in rows}
-            if q:
-                rows += [r for r, _ in ls.app.store.search(q, 100) if r.id not in seen]
-            return [sym_info(ls, pos, r) for r in rows[:100] if r.kind != "module"]
+            return [sym_info(ls, pos, r) for r in navigation_service(ls.app).workspace_symbols(params.query)]
 
         return await ls.run_read(run)
 
@@ -240,7 +213,7 @@ def register(server) -> None:
             if rel is None:
                 return []
             pos = Positions(ls)
-            rows = [r for r in ls.app.store.symbols_in_file(rel) if r.kind != "module"]
+            rows = navigation_service(ls.app).document_symbols(rel)
             nodes: dict[str, types.DocumentSymbol] = {}
             roots: list[types.DocumentSymbol] = []
             for r in rows:
@@ -278,15 +251,12 @@ def register(server) -> None:
             out = []
             if params.context.include_declaration:
                 out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
-            # the resolved call sites, then the unresolved ones named like it (a name match
-            # is not a proof, but hiding it would show "no references" where there may be some)
-            calls = ls.app.store.callers(s.qname, limit=SAFETY_CAP)
-            note = _over_cap(f"references of {s.qname}", ls.app.store.count_callers(s.qname)) \
-                if len(calls) >= SAFETY_CAP else None
-            for c in calls + unresolved_of(ls, s):
+            # the resolved call sites, then the unresolved ones named like it
+            calls = navigation_service(ls.app).references(s)
+            for c in calls.rows:
                 out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
                     c.path, c.line, c.col, c.callee)))
-            return out, note
+            return out, _over_cap(f"references of {s.qname}", calls.total)
 
         out, note = await ls.run_read(run)
         return await send_results(ls, params.partial_result_token, out, note)
@@ -299,9 +269,7 @@ def register(server) -> None:
             s = target_at(ls, params.text_document.uri, params.position)
             if s is None:
                 return None
-            from codesynapse.methods import _ctx
-
-            card = _ctx(ls.app).card(s, top=3)
+            card = navigation_service(ls.app).card(s)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                             value=card_markdown(card)))
 
@@ -328,23 +296,17 @@ def register(server) -> None:
             return data["qname"]
         return it.detail or it.name
 
-    def grouped(ls, calls, key) -> list[tuple[SymbolRow, list]]:
-        """Call rows grouped by the symbol on the other end, in first-seen order."""
-        store = ls.app.store
-        groups: dict[str, list] = {}
-        for c in calls:
-            k = key(c)
-            if k:
-                groups.setdefault(k, []).append(c)
-        out = []
-        for q, rows in groups.items():
-            syms = store.symbols_by_qname(q)
-            if syms:
-                out.append((syms[0], rows))
-        return out
-
     def ranges(pos: Positions, calls) -> list[types.Range]:
         return [pos.line_range(c.path, c.line, c.col, c.callee) for c in calls]
+
+    def caller_item(ls, pos: Positions, g: Group, qname: str) -> types.CallHierarchyItem:
+        """A caller; for unresolved calls named like the subject, its detail says these are
+        name matches, not calls bound to it."""
+        it = item(ls, pos, g.symbol)
+        if g.unresolved:
+            it.detail = UNRESOLVED_DETAIL.format(callee=g.rows[0].callee, qname=qname)
+            it.data = {"qname": g.symbol.qname, "unresolved": True}
+        return it
 
     @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
     async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
@@ -353,21 +315,9 @@ def register(server) -> None:
         def run():
             pos = Positions(ls)
             q = _qname(params.item)
-            calls = ls.app.store.callers(q, limit=SAFETY_CAP)
-            note = _over_cap(f"incoming calls of {q}", ls.app.store.count_callers(q)) \
-                if len(calls) >= SAFETY_CAP else None
-            out = [types.CallHierarchyIncomingCall(from_=item(ls, pos, s), from_ranges=ranges(pos, rows))
-                   for s, rows in grouped(ls, calls, lambda c: c.caller)]
-            # unresolved calls named like it, after the resolved ones: each caller once, its
-            # detail saying these are name matches, not calls bound to this symbol
-            targets = ls.app.store.symbols_by_qname(q)
-            if targets:
-                for s, rows in grouped(ls, unresolved_of(ls, targets[0]), lambda c: c.caller):
-                    it = item(ls, pos, s)
-                    it.detail = UNRESOLVED_DETAIL.format(callee=rows[0].callee, qname=q)
-                    it.data = {"qname": s.qname, "unresolved": True}
-                    out.append(types.CallHierarchyIncomingCall(from_=it, from_ranges=ranges(pos, rows)))
-            return out, note
+            groups, total = navigation_service(ls.app).incoming(q)
+            return [types.CallHierarchyIncomingCall(from_=caller_item(ls, pos, g, q), from_ranges=ranges(pos, g.rows))
+                    for g in groups], _over_cap(f"incoming calls of {q}", total)
 
         out, note = await ls.run_read(run)
         return await send_results(ls, params.partial_result_token, out, note)
@@ -379,11 +329,9 @@ def register(server) -> None:
         def run():
             pos = Positions(ls)
             q = _qname(params.item)
-            calls = ls.app.store.callees(q, limit=SAFETY_CAP)
-            note = _over_cap(f"outgoing calls of {q}", ls.app.store.count_callees(q)) \
-                if len(calls) >= SAFETY_CAP else None
-            return [types.CallHierarchyOutgoingCall(to=item(ls, pos, s), from_ranges=ranges(pos, rows))
-                    for s, rows in grouped(ls, calls, lambda c: c.target)], note
+            groups, total = navigation_service(ls.app).outgoing(q)
+            return [types.CallHierarchyOutgoingCall(to=item(ls, pos, g.symbol), from_ranges=ranges(pos, g.rows))
+                    for g in groups], _over_cap(f"outgoing calls of {q}", total)
 
         out, note = await ls.run_read(run)
         return await send_results(ls, params.partial_result_token, out, note)
