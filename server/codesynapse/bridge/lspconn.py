@@ -29,6 +29,19 @@ REQUEST_TIMEOUT_S = 30.0
 _MAX_FRAME = 64 * 1024 * 1024
 
 
+_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+           "CRITICAL": logging.CRITICAL}
+
+
+def _level_of(line: str) -> int:
+    """The level a daemon log line was written at (its first level word among the first
+    few), WARNING for anything else (a traceback line, a message of a library)."""
+    for word in line.split(None, 4)[:4]:
+        if word in _LEVELS:
+            return _LEVELS[word]
+    return logging.WARNING
+
+
 class DaemonError(Exception):
     """The daemon answered a request with a JSON-RPC error."""
 
@@ -236,5 +249,5 @@ class LspConnection:
             if not line:
                 return
             text = line.decode("utf-8", "replace").rstrip()
-            if text:
-                log.info("daemon stderr: %s", text[:2000])
+            if text:  # the daemon's own log records: passed on at their level
+                log.log(_level_of(text), "daemon: %s", text[:2000])
