@@ -11,6 +11,7 @@ export const RESTART_SETTINGS = [
   'codesynapse.serverEnv',
   'codesynapse.initializationOptions',
   'codesynapse.diagnostics.findings',
+  'codesynapse.metrics.port',
 ] as const;
 
 export interface Budgets {
@@ -99,6 +100,15 @@ export function readSettings(cfg: Pick<vscode.WorkspaceConfiguration, 'get'>): {
     initializationOptions = { ...initializationOptions, findingsDiagnostics: false };
   } else if (findingsRaw !== undefined && findingsRaw !== null && typeof findingsRaw !== 'boolean') {
     warn('diagnostics.findings', 'expected true or false; using true');
+  }
+
+  // the opt-in metrics endpoint: the server's metricsPort option (an explicit
+  // initializationOptions.metricsPort wins over the dedicated setting)
+  const metricsRaw = cfg.get<unknown>('metrics.port');
+  if (metricsRaw !== undefined && metricsRaw !== null && metricsRaw !== 0) {
+    const port = intIn(metricsRaw, 0, 0, 65_535);
+    if (!port.ok || port.value !== metricsRaw) warn('metrics.port', 'must be 0 (off) or a port from 1 to 65535; metrics stay off');
+    else if (!('metricsPort' in initializationOptions)) initializationOptions = { ...initializationOptions, metricsPort: port.value };
   }
 
   const budgets = { ...DEFAULT_BUDGETS };

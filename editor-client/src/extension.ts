@@ -6,6 +6,8 @@ import { SymbolCodeLensProvider } from './codeLens';
 import { registerLanguageModelTools } from './lmTools';
 import { IndexStatusBar } from './statusBar';
 import { ContextPanel, VIEW_ID } from './views/panel';
+import { POLICY_VIEW_ID, PolicyEffectsView, REFRESH_POLICY_EFFECTS } from './views/policyEffects';
+import { renderSavings } from './savings';
 
 export interface CodeSynapseExtensionApi {
   connection: ServerConnection;
@@ -22,6 +24,7 @@ export function activate(context: vscode.ExtensionContext): CodeSynapseExtension
   const panel = new ContextPanel(context.extensionUri);
   const controller = new ContextController(connection, panel, statusBar, log);
   const lenses = new SymbolCodeLensProvider(connection);
+  const policyEffects = new PolicyEffectsView(connection, log);
 
   context.subscriptions.push(
     log,
@@ -34,6 +37,10 @@ export function activate(context: vscode.ExtensionContext): CodeSynapseExtension
     vscode.languages.registerCodeLensProvider(DOCUMENT_SELECTOR, lenses),
     ...registerCommands(controller, connection, log),
     ...registerLanguageModelTools(connection, log),
+    policyEffects,
+    vscode.window.registerTreeDataProvider(POLICY_VIEW_ID, policyEffects),
+    vscode.commands.registerCommand(REFRESH_POLICY_EFFECTS, () => policyEffects.refresh()),
+    statusBar.onDidChangeSavings((savings) => void panel.setSavings(renderSavings(savings))),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!event.affectsConfiguration('codesynapse')) return;
       const next = currentSettings();

@@ -19,6 +19,7 @@ import {
   type ParamsByMethod,
 } from './protocol';
 import { taskParams, truncateUtf8 } from './queries';
+import { answerFiguresText, readLastAnswer } from './savings';
 
 type Input = Record<string, unknown>;
 
@@ -216,6 +217,20 @@ export function compact<T extends object>(params: T): T {
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)) as T;
 }
 
+/**
+ * The ledger's figures of the answer just received (tokens, raw context (a) and (b), cache-hit),
+ * as the status bar and the panel count them; null when the ledger cannot say (an older
+ * server, or another request answered in between).
+ */
+export async function answerFigures(connection: Pick<ServerConnection, 'request'>, method: Method): Promise<string | null> {
+  try {
+    const f = readLastAnswer(await connection.request(Methods.ledger, { last: 1 }), method);
+    return f ? answerFiguresText(f) : null;
+  } catch {
+    return null;
+  }
+}
+
 export function registerLanguageModelTools(connection: ServerConnection, log: vscode.LogOutputChannel): vscode.Disposable[] {
   const lm = (vscode as { lm?: typeof vscode.lm }).lm;
   if (!lm || typeof lm.registerTool !== 'function') {
@@ -238,7 +253,10 @@ export function registerLanguageModelTools(connection: ServerConnection, log: vs
           const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
           const params = compact(await spec.params(options.input ?? {}, settings, cwd));
           const result = await connection.request(spec.method, params, token);
-          return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(JSON.stringify(withToolNames(result)))]);
+          const parts = [new vscode.LanguageModelTextPart(JSON.stringify(withToolNames(result)))];
+          const figures = await answerFigures(connection, spec.method);
+          if (figures) parts.push(new vscode.LanguageModelTextPart(figures));
+          return new vscode.LanguageModelToolResult(parts);
         },
       }),
     );

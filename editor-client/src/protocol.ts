@@ -21,6 +21,8 @@ export const Methods = {
   recall: 'codesynapse/memory/recall',
   forget: 'codesynapse/memory/forget',
   listMemory: 'codesynapse/memory/list',
+  ledger: 'codesynapse/ledger',
+  policyEffects: 'codesynapse/policyEffects',
 } as const;
 
 export type Method = (typeof Methods)[keyof typeof Methods];
@@ -129,6 +131,8 @@ export interface ParamsByMethod {
   [Methods.recall]: RecallParams;
   [Methods.forget]: ForgetParams;
   [Methods.listMemory]: ListMemoryParams;
+  [Methods.ledger]: { last?: number };
+  [Methods.policyEffects]: Record<string, never>;
 }
 
 /** Requests whose answers carry the budget envelope and may be re-asked with a larger budget. */

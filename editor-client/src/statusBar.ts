@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { ConnectionState, ServerConnection } from './client';
 import { Methods, readIndexStatus, type IndexStatus } from './protocol';
+import { readSavings, savingsLines, type Savings } from './savings';
 
 export interface StatusView {
   text: string;
@@ -46,7 +47,13 @@ export interface UnsavedDocument {
  * documents; those the server reports among its open buffers (as URIs or workspace-relative
  * paths) are counted as "unsaved": the index answers from their unsaved text.
  */
-export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly UnsavedDocument[], now: Date, progress: string | null = null): StatusView {
+export function formatIndexStatus(
+  status: IndexStatus,
+  unsavedDocs: readonly UnsavedDocument[],
+  now: Date,
+  progress: string | null = null,
+  savings: Savings | null = null,
+): StatusView {
   const served = new Set(status.openBuffers);
   const unsaved = unsavedDocs.filter((d) => served.has(d.uri) || served.has(d.relativePath)).length;
   const indexing = status.state === 'indexing';
@@ -76,6 +83,7 @@ export function formatIndexStatus(status: IndexStatus, unsavedDocs: readonly Uns
     lines.push('Working tree has uncommitted changes');
   }
   if (status.policyFingerprint) lines.push(`Policy: ${status.policyFingerprint.slice(0, 16)}`);
+  if (savings) lines.push('', ...savingsLines(savings));
   lines.push('', 'Click for details.');
   return { text, tooltip: lines.join('\n'), warning: false, error: false };
 }
@@ -103,6 +111,10 @@ export class IndexStatusBar implements vscode.Disposable {
   private inFlight = false;
   private lastStatus: IndexStatus | null = null;
   private progress: string | null = null;
+  private lastSavings: Savings | null = null;
+  private readonly savingsEmitter = new vscode.EventEmitter<Savings | null>();
+  /** The session's savings (codesynapse/ledger), after each refresh; null when a new session starts. */
+  readonly onDidChangeSavings = this.savingsEmitter.event;
 
   constructor(
     private readonly connection: ServerConnection,
@@ -119,6 +131,7 @@ export class IndexStatusBar implements vscode.Disposable {
         const view = formatConnectionState(state);
         if (view) {
           this.lastStatus = null;
+          this.setSavings(null); // the session's savings reset with the session
           this.show(view);
           this.item.command = state.kind === 'failed' ? 'codesynapse.showLog' : state.kind === 'stopped' ? 'codesynapse.restartServer' : 'codesynapse.showIndexStatus';
         } else {
@@ -181,10 +194,11 @@ export class IndexStatusBar implements vscode.Disposable {
         return this.lastStatus;
       }
       this.lastStatus = status;
+      await this.refreshSavings();
       const unsaved = vscode.workspace.textDocuments
         .filter((d) => d.isDirty)
         .map((d) => ({ uri: d.uri.toString(), relativePath: vscode.workspace.asRelativePath(d.uri, false) }));
-      if (this.connection.state.kind === 'running') this.show(formatIndexStatus(status, unsaved, new Date(), this.progress));
+      if (this.connection.state.kind === 'running') this.show(formatIndexStatus(status, unsaved, new Date(), this.progress, this.lastSavings));
       return status;
     } catch (error) {
       this.log.debug(`indexStatus failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -194,7 +208,28 @@ export class IndexStatusBar implements vscode.Disposable {
     }
   }
 
+  get savings(): Savings | null {
+    return this.lastSavings;
+  }
+
+  private setSavings(savings: Savings | null): void {
+    this.lastSavings = savings;
+    this.savingsEmitter.fire(savings);
+  }
+
+  /** The session's ledger; an older server without it leaves the tooltip without savings. */
+  private async refreshSavings(): Promise<void> {
+    try {
+      const raw = await this.connection.request(Methods.ledger, { last: 0 });
+      const savings = readSavings(raw);
+      if (savings) this.setSavings(savings);
+    } catch (error) {
+      this.log.debug(`ledger failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   dispose(): void {
+    this.savingsEmitter.dispose();
     if (this.timer) clearInterval(this.timer);
     if (this.soon) clearTimeout(this.soon);
     for (const d of this.disposables) d.dispose();

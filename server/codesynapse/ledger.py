@@ -49,8 +49,9 @@ CLOSE_S = 2.0  # time the end of a session gives its last raw estimates; the res
 TOTALS_FILE = "ledger-totals.json"
 TOTALS_VERSION = 1
 ESTIMATOR = "bytes/4 (ceil)"
-# requests about the ledger itself (or the policy): not answers to a question about the code
-UNCOUNTED = frozenset({"codesynapse/ledger", "codesynapse/policyEffects"})
+# requests about the session, the index or the policy, not answers to a question about the code (an
+# editor polls indexStatus every few seconds and the ledger with it): not counted, though metrics count them
+UNCOUNTED = frozenset({"codesynapse/ledger", "codesynapse/policyEffects", "codesynapse/indexStatus"})
 _MEMORY_TURNS = frozenset({"codesynapse/memory/remember"})  # the turns that carry facts (recall's baseline)
 
 

@@ -62,7 +62,7 @@ export function nonce(): string {
 }
 
 /** The full HTML document of the webview; `body` is already-escaped HTML from render.ts. */
-export function shellHtml(opts: { cspSource: string; styleUri: string; scriptUri: string; nonce: string; body: string }): string {
+export function shellHtml(opts: { cspSource: string; styleUri: string; scriptUri: string; nonce: string; body: string; savings?: string }): string {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -77,6 +77,7 @@ export function shellHtml(opts: { cspSource: string; styleUri: string; scriptUri
 <textarea id="task" rows="2" placeholder="Describe a task to get its minimal context…" aria-label="Task"></textarea>
 <button type="submit">Get context</button>
 </form>
+<div id="savings">${opts.savings ?? ''}</div>
 <div id="content">${opts.body}</div>
 <script nonce="${opts.nonce}" src="${opts.scriptUri}"></script>
 </body>
@@ -87,6 +88,7 @@ export function shellHtml(opts: { cspSource: string; styleUri: string; scriptUri
 export class ContextPanel implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private body = renderWelcome();
+  private savingsHtml = '';
   private readonly disposables: vscode.Disposable[] = [];
   private readonly messageEmitter = new vscode.EventEmitter<PanelMessage>();
   readonly onDidReceiveMessage = this.messageEmitter.event;
@@ -104,12 +106,16 @@ export class ContextPanel implements vscode.WebviewViewProvider, vscode.Disposab
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js')).toString(),
       nonce: nonce(),
       body: this.body,
+      savings: this.savingsHtml,
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((raw: unknown) => {
         const msg = parsePanelMessage(raw);
         if (!msg) return;
-        if (msg.type === 'ready') void view.webview.postMessage({ type: 'render', html: this.body });
+        if (msg.type === 'ready') {
+          void view.webview.postMessage({ type: 'render', html: this.body });
+          void view.webview.postMessage({ type: 'savings', html: this.savingsHtml });
+        }
         else this.messageEmitter.fire(msg);
       }),
       view.onDidDispose(() => {
@@ -128,6 +134,17 @@ export class ContextPanel implements vscode.WebviewViewProvider, vscode.Disposab
     this.body = html;
     if (reveal) await this.reveal();
     if (this.view) await this.view.webview.postMessage({ type: 'render', html });
+  }
+
+  /** The session's savings strip above the answers (escaped HTML from savings.ts; '' hides it). */
+  async setSavings(html: string): Promise<void> {
+    if (html === this.savingsHtml) return;
+    this.savingsHtml = html;
+    if (this.view) await this.view.webview.postMessage({ type: 'savings', html });
+  }
+
+  get savings(): string {
+    return this.savingsHtml;
   }
 
   async reveal(): Promise<void> {

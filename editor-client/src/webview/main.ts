@@ -11,6 +11,7 @@ declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 const content = document.getElementById('content') as HTMLElement;
+const savings = document.getElementById('savings');
 const form = document.getElementById('task-form') as HTMLFormElement;
 const task = document.getElementById('task') as HTMLTextAreaElement;
 
@@ -28,6 +29,8 @@ window.addEventListener('message', (event: MessageEvent) => {
     sizeBars(content);
     content.scrollTop = 0;
     window.scrollTo(0, 0);
+  } else if (msg.type === 'savings' && typeof msg.html === 'string' && savings) {
+    savings.innerHTML = msg.html; // escaped by the extension (savings.ts)
   } else if (msg.type === 'task' && typeof msg.task === 'string') {
     task.value = msg.task;
   }

@@ -69,12 +69,16 @@ describe('tool parameters', () => {
 });
 
 describe('registerLanguageModelTools', () => {
-  it('registers every tool and answers with the server result as JSON text', async () => {
+  it('registers every tool and answers with the server result as JSON text, and the ledger\'s figures of it', async () => {
     const sent: { method: string; params: unknown }[] = [];
-    // A stand-in for the server connection: records the request and answers a fixed card.
+    // A stand-in for the server connection: records the request and answers a fixed card
+    // (and, asked for the ledger, that card's row)
     const connection = {
       request: (method: string, params: unknown) => {
         sent.push({ method, params });
+        if (method === 'codesynapse/ledger') {
+          return Promise.resolve({ session: {}, last: [{ method: 'codesynapse/symbolCard', tokens: 80, cacheHitTokens: 0, rawA: 900, rawB: 450 }] });
+        }
         return Promise.resolve({ qualifiedName: 'calc.ops.add', tokens: 60, maxTokens: 2000 });
       },
     } as unknown as ServerConnection;
@@ -85,8 +89,17 @@ describe('registerLanguageModelTools', () => {
     const tool = vscode.registeredTools.get('codesynapse_symbol_card')!;
     expect(tool.prepareInvocation?.({ input: { selector: 'add' } })).toEqual({ invocationMessage: 'CodeSynapse: symbol card of add' });
     const result = (await tool.invoke({ input: { selector: 'add', maxTokens: 300 } }, undefined)) as vscode.LanguageModelToolResult;
-    expect(sent).toEqual([{ method: 'codesynapse/symbolCard', params: { selector: 'add', maxTokens: 300 } }]);
-    expect(result.content).toEqual([new vscode.LanguageModelTextPart('{"qualifiedName":"calc.ops.add","tokens":60,"maxTokens":2000}')]);
+    expect(sent).toEqual([
+      { method: 'codesynapse/symbolCard', params: { selector: 'add', maxTokens: 300 } },
+      { method: 'codesynapse/ledger', params: { last: 1 } },
+    ]);
+    expect(result.content).toEqual([
+      new vscode.LanguageModelTextPart('{"qualifiedName":"calc.ops.add","tokens":60,"maxTokens":2000}'),
+      new vscode.LanguageModelTextPart(
+        'CodeSynapse ledger: this answer is 80 tokens; raw context for the same answer: (a) files behind it 900 tokens, ' +
+          '(b) grep + files opened 450 tokens; 0 tokens repeat earlier answers of this session (cache-hit).',
+      ),
+    ]);
     for (const d of disposables) d.dispose();
     expect(vscode.registeredTools.size).toBe(0);
   });

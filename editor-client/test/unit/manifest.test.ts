@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands';
 import { DEFAULT_BUDGETS, RESTART_SETTINGS } from '../../src/config';
 import { TOOLS } from '../../src/lmTools';
+import { POLICY_VIEW_ID, REFRESH_POLICY_EFFECTS } from '../../src/views/policyEffects';
 
 const root = path.resolve(__dirname, '../..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
@@ -28,7 +29,7 @@ describe('package.json manifest', () => {
   });
 
   it('contributes exactly the commands the extension registers', () => {
-    expect(pkg.contributes.commands.map((c) => c.command).sort()).toEqual(Object.values(COMMANDS).sort());
+    expect(pkg.contributes.commands.map((c) => c.command).sort()).toEqual([...Object.values(COMMANDS), REFRESH_POLICY_EFFECTS].sort());
     expect(pkg.contributes.commands.every((c) => c.category === 'CodeSynapse')).toBe(true);
   });
 
@@ -64,7 +65,10 @@ describe('package.json manifest', () => {
     }
   });
 
-  it('has the side-panel webview view', () => {
-    expect(pkg.contributes.views.codesynapse).toEqual([{ type: 'webview', id: 'codesynapse.context', name: 'Context' }]);
+  it('has the side-panel webview view and the Policy Effects tree', () => {
+    expect(pkg.contributes.views.codesynapse).toEqual([
+      { type: 'webview', id: 'codesynapse.context', name: 'Context' },
+      { id: POLICY_VIEW_ID, name: 'Policy Effects', visibility: 'collapsed' },
+    ]);
   });
 });
