@@ -344,3 +344,38 @@ def test_tcp_fallback_needs_the_owner_only_token(repo, data, tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def _search_has(lsp: RawLsp, name: str) -> bool:
+    return name in json.dumps(lsp.request("codesynapse/search", {"query": name}))
+
+
+def test_unsaved_buffers_follow_the_connections_that_hold_them(repo, data, tmp_path):
+    """One index: an unsaved buffer of any connection is in it. When a connection closes
+    its buffer of a file that another connection still holds unsaved, the other's buffer is
+    applied again (not the disk); when that one disconnects, the disk is."""
+    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
+    path = sorted(repo.rglob("*.py"))[0]
+    uri, text = path.as_uri(), path.read_text()
+    try:
+        init(a, repo, "a")
+        init(b, repo, "b")
+        a.wait_ready()
+        a.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+        a.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+            {"text": text + "\n\ndef only_in_a_buffer():\n    return 1\n"}]})
+        wait_until(lambda: _search_has(b, "only_in_a_buffer"), 60, "a's unsaved buffer in the index")
+        b.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+        b.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+            {"text": text + "\n\ndef only_in_b_buffer():\n    return 2\n"}]})
+        wait_until(lambda: _search_has(a, "only_in_b_buffer"), 60, "b's unsaved buffer in the index")
+        b.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        wait_until(lambda: _search_has(b, "only_in_a_buffer") and not _search_has(b, "only_in_b_buffer"), 60,
+                   "a's buffer applied again after b closed its own")
+        a.close()
+        wait_until(lambda: not _search_has(b, "only_in_a_buffer"), 60, "the disk once a disconnected")
+    finally:
+        a.close()
+        b.close()

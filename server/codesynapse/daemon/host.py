@@ -66,6 +66,61 @@ class _SocketWriter:
             self.w.close()
 
 
+class ConnectionLive:
+    """One connection's handle on the shared live updater (``ls.live`` on the daemon).
+
+    The index is one, so an unsaved buffer is applied to it for every connection (the most
+    recent edit from any connection wins). What is per connection: which buffers this
+    connection holds unsaved, so that when it saves or closes one, or disconnects, a buffer
+    of the same file still unsaved in another connection is applied again instead of the
+    disk; and its findings listeners, removed when it disconnects. Everything else is the
+    shared updater's."""
+
+    def __init__(self, shared, host: Host):
+        self._shared = shared
+        self._host = host
+        self.buffers: dict[str, tuple[int, str]] = {}  # rel -> (edit sequence, text)
+        self._subs: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shared, name)
+
+    def buffer_opened(self, rel: str, text: str) -> None:
+        self._shared.buffer_opened(rel, text)
+
+    def buffer_changed(self, rel: str, text: str) -> None:
+        self.buffers[rel] = (self._host.next_edit(), text)
+        self._shared.buffer_changed(rel, text)
+
+    def buffer_saved(self, rel: str) -> None:
+        self.buffers.pop(rel, None)
+        self._shared.buffer_saved(rel)
+        self._host.reapply(rel)
+
+    def buffer_closed(self, rel: str) -> None:
+        if self.buffers.pop(rel, None) is None:
+            return  # nothing of this connection's in the index
+        if not self._host.reapply(rel):
+            self._shared.buffer_closed(rel)
+
+    def disk_changed(self, rel: str) -> None:
+        self._shared.disk_changed(rel)
+
+    def subscribe(self, fn) -> None:
+        self._subs.append(fn)
+        self._shared.subscribe(fn)
+
+    def stop(self, join: float = 0.0) -> None:
+        """The shared updater runs on for the other connections."""
+
+    def close(self) -> None:
+        for fn in self._subs:
+            self._shared.unsubscribe(fn)
+        self._subs = []
+        for rel in list(self.buffers):
+            self.buffer_closed(rel)
+
+
 def _daemon_protocol():
     from lsprotocol import types
     from pygls.protocol.language_server import lsp_method
@@ -102,6 +157,7 @@ class Host:
         self.ready = threading.Event()
         self._app_lock = threading.Lock()
         self._indexing = False
+        self._edits = 0
         self.servers: list[Any] = []  # initialized connections (CodeSynapseServer)
         self._servers_lock = threading.Lock()
         self.connections = 0
@@ -144,8 +200,25 @@ class Host:
             start_indexing(ls)  # this connection sees the progress
             self.live = ls.live
             self.live.on_policy = self._policy_changed
-            return
-        ls.live = self.live
+        ls.live = ConnectionLive(self.live, self)
+
+    def next_edit(self) -> int:
+        with self._servers_lock:
+            self._edits += 1
+            return self._edits
+
+    def reapply(self, rel: str) -> bool:
+        """Apply again the most recent unsaved buffer of ``rel`` that a connection still
+        holds; False when none does."""
+        best = None
+        for ls in self._servers():
+            held = getattr(ls.live, "buffers", {}).get(rel)
+            if held is not None and (best is None or held[0] > best[0]):
+                best = held
+        if best is None:
+            return False
+        self.live.buffer_changed(rel, best[1])
+        return True
 
     def _policy_changed(self, diagnostics) -> None:
         from codesynapse.lsp.documents import publish_policy_diagnostics
@@ -230,9 +303,11 @@ class Host:
                 pool.shutdown(wait=True, cancel_futures=True)  # requests still running end first
         except Exception:
             log.debug("thread pool shutdown", exc_info=True)
-        unfollow = getattr(ls, "findings_unfollow", None)
-        if unfollow is not None:
-            unfollow()
+        if isinstance(ls.live, ConnectionLive):
+            try:
+                ls.live.close()  # its unsaved buffers leave the index (or another connection's apply)
+            except Exception:
+                log.exception("closing a connection's buffers")
         if ls.session is not None:
             ls.session.close()
 
