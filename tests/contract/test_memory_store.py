@@ -468,3 +468,87 @@ def test_session_owners_and_the_purge_of_sessions_whose_process_is_gone(m, sc):
     assert m.session_owners(sc.A1) == {"s4": "proc-gone"}
     with pytest.raises(StoreError):
         m.claim_session(Scope(tenant=sc.A1.tenant, graph_id="g", namespace=sc.A1.namespace, session=""), "p", T0)
+
+
+# ---- anchors (issue 25) -----------------------------------------------------------------------
+
+def spec(qname, path="pkg/mod.py", h="h1", line=3):
+    from codesynapse.memory.store import AnchorSpec
+
+    return AnchorSpec(qname=qname, name=qname.rsplit(".", 1)[-1], path=path, hash=h, kind="function", line=line)
+
+
+def test_anchors_are_stored_replaced_and_read_in_order(m, sc):
+    e = add(m, sc.A1, "retry policy")
+    m.set_anchors(sc.A1, e.id, [spec("pkg.mod.settle"), spec("pkg.mod.refund", line=9)], T0)
+    got = m.anchors_of(sc.A1, [e.id])[e.id]
+    assert [(a.qname, a.name, a.path, a.hash, a.kind, a.line, a.status) for a in got] == [
+        ("pkg.mod.settle", "settle", "pkg/mod.py", "h1", "function", 3, ""),
+        ("pkg.mod.refund", "refund", "pkg/mod.py", "h1", "function", 9, "")]
+    m.set_anchors(sc.A1, e.id, [spec("pkg.mod.refund")], T1)
+    assert [a.qname for a in m.anchors_of(sc.A1, [e.id])[e.id]] == ["pkg.mod.refund"]
+
+
+def test_anchors_keep_the_scope_of_their_entity(m, sc):
+    mine = add(m, sc.A1, "note")
+    team = add(m, sc.A1, "team note", durable=True)
+    m.set_anchors(sc.A1, mine.id, [spec("pkg.mod.settle")], T0)
+    m.set_anchors(sc.A1, team.id, [spec("pkg.mod.settle")], T0)
+    assert sorted(a.entity_id for a in m.anchored_to(sc.A1, ["pkg.mod.settle"])) == sorted([mine.id, team.id])
+    assert [a.entity_id for a in m.anchored_to(sc.A2, ["pkg.mod.settle"])] == [team.id]  # another session
+    for other in (sc.B, sc.T, sc.T2):  # another namespace, another tenant (same namespace string)
+        assert m.anchored_to(other, ["pkg.mod.settle"]) == []
+        assert m.anchors_of(other, [mine.id, team.id]) == {}
+        assert m.anchors_to_check(other, ["pkg/mod.py"], ["settle"]) == []
+    assert m.anchors_of(sc.A2, [mine.id]) == {}
+    with pytest.raises(StoreError):  # an entity the scope cannot see gets no anchors
+        m.set_anchors(sc.A2, mine.id, [spec("pkg.mod.refund")], T1)
+    with pytest.raises(StoreError):
+        m.set_anchors(sc.B, team.id, [spec("pkg.mod.refund")], T1)
+
+
+def test_staleness_pass_sees_every_session_and_writes_by_id_in_scope(m, sc):
+    import msgspec
+
+    a1 = add(m, sc.A1, "one")
+    a2 = add(m, sc.A2, "two")
+    m.set_anchors(sc.A1, a1.id, [spec("pkg.mod.settle")], T0)
+    m.set_anchors(sc.A2, a2.id, [spec("pkg.other.helper", path="pkg/other.py")], T0)
+    got = m.anchors_to_check(sc.A1, ["pkg/mod.py", "pkg/other.py"], [])
+    assert sorted(a.entity_id for a in got) == sorted([a1.id, a2.id])
+    mod = next(a for a in got if a.entity_id == a1.id)
+    # a foreign scope's write changes nothing
+    m.update_anchors(sc.B, [msgspec.structs.replace(mod, status="removed", status_at=T1)])
+    assert m.anchors_of(sc.A1, [a1.id])[a1.id][0].status == ""
+    m.update_anchors(sc.A1, [msgspec.structs.replace(mod, status="removed", status_at=T1)])
+    (now,) = m.anchors_of(sc.A1, [a1.id])[a1.id]
+    assert (now.status, now.status_at) == ("removed", T1)
+    # a removed anchor is found again by its symbol's name, wherever it went
+    assert [a.id for a in m.anchors_to_check(sc.A1, [], ["settle"])] == [mod.id]
+    assert m.anchors_to_check(sc.A1, [], ["helper"]) == []  # not removed: found by its path only
+    moved = msgspec.structs.replace(now, qname="pkg.new.settle", path="pkg/new.py", line=7, status="moved",
+                                    previous="pkg.mod.settle @ pkg/mod.py:3")
+    m.update_anchors(sc.A1, [moved])
+    (back,) = m.anchors_of(sc.A1, [a1.id])[a1.id]
+    assert (back.qname, back.path, back.line, back.status, back.previous, back.hash) == (
+        "pkg.new.settle", "pkg/new.py", 7, "moved", "pkg.mod.settle @ pkg/mod.py:3", "h1")
+
+
+def test_anchors_of_forgotten_and_purged_entities_are_not_read(m, sc):
+    gone = add(m, sc.A1, "gone", durable=True)
+    sess = add(m, sc.A1, "session one")
+    m.set_anchors(sc.A1, gone.id, [spec("pkg.mod.settle")], T0)
+    m.set_anchors(sc.A1, sess.id, [spec("pkg.mod.settle")], T0)
+    m.forget_entities(sc.A1, [gone.id], T1)
+    assert [a.entity_id for a in m.anchored_to(sc.A1, ["pkg.mod.settle"])] == [sess.id]
+    m.purge_session(sc.A1)
+    assert m.anchored_to(sc.A1, ["pkg.mod.settle"]) == []
+    assert m.anchors_to_check(sc.A1, ["pkg/mod.py"], ["settle"]) == []
+
+
+def test_hostile_anchor_values_are_plain_data(m, sc):
+    e = add(m, sc.A1, "x")
+    q = "a' OR '1'='1\") RETURN n //; DROP TABLE memory_anchors; g.V().drop()"
+    m.set_anchors(sc.A1, e.id, [spec(q, path="p'\"/x.py")], T0)
+    assert [a.qname for a in m.anchored_to(sc.A1, [q])] == [q]
+    assert m.anchored_to(sc.A1, ["' OR 1=1 --"]) == []

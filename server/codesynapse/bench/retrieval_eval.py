@@ -378,9 +378,9 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         captured: dict[str, Any] = {}
 
         class _Capturing(Runner):
-            def _send_deadline(self, method, params, *rest, **kw):
+            def _send_deadline(self, method, params):
                 captured.pop("answer", None)
-                ans = super()._send_deadline(method, params, *rest, **kw)
+                ans = super()._send_deadline(method, params)
                 captured["answer"] = ans
                 return ans
 

@@ -33,8 +33,15 @@ from typing import Any
 
 from codesynapse.errors import StoreError
 from codesynapse.graph.hugegraph import IN_CHUNK, GremlinClient, ensure_schema, index_key, vertex_id
-from codesynapse.memory.sqlite_store import new_entity_id, new_fact_id
-from codesynapse.memory.store import EntityRecord, FactRecord, TodoItem, UpsertOutcome
+from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
+from codesynapse.memory.store import (
+    AnchorRecord,
+    AnchorSpec,
+    EntityRecord,
+    FactRecord,
+    TodoItem,
+    UpsertOutcome,
+)
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -48,9 +55,15 @@ _KEYS = {
     "fid": "Text", "predicate": "Text", "confidence": "Double", "source_client": "Text", "seq": "Long",
     "todo_seq": "Long", "entity_id": "Text", "model_key": "Text", "enqueued_at": "Long", "meta_value": "Text",
     "owner": "Text",
+    # anchors (own keys: the code graph of the same HugeGraph graph defines path, line, … its own way)
+    "aid": "Text", "anc_qname": "Text", "anc_name": "Text", "anc_path": "Text", "anc_hash": "Text",
+    "anc_kind": "Text", "anc_line": "Int", "anc_status": "Text", "anc_status_at": "Text", "anc_previous": "Text",
+    "anc_pos": "Int",
 }
 _ENTITY_PROPS = ("eid", "tenant_id", "ns", "session", "name", "aliases_json", "alias_keys", "type", "version",
                  "created_at", "updated_at", "valid_to")
+_ANCHOR_PROPS = ("aid", "entity_id", "tenant_id", "ns", "session", "anc_qname", "anc_name", "anc_path", "anc_hash",
+                 "anc_kind", "anc_line", "anc_status", "anc_status_at", "anc_previous", "anc_pos", "created_at")
 _FACT_PROPS = ("fid", "tenant_id", "ns", "session", "predicate", "confidence", "source_client", "created_at",
                "updated_at", "valid_to")
 
@@ -89,6 +102,8 @@ def _schema_script() -> str:
         "s.vertexLabel('mem_session').properties('tenant_id', 'ns', 'session', 'owner', 'created_at')"
         ".useCustomizeStringId().ifNotExist().create()",
         "s.indexLabel('mem_session_ns').onV('mem_session').by('tenant_id', 'ns').secondary().ifNotExist().create()",
+        f"s.vertexLabel('mem_anchor').properties({props(_ANCHOR_PROPS)}).useCustomizeStringId().ifNotExist().create()",
+        "s.indexLabel('mem_anchor_ns').onV('mem_anchor').by('tenant_id', 'ns').secondary().ifNotExist().create()",
         "'ok'",
     ])
 
@@ -336,7 +351,7 @@ PURGE_SESSION = _locked(f"""
 def ents = {_NS_ENTITIES}.where(values('session').is(s)).toList()
 def facts = g.E().hasLabel('fact').has('tenant_id', t).has('ns', n).has('session', s).toList()
 def other = []
-for (label in ['mem_todo', 'mem_embedded']) {{
+for (label in ['mem_todo', 'mem_embedded', 'mem_anchor']) {{
   other.addAll(g.V().hasLabel(label).has('tenant_id', t).has('ns', n).where(values('session').is(s)).toList())
 }}
 def ids = ents.collect{{ it.id().toString() }}.sort()
@@ -355,6 +370,41 @@ graph.addVertex(T.label, 'mem_session', T.id, sessionId, 'tenant_id', t, 'ns', n
 def result = 'ok'
 """)
 
+SET_ANCHORS = _locked(f"""
+def own = {_BY_IDS}{_LIVE}.toList()
+def result = 'missing'
+if (!own.isEmpty()) {{
+  def s = own[0].value('session')
+  g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).where(values('entity_id').is(eid))
+       .where(values('session').is(s)).drop().iterate()
+  for (r in rows) {{
+    graph.addVertex(T.label, 'mem_anchor', T.id, r.aid, 'aid', r.aid, 'entity_id', eid, 'tenant_id', t, 'ns', n,
+                    'session', s, 'anc_qname', r.qname, 'anc_name', r.name, 'anc_path', r.path, 'anc_hash', r.hash,
+                    'anc_kind', r.kind, 'anc_line', r.line as int, 'anc_status', '', 'anc_status_at', '',
+                    'anc_previous', '', 'anc_pos', r.pos as int, 'created_at', now)
+  }}
+  result = 'ok'
+}}
+""")
+
+# the namespace's anchors of the given sessions (index prefix (tenant_id, ns)); owners are checked after
+NS_ANCHORS = ("g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n)"
+              ".where(values('session').is(within(vis))).elementMap().toList()")
+ALL_ANCHORS = "g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).elementMap().toList()"
+LIVE_OWNERS = ("g.V(ids.toArray()).hasLabel('mem_entity').has('tenant_id', t).has('ns', n)"
+               ".has('valid_to', '').elementMap('eid', 'session', 'updated_at').toList()")
+
+UPDATE_ANCHORS = _locked("""
+for (r in rows) {
+  for (a in g.V(r.aid).hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).toList()) {
+    a.property('anc_qname', r.qname); a.property('anc_name', r.name); a.property('anc_path', r.path)
+    a.property('anc_kind', r.kind); a.property('anc_line', r.line as int); a.property('anc_status', r.status)
+    a.property('anc_status_at', r.status_at); a.property('anc_previous', r.previous)
+  }
+}
+def result = 'ok'
+""")
+
 SESSION_OWNERS = f"""
 def owners = g.V().hasLabel('mem_session').has('tenant_id', t).has('ns', n).elementMap('session', 'owner').toList()
                   .collectEntries{{ [(it.session): it.owner] }}
@@ -367,7 +417,7 @@ held.sort().collect{{ [it, owners.getOrDefault(it, '')] }}
 
 DELETE_NAMESPACE = """
 def n2 = 0
-for (label in ['mem_entity', 'mem_change', 'mem_todo', 'mem_embedded', 'mem_scope']) {
+for (label in ['mem_entity', 'mem_change', 'mem_todo', 'mem_embedded', 'mem_scope', 'mem_anchor']) {
   while (true) {
     def found = g.V().hasLabel(label).has('tenant_id', t).has('ns', n).limit(txRows).id().toList()
     if (found.isEmpty()) { break }
@@ -396,6 +446,14 @@ def _fact(row: dict[str, Any]) -> FactRecord:
                       object_name=o["name"], confidence=float(f["confidence"]),
                       source_client=f.get("source_client") or "", created_at=f["created_at"],
                       updated_at=f["updated_at"])
+
+
+def _anchor(r: dict[str, Any]) -> AnchorRecord:
+    return AnchorRecord(id=r["aid"], entity_id=r["entity_id"], session=r["session"], qname=r["anc_qname"],
+                        name=r["anc_name"], path=r["anc_path"], hash=r["anc_hash"], kind=r["anc_kind"],
+                        line=int(r["anc_line"]), status=r.get("anc_status") or "",
+                        status_at=r.get("anc_status_at") or "", previous=r.get("anc_previous") or "",
+                        created_at=r.get("created_at") or "")
 
 
 def _valid_ids(ids: Sequence[str]) -> list[str]:
@@ -658,6 +716,69 @@ class HugeGraphMemoryStore:
         return int(rows[0]) if rows else None
 
     # ---- session end ------------------------------------------------------------------
+
+    # ---- anchors ----------------------------------------------------------------------
+
+    def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
+                    now: str) -> None:
+        rows = [{"aid": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
+                 "kind": a.kind, "line": a.line, "pos": i} for i, a in enumerate(anchors)]
+        got = self._locked("set_anchors", SET_ANCHORS, scope,
+                           self._b(scope, ids=[entity_id], eid=entity_id, rows=rows, now=now))
+        if not got or got[0] != "ok":
+            raise StoreError(f"no live entity {entity_id} in this scope")
+
+    def _anchors(self, scope: Scope, vis: Sequence[str] | None
+                 ) -> tuple[list[AnchorRecord], dict[str, dict[str, Any]]]:
+        """The namespace's anchors in sessions ``vis`` (None: every session, for the staleness
+        pass) whose entity is live (in the anchor's own session), and those entities
+        (eid → session, updated_at)."""
+        b = {"t": scope.tenant, "n": scope.namespace}
+        raw = (self._run("anchors", ALL_ANCHORS, b) if vis is None
+               else self._run("anchors", NS_ANCHORS, {**b, "vis": list(vis)}))
+        raw = sorted(raw, key=lambda r: (r["entity_id"], int(r.get("anc_pos") or 0)))  # each entity's order
+        rows = [_anchor(r) for r in raw]
+        ids = _valid_ids([a.entity_id for a in rows])
+        owners: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(ids), IN_CHUNK):
+            for r in self._run("anchor owners", LIVE_OWNERS, {"t": scope.tenant, "n": scope.namespace,
+                                                              "ids": ids[i:i + IN_CHUNK]}):
+                owners[r["eid"]] = r
+        live = [a for a in rows if a.entity_id in owners and owners[a.entity_id]["session"] == a.session]
+        return live, owners
+
+    def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        wanted = set(entity_ids)
+        if not wanted:
+            return {}
+        rows, _ = self._anchors(scope, scope.visible_sessions)
+        out: dict[str, list[AnchorRecord]] = {}
+        for a in rows:  # in (entity, position) order
+            if a.entity_id in wanted:
+                out.setdefault(a.entity_id, []).append(a)
+        return out
+
+    def anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100) -> list[AnchorRecord]:
+        wanted = set(qnames)
+        if not wanted:
+            return []
+        rows, owners = self._anchors(scope, scope.visible_sessions)
+        hits = [a for a in rows if a.qname in wanted]
+        hits.sort(key=lambda a: owners[a.entity_id]["updated_at"], reverse=True)
+        return hits[:limit]
+
+    def anchors_to_check(self, scope: Scope, paths: Sequence[str], names: Sequence[str]
+                         ) -> list[AnchorRecord]:
+        p, nm = set(paths), set(names)
+        rows, _ = self._anchors(scope, None)
+        return sorted((a for a in rows if a.path in p or (a.status == "removed" and a.name in nm)),
+                      key=lambda a: a.id)
+
+    def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
+        rows = [{"aid": a.id, "qname": a.qname, "name": a.name, "path": a.path, "kind": a.kind, "line": a.line,
+                 "status": a.status, "status_at": a.status_at, "previous": a.previous} for a in anchors]
+        if rows:
+            self._locked("update_anchors", UPDATE_ANCHORS, scope, self._b(scope, rows=rows))
 
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:

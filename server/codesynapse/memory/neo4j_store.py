@@ -35,8 +35,15 @@ from typing import Any
 
 from codesynapse.errors import StoreError
 from codesynapse.graph.neo4j import check_uri, ensure_schema, translate_error
-from codesynapse.memory.sqlite_store import new_entity_id, new_fact_id
-from codesynapse.memory.store import EntityRecord, FactRecord, TodoItem, UpsertOutcome
+from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
+from codesynapse.memory.store import (
+    AnchorRecord,
+    AnchorSpec,
+    EntityRecord,
+    FactRecord,
+    TodoItem,
+    UpsertOutcome,
+)
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -64,6 +71,10 @@ _SCHEMA = (
     "CREATE CONSTRAINT cs_mem_meta_key IF NOT EXISTS FOR (n:CsMemMeta) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT cs_mem_session_key IF NOT EXISTS FOR (n:CsMemSession) "
     "REQUIRE (n.tenant, n.namespace, n.session) IS UNIQUE",
+    "CREATE CONSTRAINT cs_mem_anchor_id IF NOT EXISTS FOR (n:CsMemAnchor) REQUIRE n.id IS UNIQUE",
+    "CREATE INDEX cs_mem_anchor_qname IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.qname)",
+    "CREATE INDEX cs_mem_anchor_path IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.path)",
+    "CREATE INDEX cs_mem_anchor_status IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.status)",
 )
 
 # The visible, live entity ``e`` of the scope.
@@ -79,6 +90,17 @@ _FACT_VIS = ("s.session IN $vis AND s.valid_to IS NULL AND f.session IN $vis AND
 def _p(scope: Scope, *, durable_only: bool = False, **extra: Any) -> dict[str, Any]:
     return {"t": scope.tenant, "n": scope.namespace,
             "vis": [""] if durable_only else list(scope.visible_sessions), **extra}
+
+
+_ANCHOR = ("a {.id, .entity_id, .session, .qname, .name, .path, .hash, .kind, .line, .status, .status_at, "
+           ".previous, .created_at}")
+
+
+def _anchor(r: dict[str, Any]) -> AnchorRecord:
+    return AnchorRecord(id=r["id"], entity_id=r["entity_id"], session=r["session"], qname=r["qname"],
+                        name=r["name"], path=r["path"], hash=r["hash"], kind=r["kind"], line=int(r["line"]),
+                        status=r.get("status") or "", status_at=r.get("status_at") or "",
+                        previous=r.get("previous") or "", created_at=r.get("created_at") or "")
 
 
 def _live_key(subject_id: str, predicate: str, object_id: str) -> str:
@@ -582,6 +604,87 @@ class Neo4jMemoryStore:
             {"t": scope.tenant, "n": scope.namespace})
         return {r[0]: r[1] for r in rows}
 
+    # ---- anchors ----------------------------------------------------------------------
+
+    def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
+                    now: str) -> None:
+        rows = [{"id": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
+                 "kind": a.kind, "line": a.line, "position": i} for i, a in enumerate(anchors)]
+
+        def work(tx) -> None:
+            self._lock(tx, scope)
+            e = tx.run("MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n}) "
+                       f"WHERE {_E_VIS} RETURN e.session AS session", _p(scope, id=entity_id)).single()
+            if e is None:
+                raise StoreError(f"no live entity {entity_id} in this scope")
+            p = {"t": scope.tenant, "n": scope.namespace, "s": e["session"], "id": entity_id, "rows": rows,
+                 "now": now}
+            tx.run("MATCH (a:CsMemAnchor {entity_id: $id, tenant: $t, namespace: $n, session: $s}) DETACH DELETE a",
+                   p).consume()
+            tx.run("MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n, session: $s}) UNWIND $rows AS r "
+                   "CREATE (e)-[:ANCHOR]->(:CsMemAnchor {id: r.id, entity_id: $id, tenant: $t, namespace: $n, "
+                   "session: $s, qname: r.qname, name: r.name, path: r.path, hash: r.hash, kind: r.kind, "
+                   "line: r.line, status: '', status_at: '', previous: '', created_at: $now, position: r.position})",
+                   p).consume()
+
+        self._write("set_anchors", work)
+
+    # the anchor's entity: live, in the anchor's tenant/namespace/session
+    _A_OWNER = ("MATCH (e:CsMemEntity {id: a.entity_id, tenant: $t, namespace: $n}) "
+                "WHERE e.session = a.session AND e.valid_to IS NULL ")
+
+    def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+        rows = self._all("anchors_of",
+                         "UNWIND $ids AS x MATCH (e:CsMemEntity {id: x, tenant: $t, namespace: $n}) "
+                         f"WHERE {_E_VIS} MATCH (e)-[:ANCHOR]->(a:CsMemAnchor {{tenant: $t, namespace: $n}}) "
+                         "WHERE a.session = e.session "
+                         f"RETURN {_ANCHOR} ORDER BY a.entity_id, a.position", _p(scope, ids=ids))
+        out: dict[str, list[AnchorRecord]] = {}
+        for r in rows:
+            out.setdefault(r["entity_id"], []).append(_anchor(r))
+        return out
+
+    def anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100) -> list[AnchorRecord]:
+        names = list(dict.fromkeys(qnames))
+        if not names:
+            return []
+        rows = self._all("anchored_to",
+                         "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n}) WHERE a.qname IN $q AND a.session IN $vis "
+                         f"{self._A_OWNER}RETURN {_ANCHOR} ORDER BY e.updated_at DESC, a.entity_id, a.position "
+                         "LIMIT $limit", _p(scope, q=names, limit=int(limit)))
+        return [_anchor(r) for r in rows]
+
+    def anchors_to_check(self, scope: Scope, paths: Sequence[str], names: Sequence[str]
+                         ) -> list[AnchorRecord]:
+        p = {"t": scope.tenant, "n": scope.namespace, "paths": list(dict.fromkeys(paths))}
+        out = {r["id"]: _anchor(r) for r in self._all(
+            "anchors_to_check", "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n}) WHERE a.path IN $paths "
+            f"{self._A_OWNER}RETURN {_ANCHOR}", p)} if p["paths"] else {}
+        if names:
+            wanted = set(names)
+            for r in self._all("anchors_to_check", "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n, "
+                               f"status: 'removed'}}) {self._A_OWNER}RETURN {_ANCHOR}", p):
+                if r["name"] in wanted:
+                    out[r["id"]] = _anchor(r)
+        return [out[k] for k in sorted(out)]
+
+    def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
+        rows = [{"id": a.id, "qname": a.qname, "name": a.name, "path": a.path, "kind": a.kind, "line": a.line,
+                 "status": a.status, "status_at": a.status_at, "previous": a.previous} for a in anchors]
+        if not rows:
+            return
+
+        def work(tx) -> None:
+            tx.run("UNWIND $rows AS r MATCH (a:CsMemAnchor {id: r.id, tenant: $t, namespace: $n}) "
+                   "SET a.qname = r.qname, a.name = r.name, a.path = r.path, a.kind = r.kind, a.line = r.line, "
+                   "a.status = r.status, a.status_at = r.status_at, a.previous = r.previous",
+                   t=scope.tenant, n=scope.namespace, rows=rows).consume()
+
+        self._write("update_anchors", work)
+
     def purge_session(self, scope: Scope) -> list[str]:
         if not scope.session:
             raise StoreError("purge_session needs a session scope")
@@ -593,7 +696,7 @@ class Neo4jMemoryStore:
                 "MATCH (e:CsMemEntity {tenant: $t, namespace: $n, session: $s}) RETURN e.id AS id ORDER BY id", p)]
             tx.run("MATCH (:CsMemEntity {tenant: $t, namespace: $n})-[f:FACT {tenant: $t, namespace: $n, session: $s}]"
                    "->(:CsMemEntity {tenant: $t, namespace: $n}) DELETE f", p).consume()
-            for label in ("CsMemTodo", "CsMemEmbedded", "CsMemAlias", "CsMemSession"):
+            for label in ("CsMemTodo", "CsMemEmbedded", "CsMemAlias", "CsMemSession", "CsMemAnchor"):
                 tx.run(f"MATCH (x:{label} {{tenant: $t, namespace: $n, session: $s}}) DETACH DELETE x", p).consume()
             tx.run("MATCH (e:CsMemEntity {tenant: $t, namespace: $n, session: $s}) DETACH DELETE e", p).consume()
             self._log_changes(tx, scope, [{"session": scope.session, "entity_id": i} for i in ids])
@@ -608,7 +711,8 @@ class Neo4jMemoryStore:
         p = {"t": tenant, "n": namespace}
 
         def work(tx) -> None:
-            for label in ("CsMemEntity", "CsMemAlias", "CsMemChange", "CsMemTodo", "CsMemEmbedded", "CsMemScope"):
+            for label in ("CsMemEntity", "CsMemAlias", "CsMemChange", "CsMemTodo", "CsMemEmbedded", "CsMemScope",
+                          "CsMemAnchor"):
                 tx.run(f"MATCH (x:{label} {{tenant: $t, namespace: $n}}) DETACH DELETE x", p).consume()
 
         self._write("delete_namespace", work)
