@@ -140,9 +140,10 @@ export class ContextController implements vscode.Disposable {
   }
 
   /**
-   * The symbols a task's answer left out, so that they can be seen and added: the names the
-   * server lists with its omissions, else the search results for the task's words that the
-   * answer does not show (as many as it says it left out).
+   * The symbols a task's answer left out, so that they can be seen and added: those the
+   * server names with its omissions (best first, with kind and place), then — when it counted
+   * more than it named — the search results for the task's words that are not shown yet, up
+   * to the number left out.
    */
   private async taskCandidates(query: Query, result: unknown): Promise<Candidate[]> {
     const env = readEnvelope(result);
@@ -150,19 +151,20 @@ export class ContextController implements vscode.Disposable {
     if (isRecord(result) && Array.isArray(result.cards)) {
       for (const c of result.cards) if (isRecord(c) && typeof c.qualifiedName === 'string') shown.add(c.qualifiedName);
     }
-    const listed = env.omitted.flatMap((o) => o.items).filter((n) => !shown.has(n));
-    if (listed.length > 0) return [...new Set(listed)].map((selector) => ({ selector, kind: null, path: null, line: null, summary: null }));
+    const out: Candidate[] = [];
+    for (const c of env.omitted.flatMap((o) => o.listed)) {
+      if (!shown.has(c.selector)) out.push(c);
+      shown.add(c.selector);
+    }
     const left = env.omitted.filter((o) => /candidate/i.test(o.what)).reduce((n, o) => n + (o.count ?? 0), 0);
-    if (left === 0) return [];
+    if (out.length >= left) return out;
     try {
       const task = (query.params as { task: string }).task;
       const found = await this.connection.request(Methods.search, { query: task, limit: Math.min(200, shown.size + left + 10) });
-      return readSearchResults(found)
-        .filter((r) => !shown.has(r.selector))
-        .slice(0, left);
+      return [...out, ...readSearchResults(found).filter((r) => !shown.has(r.selector))].slice(0, left);
     } catch (error) {
       this.log.debug(`search for the task's candidates failed: ${error instanceof Error ? error.message : String(error)}`);
-      return [];
+      return out;
     }
   }
 

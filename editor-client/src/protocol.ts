@@ -166,8 +166,19 @@ export interface Omission {
   what: string;
   count: number | null;
   hint: string | null;
-  /** Names of what was left out, when the server lists them (under the `what` key, or `items`). */
+  /** Names of what was left out, when the server lists them (under `candidates`, the `what` key, or `items`). */
   items: string[];
+  /** The same, with what the server says about each (minimalContext: kind, path, line). */
+  listed: ListedSymbol[];
+}
+
+/** A symbol named in an answer's omissions or search results. */
+export interface ListedSymbol {
+  selector: string;
+  kind: string | null;
+  path: string | null;
+  line: number | null;
+  summary: string | null;
 }
 
 /** The budget envelope every context answer carries. Fields the server did not send are null. */
@@ -333,22 +344,23 @@ export function readEnvelope(value: unknown): Envelope {
     const hint = asString(r.omitted.howToGetMore) ?? asString(r.omitted.hint);
     for (const [what, count] of Object.entries(r.omitted)) {
       const n = asNumber(count);
-      if (n !== null && n > 0) omitted.push({ what, count: n, hint: hint || null, items: [] });
+      if (n !== null && n > 0) omitted.push({ what, count: n, hint: hint || null, items: [], listed: [] });
     }
   } else if (Array.isArray(r.omitted)) {
     for (const item of r.omitted) {
       if (isRecord(item)) {
         const what = asString(item.what) ?? asString(item.kind) ?? 'items';
-        const listed = Array.isArray(item[what]) ? item[what] : item.items;
+        const listed = Array.isArray(item.candidates) ? item.candidates : Array.isArray(item[what]) ? item[what] : item.items;
         omitted.push({
           what,
           count: asNumber(item.count),
           hint: asString(item.hint),
           items: asNameList(listed),
+          listed: readListed(listed),
         });
       } else {
         const s = asString(item);
-        if (s !== null) omitted.push({ what: s, count: null, hint: null, items: [] });
+        if (s !== null) omitted.push({ what: s, count: null, hint: null, items: [], listed: [] });
       }
     }
   }
@@ -557,10 +569,21 @@ export function readFact(value: unknown): Fact | null {
 }
 
 /** The results of a `search` answer, as candidates to show. */
-export function readSearchResults(value: unknown): { selector: string; kind: string | null; path: string | null; line: number | null; summary: string | null }[] {
+export function readSearchResults(value: unknown): ListedSymbol[] {
   if (!isRecord(value) || !Array.isArray(value.results)) return [];
-  const out: { selector: string; kind: string | null; path: string | null; line: number | null; summary: string | null }[] = [];
-  for (const r of value.results) {
+  return readListed(value.results);
+}
+
+/** Symbols as an answer lists them: names, or objects with `qualifiedName` (or `name`), `kind`, `path`, `range` or `line`. */
+function readListed(value: unknown): ListedSymbol[] {
+  if (!Array.isArray(value)) return [];
+  const out: ListedSymbol[] = [];
+  for (const r of value) {
+    const name = asString(r);
+    if (name) {
+      out.push({ selector: name, kind: null, path: null, line: null, summary: null });
+      continue;
+    }
     if (!isRecord(r)) continue;
     const selector = asString(r.qualifiedName) ?? asString(r.name);
     if (!selector) continue;

@@ -122,9 +122,25 @@ async def test_minimal_context_keeps_at_most_8_cards(client):
     a = await ask(client, "codesynapse/minimalContext", {
         "task": "what does this code do", "paths": ["shop/cart.py", "shop/payment.py", "shop/pricing.py"]})
     assert len(a["cards"]) == 8
-    assert a["omitted"][0] == {"what": "candidate symbols", "count": 5, "hint": "narrow the task or pass paths"}
+    note = a["omitted"][0]
+    assert {k: note[k] for k in ("what", "count", "hint")} == {
+        "what": "candidate symbols", "count": 5, "hint": "narrow the task or pass paths"}
     assert not any(c["path"].startswith("tests/") for c in a["cards"])
     assert a["truncated"] is True and a["maxTokens"] == 1500
+    # the left-out candidates are named, so that a client can show them and add one: with
+    # the 8 cards they are the 13 symbols of the three files, and the test is a weaker one,
+    # found through a call edge (issue 22 #2)
+    listed = {n["what"]: n.get("candidates", []) for n in a["omitted"]}
+    assert {c["qualifiedName"] for c in listed["candidate symbols"]} | {c["qualifiedName"] for c in a["cards"]} == {
+        "shop.cart.BaseCart", "shop.cart.BaseCart.__init__", "shop.cart.BaseCart.add", "shop.cart.BaseCart.count",
+        "shop.cart.Cart", "shop.cart.Cart.total", "shop.cart.Cart.checkout", "shop.payment.Gateway",
+        "shop.payment.Gateway.charge", "shop.payment.pay_for", "shop.pricing.TAX_RATE",
+        "shop.pricing.apply_discount", "shop.pricing.with_tax"}
+    assert len(listed["candidate symbols"]) == 5
+    assert {"qualifiedName": "shop.payment.Gateway", "kind": "class", "path": "shop/payment.py", "line": 9,
+            "legs": ["path"]} in listed["candidate symbols"]
+    assert listed["weaker candidates"] == [{"qualifiedName": "test_cart.test_total", "kind": "test",
+                                            "path": "tests/test_cart.py", "line": 5, "legs": ["graph"]}]
 
 
 async def test_pr_context_change_impact(client):

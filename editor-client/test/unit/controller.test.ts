@@ -71,49 +71,83 @@ describe('ContextController', () => {
     const byMethod: Record<string, string> = {
       'codesynapse/minimalContext': 'minimalContext',
       'codesynapse/search': 'search',
-      'codesynapse/symbolCard': 'symbolCard',
+      'codesynapse/symbolCard': 'symbolCardPayFor',
     };
     const { sent, connection } = recordingConnection((m) => recorded(byMethod[m] as string));
     const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
     const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
 
     await controller.task('apply a discount to the cart total');
-    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext', 'codesynapse/search']);
-    // "8 weaker candidates ... name an identifier, or search the words": twice the budget would
-    // answer the same 4 cards, so there is no Load more button; the 8 candidates are listed instead.
+    // the server names the 6 weaker candidates it left out: no search is needed
+    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
+    // "6 weaker candidates ... name an identifier, or search the words": twice the budget would
+    // answer the same 6 cards, so there is no Load more button; the 6 candidates are listed instead.
     expect(panel.html).not.toContain('data-action="more"');
-    expect(panel.html).toContain('Omitted candidates (8)');
+    expect(panel.html).toContain('Omitted candidates (6)');
     const listed = [...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1]);
     expect(listed).toEqual([
-      'test_cart.test_total',
-      'shop.cart.Cart',
       'shop.cart',
-      'shop.cart.Cart.checkout',
-      'shop.cart.BaseCart',
-      'shop.cart.BaseCart.__init__',
-      'shop.cart.BaseCart.add',
-      'shop.cart.BaseCart.count',
+      'shop.pricing',
+      'test_cart.test_total',
+      'shop.payment.pay_for',
+      'test_cart.test_discount',
+      'README.md#Shop &gt; Pricing',
     ]);
-    expect(panel.html).toContain('data-tokens="294" data-budget="1500"');
+    expect(panel.html).toContain('data-tokens="626" data-budget="1500"');
 
-    await controller.addCandidate('shop.cart.Cart.checkout');
-    expect(sent[2]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'shop.cart.Cart.checkout', maxTokens: 2000 } });
-    expect(panel.html).toContain('Added by you (1) <span class="muted">+166 tokens</span>');
-    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.checkout">');
-    expect(panel.html).toContain('Omitted candidates (7)');
-    expect(panel.html).not.toContain('data-action="add" data-selector="shop.cart.Cart.checkout"');
-    // the meter counts the added card: 294 + 166
-    expect(panel.html).toContain('data-tokens="460" data-budget="1500"');
+    await controller.addCandidate('shop.payment.pay_for');
+    expect(sent[1]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'shop.payment.pay_for', maxTokens: 2000 } });
+    expect(panel.html).toContain('Added by you (1) <span class="muted">+216 tokens</span>');
+    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.payment.pay_for">');
+    expect(panel.html).toContain('Omitted candidates (5)');
+    expect(panel.html).not.toContain('data-action="add" data-selector="shop.payment.pay_for"');
+    // the meter counts the added card: 626 + 216
+    expect(panel.html).toContain('data-tokens="842" data-budget="1500"');
+  });
+
+  it('lists the candidates the server names with its omissions, with kind and place, and adds one', async () => {
+    const answer = { ...recorded('minimalContext') };
+    answer.omitted = [
+      { what: 'candidate symbols', count: 1, hint: 'narrow the task or pass paths', candidates: [{ qualifiedName: 'shop.payment.pay_for', kind: 'function', path: 'shop/payment.py', line: 17, legs: ['graph'] }] },
+      { what: 'weaker candidates', count: 1, hint: 'name an identifier, or search the words', candidates: [{ qualifiedName: 'test_cart.test_total', kind: 'test', path: 'tests/test_cart.py', line: 5, legs: ['graph'] }] },
+    ];
+    const { sent, connection } = recordingConnection((m) => (m === 'codesynapse/symbolCard' ? recorded('symbolCardPayFor') : answer));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
+    await controller.task('apply a discount');
+    // all that was left out is named: no search
+    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
+    expect(panel.html).toContain('Omitted candidates (2)');
+    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.payment.pay_for', 'test_cart.test_total']);
+    expect(panel.html).toContain('<span class="kind">function</span>');
+    expect(panel.html).toContain('data-action="open" data-path="tests/test_cart.py" data-line="5"');
+    // adding one changes what is visible: its card is shown, it leaves the list
+    await controller.addCandidate('shop.payment.pay_for');
+    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.payment.pay_for">');
+    expect(panel.html).toContain('Omitted candidates (1)');
+  });
+
+  it('searches for the rest when the server named fewer candidates than it left out', async () => {
+    const answer = { ...recorded('minimalContext') };
+    answer.omitted = [{ what: 'weaker candidates', count: 3, hint: 'name an identifier', candidates: [{ qualifiedName: 'shop.cart.BaseCart.count', kind: 'method', path: 'shop/cart.py', line: 15 }] }];
+    const { sent, connection } = recordingConnection((m) => (m === 'codesynapse/search' ? recorded('search') : answer));
+    const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
+    await new ContextController(connection, panel, {} as IndexStatusBar, log).task('apply a discount');
+    expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext', 'codesynapse/search']);
+    const listed = [...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1]);
+    expect(listed).toHaveLength(3);
+    expect(listed[0]).toBe('shop.cart.BaseCart.count'); // the server's first, then search results not shown
+    expect(new Set(listed).size).toBe(3);
   });
 
   it('uses the names the server lists with an omission instead of searching', async () => {
     const answer = { ...recorded('minimalContext') };
-    answer.omitted = [{ what: 'weaker candidates', count: 2, hint: 'name an identifier', 'weaker candidates': ['shop.cart.Cart', 'test_cart.test_total'] }];
+    answer.omitted = [{ what: 'weaker candidates', count: 2, hint: 'name an identifier', 'weaker candidates': ['shop.cart', 'test_cart.test_total'] }];
     const { sent, connection } = recordingConnection(() => answer);
     const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
     await new ContextController(connection, panel, {} as IndexStatusBar, log).task('apply a discount');
     expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
-    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.cart.Cart', 'test_cart.test_total']);
+    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.cart', 'test_cart.test_total']);
   });
 
   it('sends unsaved buffers in the diff of the current changes, and marks the answer stale when a file changes', async () => {

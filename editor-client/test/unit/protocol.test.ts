@@ -67,8 +67,8 @@ describe('readEnvelope', () => {
       rawTokens: 9812,
       truncated: true,
       omitted: [
-        { what: 'callers', count: 12, hint: 'raise maxTokens', items: [] },
-        { what: 'tests', count: null, hint: null, items: [] },
+        { what: 'callers', count: 12, hint: 'raise maxTokens', items: [], listed: [] },
+        { what: 'tests', count: null, hint: null, items: [], listed: [] },
       ],
       resultBytes: 1648,
       provenance: { legs: ['exact', 'bm25'], freshness: 'fresh' },
@@ -81,7 +81,7 @@ describe('readEnvelope', () => {
       maxTokens: null,
       rawTokens: null,
       truncated: false,
-      omitted: [{ what: '42', count: null, hint: null, items: [] }],
+      omitted: [{ what: '42', count: null, hint: null, items: [], listed: [] }],
       resultBytes: 120,
       provenance: null,
     });
@@ -223,7 +223,7 @@ describe('server shape variants', () => {
 
   it('reads the omitted object of recall answers', () => {
     expect(readEnvelope({ omitted: { entries: 2, facts: 0, howToGetMore: 'ask a narrower query' } }).omitted).toEqual([
-      { what: 'entries', count: 2, hint: 'ask a narrower query', items: [] },
+      { what: 'entries', count: 2, hint: 'ask a narrower query', items: [], listed: [] },
     ]);
   });
 

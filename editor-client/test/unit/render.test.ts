@@ -189,7 +189,7 @@ describe('renderResult', () => {
     const task = renderResult({ title: 'Context for a task', budget: 1500, more: null, result: read('minimalContext') });
     const body = task.slice(task.indexOf('<div class="body">'), task.indexOf('<section class="omitted">'));
     expect(body).not.toMatch(/Legs|bytes|confidence/);
-    expect(task).toContain('<details class="diagnostics"><summary>Details</summary><p class="provenance">found by exact, literal, bm25 · index ready · 1,173 bytes</p></details>');
+    expect(task).toContain('<details class="diagnostics"><summary>Details</summary><p class="provenance">found by exact, lexical, dense (unavailable: not computed by this process), graph · index ready · 2,501 bytes</p></details>');
     // a recorded card: no "confidence 0" beside the unresolved callee
     const card = renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') });
     expect(card.replace(/<[^>]*>/g, '')).not.toContain('confidence'); // only in the tooltip

@@ -70,7 +70,7 @@ class Packer:
 
     answer: dict[str, Any]
     max_tokens: int
-    omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint, items?]
+    omitted: dict[str, list] = field(default_factory=dict)  # what → [count, hint, items?, key?]
     # False when the request left maxTokens to its default: the answer then gives the
     # budget (``maxTokens``) only when something was left out, where it tells how to get more
     echo_budget: bool = True
@@ -117,10 +117,12 @@ class Packer:
         self._used += cost
         return True
 
-    def omit(self, what: str, count: int, hint: str = "", items: list | None = None) -> None:
+    def omit(self, what: str, count: int, hint: str = "", items: list | None = None,
+             key: str | None = None) -> None:
         """Count ``count`` more of ``what`` as left out; ``items`` (names of what was left
-        out, e.g. a bare name's alternatives) are listed in the note under ``what``."""
-        if count <= 0:
+        out, e.g. a bare name's alternatives) are listed in the note under ``key`` (default:
+        ``what``). Items alone (``count`` 0) are added to a note already counted."""
+        if count <= 0 and not (items and what in self.omitted):
             return
         if what not in self.omitted:
             # the note itself takes room: account for it when it is first made
@@ -130,9 +132,9 @@ class Packer:
         if hint:
             entry[1] = hint
         if items:
-            self._used += tokens_for(len(dumps(items)) + len(what) + 4)
+            self._used += tokens_for(len(dumps(items)) + len(key or what) + 4)
             if len(entry) < 3:
-                entry.append([])
+                entry.extend([[], key or what])
             entry[2].extend(items)
 
     def _notes(self, truncated: bool = False) -> None:
@@ -140,7 +142,7 @@ class Packer:
         budget was not asked for, ``maxTokens`` only for an answer that was cut."""
         a = self.answer
         if self.omitted:
-            a["omitted"] = [{"what": w, "count": e[0], "hint": e[1], **({w: e[2]} if len(e) > 2 else {})}
+            a["omitted"] = [{"what": w, "count": e[0], "hint": e[1], **({e[3]: e[2]} if len(e) > 2 else {})}
                             for w, e in sorted(self.omitted.items())]
         else:
             a.pop("omitted", None)
