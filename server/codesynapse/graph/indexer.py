@@ -789,8 +789,14 @@ class Indexer:
                 inh_updates.append((row_id, r))
             touched.add(ih.path)
         self.store.update_inherit_targets(inh_updates)
+        # the touched files' inherit rows in one read (a read per file was a round trip each
+        # on a server backend), in inherits(path) order
+        of_path: dict[str, list] = {}
+        for _, ih in self.store.inherits_touching(sorted(touched), ()) if touched else ():
+            of_path.setdefault(ih.path, []).append(ih)
         for path in touched | changed:
-            pairs = [(ih.child, ih.target) for ih in self.store.inherits(path) if ih.target] if path in touched else []
+            rows = sorted(of_path.get(path, []), key=lambda ih: (ih.line, ih.child, ih.base))
+            pairs = [(ih.child, ih.target) for ih in rows if ih.target] if path in touched else []
             if pairs:
                 if self._inherits_by_file.get(path) != pairs:
                     self._inherits_by_file[path] = pairs
