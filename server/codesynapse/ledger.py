@@ -65,11 +65,18 @@ def _est(n_bytes: int) -> int:
     return tokens_for(n_bytes)
 
 
-def response_bytes(answer: Any) -> int:
-    """Bytes of the JSON-RPC response the daemon writes for ``answer`` (as ``bench tokens``
-    measures it: ``{"jsonrpc":"2.0","id":1,"result":…}``, compact, UTF-8)."""
-    from codesynapse.bench.tokens import jsonrpc_bytes
+def jsonrpc_bytes(result: Any, error: dict[str, Any] | None = None) -> bytes:
+    """The JSON-RPC response the daemon writes for an answer, as ``bench tokens`` measures it:
+    ``{"jsonrpc":"2.0","id":1,"result":…}``, compact, UTF-8, without the Content-Length header."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": 1}
+    if error is not None:
+        msg["error"] = error
+    else:
+        msg["result"] = result
+    return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
+
+def response_bytes(answer: Any) -> int:
     return len(jsonrpc_bytes(answer))
 
 
@@ -469,10 +476,13 @@ def estimate(app, req, corpus) -> tuple[int, int, int, int]:
     """(raw (a) tokens, raw (b) tokens, files (a), files (b)) of one request: the bytes of
     ``bench tokens``' baselines through the bytes/4 estimator."""
     from codesynapse.bench.baselines import raw_baselines
-    from codesynapse.methods import _ctx
+    from codesynapse.context.service import ContextService
 
+    ctx = app.services.get("context")
+    if ctx is None:
+        ctx = app.services.setdefault("context", ContextService(app))
     with app.store.snapshot():
-        _idents, a, b = raw_baselines(req, app, _ctx(app), corpus)
+        _idents, a, b = raw_baselines(req, app, ctx, corpus)
     return _est(a.bytes), _est(b.bytes), len(a.files), len(b.files)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -40,14 +41,22 @@ _lock = threading.Lock()
 _metrics: _Metrics | None = None
 
 
-def _method_label(method: str) -> str:
-    from codesynapse.methods import METHODS
+_METHOD_NAME = re.compile(r"codesynapse/[A-Za-z]+(?:/[A-Za-z]+)?")
 
-    return method if method in METHODS else "other"
+
+def _method_label(method: str) -> str:
+    """The callers pass the name of a row of the static method table (an unknown name is
+    refused before); anything else is ``other``, so no free text becomes a label."""
+    return method if len(method) <= 64 and _METHOD_NAME.fullmatch(method) else "other"
 
 
 def _kind_label(e: BaseException) -> str:
-    from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
+    from codesynapse.errors import (
+        BudgetError,
+        CodeSynapseError,
+        DeadlineExceeded,
+        InvalidParams,
+    )
 
     if isinstance(e, InvalidParams):
         return "InvalidParams"

@@ -14,7 +14,6 @@ Returned size is the JSON-RPC response as the daemon would write it
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -33,19 +32,15 @@ from codesynapse.bench.baselines import (
 from codesynapse.bench.corpora import Corpus, cache_dir, writable_copy
 from codesynapse.bench.tokenizer import Tokenizers, default_tokenizers
 from codesynapse.bench.workload import Task, Workload, check
+from codesynapse.ledger import (
+    jsonrpc_bytes,  # the one measure of a response, shared with the ledger
+)
 
 log = logging.getLogger(__name__)
 
 DEADLINE_S = 10.0  # the daemon's deadline for every context request
 
 
-def jsonrpc_bytes(result: Any, error: dict[str, Any] | None = None) -> bytes:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": 1}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class Runner:
@@ -178,7 +173,6 @@ class Runner:
     def run_task(self, task: Task) -> dict[str, Any]:
         from codesynapse.errors import CodeSynapseError
         from codesynapse.methods import error_payload
-
         from codesynapse.scope import make_scope
 
         row: dict[str, Any] = {"id": task.id, "kind": task.kind, "method": task.method, "tags": task.tags}
