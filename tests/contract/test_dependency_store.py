@@ -116,6 +116,13 @@ def test_findings_are_replaced_per_tool_and_read_by_file_and_lines(graph_store):
     assert [key(x) for x in g.findings("a.py", 5, 10)] == [("bandit", "B1", "warning", "a.py", 9, "a.f"),
                                                            ("ruff", "S1", "note", "a.py", 9, "a.f")]
     assert g.count_findings("a.py") == 3 and g.count_findings("a.py", 2, 8) == 0 and g.count_findings() == 4
+    # the batch reads: each span as its one-span read, in the order given
+    assert g.count_findings_many([("a.py", 0, 0), ("a.py", 2, 8), ("a.py", 5, 10), ("b.py", 1, 4), ("x.py", 1, 9)]) \
+        == [3, 0, 2, 1, 0]
+    assert g.count_findings_many([]) == []
+    assert [key(x) for x in g.findings_in_ranges([("b.py", 1, 9), ("a.py", 5, 10), ("a.py", 1, 1)], limit=1)] == [
+        ("ruff", "S2", "warning", "b.py", 4, "b.g"), ("bandit", "B1", "warning", "a.py", 9, "a.f"),
+        ("ruff", "F401", "error", "a.py", 1, "")]
     assert len(g.findings(limit=1)) == 1
     one = g.findings("b.py")[0]
     assert (one.message, one.severity, one.start_col, one.end_col, one.file_hash, one.source) == (

@@ -42,9 +42,12 @@ class CountingStore:
 
 def _repo(root: Path, n: int) -> None:
     """``lib.target`` called by ``n`` functions, each in its own file and each called by a
-    function of its own (a second level for callGraph), half of them tests."""
+    function of its own (a second level for callGraph), half of them tests; ``lib.hub``
+    calls ``n`` functions (the related cards of its symbolContext)."""
+    parts = [f"def part_{i}(x):\n    return x + {i}\n\n\n" for i in range(n)]
+    hub = "def hub(x):\n" + "".join(f"    part_{i}(x)\n" for i in range(n)) + "    return x\n"
     (root / "lib.py").write_text("def target(x):\n    \"\"\"The subject.\"\"\"\n    return helper(x)\n\n\n"
-                                 "def helper(x):\n    return x\n")
+                                 "def helper(x):\n    return x\n\n\n" + "".join(parts) + hub)
     (root / "callers").mkdir()
     (root / "tests").mkdir()
     for i in range(n):
@@ -71,6 +74,7 @@ def _counts(tmp_path: Path, n: int) -> dict[str, Counter[str]]:
         requests = {
             "symbolCard": {"selector": "lib.target"},
             "symbolContext": {"selector": "lib.target"},
+            "symbolContext of a hub": {"selector": "lib.hub", "maxTokens": 200_000},
             "callGraph": {"selector": "lib.target", "direction": "both", "depth": 2},
             "prContext": {"diff": diff, "maxTokens": 200_000},
             "minimalContext": {"task": "what does lib.target do with target"},
@@ -78,10 +82,12 @@ def _counts(tmp_path: Path, n: int) -> dict[str, Counter[str]]:
         out: dict[str, Counter[str]] = {}
         for kind, params in requests.items():
             store.calls.clear()
-            answer = call_method(app, f"codesynapse/{kind}", params)
+            answer = call_method(app, f"codesynapse/{kind.split()[0]}", params)
             assert "error" not in answer
             if kind == "symbolCard":
                 assert answer["card"]["counts"]["callers"] == n  # the repository is what it says
+            if kind == "symbolContext of a hub":
+                assert sum(1 for r in answer["related"] if r["role"] == "callee") == n
             out[kind] = Counter(store.calls)
         # the standard LSP features' reads (lsp/navigation.py converts what these return)
         nav = NavigationService(app)
@@ -104,7 +110,8 @@ def counted(tmp_path_factory) -> tuple[dict[str, Counter[str]], dict[str, Counte
     return _counts(tmp, FEW), _counts(tmp, MANY)
 
 
-@pytest.mark.parametrize("kind", ["symbolCard", "symbolContext", "callGraph", "prContext", "minimalContext",
+@pytest.mark.parametrize("kind", ["symbolCard", "symbolContext", "symbolContext of a hub", "callGraph", "prContext",
+                                  "minimalContext",
                                   "incomingCalls", "outgoingCalls", "references"])
 def test_store_calls_do_not_grow_with_the_callers(counted, kind):
     few, many = counted[0][kind], counted[1][kind]

@@ -67,14 +67,28 @@ def finding_item(store, f: FindingRow, hashes: dict[str, str | None], with_path:
     return d
 
 
-def card_findings(store, card: dict[str, Any], s, top: int) -> None:
+def finding_span(s) -> tuple[str, int, int]:
+    """(path, start, end) of the findings a card of ``s`` counts (a module: its whole file)."""
+    return (s.path, 0, 0) if s.kind == "module" else (s.path, s.start_line, s.end_line)
+
+
+def count_card_findings(store, subjects: list) -> dict[str, int] | None:
+    """The findings count of each subject's card by qualified name, in one store call
+    (None when the store keeps no findings)."""
+    if not deps.supported(store) or not subjects:
+        return None
+    counts = store.count_findings_many([finding_span(s) for s in subjects])
+    return {s.qname: n for s, n in zip(subjects, counts)}
+
+
+def card_findings(store, card: dict[str, Any], s, top: int, count: int | None = None) -> None:
     """Add the findings inside symbol ``s`` to its card: ``counts.findings`` and, when the
-    card lists relations (``top``), the most severe ``TOP_FINDINGS`` of them."""
+    card lists relations (``top``), the most severe ``TOP_FINDINGS`` of them. ``count``: the
+    count read already (``count_card_findings``)."""
     if not deps.supported(store):
         return
-    whole = s.kind == "module"
-    start, end = (0, 0) if whole else (s.start_line, s.end_line)
-    n = store.count_findings(s.path, start, end)
+    _, start, end = finding_span(s)
+    n = store.count_findings(s.path, start, end) if count is None else count
     if not n:
         return
     card.setdefault("counts", {})["findings"] = n

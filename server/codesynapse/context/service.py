@@ -12,7 +12,7 @@ import msgspec
 
 from codesynapse.context import literals, paging
 from codesynapse.context.budget import Deadline, Packer, dumps, normalize_max_tokens, tokens_for
-from codesynapse.context.deps import add_search_modules, card_findings, pr_dependencies
+from codesynapse.context.deps import add_search_modules, card_findings, count_card_findings, pr_dependencies
 from codesynapse.context.models import (
     DIFF_MAX,
     PATHS_MAX,
@@ -242,7 +242,8 @@ class ContextService:
                           n_unresolved.get(s.name, 0) if s.kind != "module" else 0) for s in subjects}
 
     def card(self, s: SymbolRow, rel: dict[str, Any] | None = None, top: int = TOP_N,
-             include_ids: bool = False, counts: tuple[int, int, int] | None = None) -> dict[str, Any]:
+             include_ids: bool = False, counts: tuple[int, int, int] | None = None,
+             findings: int | None = None) -> dict[str, Any]:
         rel = rel if rel is not None else self.relations(s)
         store = self.store
         n_callers, n_callees, unresolved_callers = counts if counts is not None else self.card_counts([s])[s.qname]
@@ -280,7 +281,7 @@ class ContextService:
         if rel["tests"] and top:
             card["tests"] = [{"qualifiedName": t.qname, "path": t.path, "line": t.start_line}
                              for t in rel["tests"][:top]]
-        card_findings(store, card, s, top)  # counts.findings and the top findings (context/deps.py)
+        card_findings(store, card, s, top, findings)  # counts.findings and the top findings (context/deps.py)
         if s.kind == "module" and top:
             imps = store.imports(s.path)
             if imps:
@@ -412,6 +413,7 @@ class ContextService:
         carded = [units[q][0] for role, q in shown if q in units and role not in ("caller", "test")]
         rels = self.relations_many(carded) if carded else {}
         counts = self.card_counts(carded) if carded else {}
+        n_findings = count_card_findings(self.store, carded) or {}
         for role, q in shown:
             dl.check()
             rows = units.get(q)
@@ -428,7 +430,7 @@ class ContextService:
                 item = {"role": role, **self.ref(r, prm.include_ids)}
             else:
                 item = {"role": role, **self.card(r, rels[r.qname], top=0, include_ids=prm.include_ids,
-                                                  counts=counts[r.qname])}
+                                                  counts=counts[r.qname], findings=n_findings.get(r.qname))}
             p.add("related", item, f"related {role}s", "raise maxTokens or ask for that symbol's card")
         return self._done(p)
 

@@ -291,5 +291,10 @@ class HugeGraphDepsMixin:
         of_path = {p: self._findings(p, 0, 0) for p in dict.fromkeys(p for p, _, _ in spans)}
         return [f for p, a, b in spans for f in [x for x in of_path[p] if a <= x.start_line <= b][:max(limit, 0)]]
 
+    def count_findings_many(self, spans: Sequence[tuple[str, int, int]]) -> list[int]:
+        """``count_findings(path, start, end)`` of each span: one request per distinct path."""
+        of_path = {p: self._findings(p, 0, 0) for p in dict.fromkeys(p for p, _, _ in spans)}
+        return [sum(1 for x in of_path[p] if not b or a <= x.start_line <= b) for p, a, b in spans]
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         return len(self._findings(path, start, end))

@@ -203,6 +203,20 @@ class Neo4jDepsMixin:
                     for r in rows]
         return out
 
+    def count_findings_many(self, spans: Sequence[tuple[str, int, int]]) -> list[int]:
+        """``count_findings(path, start, end)`` of each span (end 0: the whole file): one
+        round trip per 1,000 spans."""
+        spans = [[p, a, b] for p, a, b in spans]
+        out: list[int] = []
+        for i in range(0, len(spans), 1000):
+            rows = self._rows(  # type: ignore[attr-defined]
+                "count_findings_many",
+                "UNWIND range(0, size($spans) - 1) AS i RETURN [i, COUNT { MATCH (n:CsFinding {graph_id: $g, "
+                "path: $spans[i][0]}) WHERE $spans[i][2] = 0 OR (n.start_line >= $spans[i][1] AND "
+                "n.start_line <= $spans[i][2]) }]", spans=spans[i:i + 1000])
+            out += [int(n) for _, n in sorted(rows)]
+        return out
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         match, params = self._finding_match(path, start, end)
         return int(self._scalar("count_findings", match + "RETURN count(n)", **params) or 0)  # type: ignore[attr-defined]

@@ -181,6 +181,10 @@ class SqliteDepsMixin:
         """``findings(path, start, end, limit)`` of each span, one after the other (a batch read)."""
         return [f for path, a, b in spans for f in self.findings(path, a, b, limit)]
 
+    def count_findings_many(self, spans: Sequence[tuple[str, int, int]]) -> list[int]:
+        """``count_findings(path, start, end)`` of each span (a batch read)."""
+        return [self.count_findings(p, a, b) for p, a, b in spans]
+
     def count_findings(self, path: str | None = None, start: int = 0, end: int = 0) -> int:
         where, args = self._finding_filter(path, start, end)
         return self._q("SELECT count(*) AS n FROM findings" + where, args)[0]["n"]  # type: ignore[attr-defined]
