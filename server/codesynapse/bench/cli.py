@@ -59,8 +59,9 @@ def _tokens_one(workload_path: Path, corpus_spec: str | None) -> dict[str, Any]:
          f"reduction est. (a) {agg['est']['a']['successful']['reductionPct']}, "
          f"(b) {agg['est']['b']['successful']['reductionPct']}")
     g = res["ledgerAgreement"]
-    say(f"  ledger agreement: (a) and (b) equal for {g['equal']}/{g['compared']} tasks, returned tokens for "
-        f"{g['tokensEqual']}/{g['compared']}; widened by the workload: {len(g['differWidenedByWorkload'])}; "
+    say(f"  ledger agreement: (a) and (b) equal to the request's baselines for {g['equalCore']}/{g['compared']} "
+        f"tasks, returned tokens for {g['tokensEqual']}/{g['compared']}; equal to the table's for "
+        f"{g['equal']}/{g['compared']} (widened by the workload: {len(g['differWidenedByWorkload'])}); "
         f"unexplained: {g['unexplained'] or 'none'}")
     return res
 

@@ -273,10 +273,11 @@ def plain_english_section(out_dir: Path) -> str:
 def _ledger_line(g: dict[str, Any]) -> str:
     """The agreement check of the daemon's ledger with the baselines (issue 20 #5)."""
     widened = g["differWidenedByWorkload"]
-    return (f"* Ledger agreement: the daemon's ledger estimated (a) and (b) equal to this table's for "
-            f"{g['equal']}/{g['compared']} answered tasks, returned tokens equal for {g['tokensEqual']}/{g['compared']}"
-            + (f"; {len(widened)} differ because the workload widens the baseline with its evidence or given "
-               f"identifiers, which a request does not carry ({', '.join(widened[:8])}"
+    return (f"* Ledger agreement: the daemon's ledger estimated (a) and (b) equal to the baselines of the same "
+            f"request for {g.get('equalCore', '?')}/{g['compared']} answered tasks and returned tokens for "
+            f"{g['tokensEqual']}/{g['compared']}; equal to this table's for {g['equal']}/{g['compared']}"
+            + (f"; {len(widened)} differ from the table only because the workload widens its baseline with evidence "
+               f"or given identifiers, which a request does not carry ({', '.join(widened[:8])}"
                + (", …" if len(widened) > 8 else "") + ")" if widened else "")
             + (f"; **unexplained: {', '.join(g['unexplained'])}**" if g["unexplained"] else "; none unexplained"))
 

@@ -27,6 +27,7 @@ from codesynapse.bench import stats
 from codesynapse.bench.baselines import (
     Baseline,
     CorpusText,
+    Request,
     raw_baselines,
 )
 from codesynapse.bench.corpora import Corpus, cache_dir, writable_copy
@@ -209,6 +210,8 @@ class Runner:
 
                 last = book(self.app).answer(session, 1, deadline_s=60.0)["last"]
                 ledger_row = last[0] if last and last[0]["method"] == task.method else None
+                if ledger_row is not None:  # the bench's baselines of the request alone (no workload additions)
+                    ledger_row = {**ledger_row, "core": self._core(task)}
         except Exception as e:  # a harness or server failure fails the task, loudly
             log.exception("task %s failed to run", task.id)
             row.update({"ok": False, "error": f"{e.__class__.__name__}: {e}", "evidence": {
@@ -235,6 +238,15 @@ class Runner:
         row["ledger"] = _agreement(task, ledger_row, row)
         return row
 
+    def _core(self, task: Task) -> tuple[int, int]:
+        """Estimated tokens of (a) and (b) for the task's request as the daemon sees it: its
+        method and params, and for a recall the task's own earlier turns; without the
+        evidence and given identifiers only the workload knows."""
+        req = Request(method=task.method, params=task.params, kind="recall" if task.kind == "recall" else "",
+                      requests=[s for s in task.requests if not s.get("actor")] if task.kind == "recall" else [])
+        _i, a, b = raw_baselines(req, self.app, self.ctx, self.corpus)
+        return stats.est_tokens(a.bytes), stats.est_tokens(b.bytes)
+
     def _empty_measures(self) -> dict[str, Any]:
         z = {n: 0 for n in (self.tok.names if self.tok else ())}
         m = {"files": 0, "bytes": 0, "estTokens": 0, "tokens": dict(z), "roundTrips": 0, "fileList": [], "detail": {}}
@@ -260,21 +272,25 @@ def _agreement(task: Task, led: dict[str, Any] | None, row: dict[str, Any]) -> d
     widened = bool(task.baseline.get("identifiers")) or any(e.kind in ("name", "location") for e in task.evidence)
     eq_a = led["rawA"] == row["a"]["estTokens"]
     eq_b = led["rawB"] == row["b"]["estTokens"]
+    core_a, core_b = led["core"]
     return {"compared": True, "rawA": led["rawA"], "rawB": led["rawB"], "tokens": led["tokens"],
             "equalA": eq_a, "equalB": eq_b, "workloadWidens": widened,
+            "coreA": core_a, "coreB": core_b, "equalCore": led["rawA"] == core_a and led["rawB"] == core_b,
             "tokensEqual": led["tokens"] == row["response"]["estTokens"]}
 
 
 def agreement_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """How many tasks' ledger estimates equal the bench's baselines. ``unexplained``: tasks
-    that differ although the workload adds nothing to the request (a real disagreement)."""
+    """How many tasks' ledger estimates equal the bench's baselines. Every ledger figure must
+    equal the bench's baseline of the same request (``equalCore``: the request alone) and its
+    returned tokens; the table's baseline may add what the workload knows (evidence, given
+    identifiers). ``unexplained``: tasks where the ledger and the bench disagree."""
     c = [r for r in rows if r.get("ledger", {}).get("compared")]
     same = [r for r in c if r["ledger"]["equalA"] and r["ledger"]["equalB"]]
     differ = [r for r in c if r not in same]
-    return {"compared": len(c), "equal": len(same), "tokensEqual": sum(1 for r in c if r["ledger"]["tokensEqual"]),
-            "differWidenedByWorkload": [r["id"] for r in differ if r["ledger"]["workloadWidens"]],
-            "unexplained": [r["id"] for r in differ if not r["ledger"]["workloadWidens"]]
-            + [r["id"] for r in c if not r["ledger"]["tokensEqual"]]}
+    return {"compared": len(c), "equal": len(same), "equalCore": sum(1 for r in c if r["ledger"]["equalCore"]),
+            "tokensEqual": sum(1 for r in c if r["ledger"]["tokensEqual"]),
+            "differWidenedByWorkload": [r["id"] for r in differ if r["ledger"]["equalCore"]],
+            "unexplained": sorted({r["id"] for r in c if not (r["ledger"]["equalCore"] and r["ledger"]["tokensEqual"])})}
 
 
 def flat(row: dict[str, Any], counter: str) -> dict[str, Any]:
