@@ -722,13 +722,17 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         """Rows of ``label`` whose property ``k`` holds one of its values, for each (k,
         values) pair (an index seek each); each row once, in id order. Labels and property
         names are constants of this module; values are parameters."""
+        lists = [(k, sorted(set(values))) for k, values in keys]
+        lists = [(k, vals) for k, vals in lists if vals]
         out: dict[int, dict[str, Any]] = {}
-        for k, values in keys:
-            vals = sorted(set(values))
-            for i in range(0, len(vals), TOUCH_CHUNK):
-                for r in self._rows(what, f"UNWIND $vals AS x MATCH (n:{label} {{graph_id: $g, {k}: x}}) "
-                                          "RETURN n {.*}", vals=vals[i:i + TOUCH_CHUNK]):
-                    out[r["id"]] = r
+        # one query per chunk for every key (a UNION of index seeks: each row sent once)
+        for i in range(0, max((len(v) for _, v in lists), default=0), TOUCH_CHUNK):
+            part = [(j, k, vals[i:i + TOUCH_CHUNK]) for j, (k, vals) in enumerate(lists) if vals[i:i + TOUCH_CHUNK]]
+            query = "CALL { " + " UNION ".join(
+                f"UNWIND $v{j} AS x MATCH (n:{label} {{graph_id: $g, {k}: x}}) RETURN n" for j, k, _ in part) + \
+                " } RETURN n {.*}"
+            for r in self._rows(what, query, **{f"v{j}": vals for j, _, vals in part}):
+                out[r["id"]] = r
         return [out[i] for i in sorted(out)]
 
     def imports_touching(self, paths: Iterable[str], names: Iterable[str],
