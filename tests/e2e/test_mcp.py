@@ -237,3 +237,25 @@ async def test_a_killed_daemon_is_started_again(repo, tmp_path):
         again = await call(s, "symbol_card", {"selector": "shop.cart.Cart.total"})
         assert again["card"]["qualifiedName"] == "shop.cart.Cart.total"
         assert _serve_pids(_bridge_pid(root)) != [serve]
+
+
+async def test_paths_outside_the_workspace_are_refused_through_mcp(repo, data, tmp_path):
+    """The adversarial suite's path checks (tests/reliability/test_security.py) through the
+    bridge: a selector or path outside the workspace, and git refs that look like options,
+    are tool errors naming the field; a diff naming outside files reads nothing."""
+    root = repo.as_posix()
+    outside = ["file:///etc/passwd", f"file://{root}/../outside/escape.py", f"file://{root}/%2e%2e/%2e%2e/etc/passwd",
+               "/etc/passwd", "../../etc/passwd", "https://example.com/app.py"]
+    async with mcp_session(repo, data) as s:
+        for uri in outside:
+            for tool in ("symbol_card", "call_graph", "snippet"):
+                err = await call_error(s, tool, {"selector": {"uri": uri, "line": 0}})
+                assert err["kind"] == "InvalidParams" and err["field"] == "selector.uri", (tool, uri, err)
+            err = await call_error(s, "minimal_context", {"task": "cart total", "paths": ["shop/cart.py", uri]})
+            assert err["field"] == "paths[1]", (uri, err)
+        for bad in ("--output=/tmp/pwned-mcp", "HEAD;id", "$(id)"):
+            err = await call_error(s, "pr_context", {"base": bad})
+            assert err["kind"] == "InvalidParams" and err["field"] in ("base", "head")
+        diff = "".join(f"--- a/{p}\n+++ b/{p}\n@@ -1,3 +1,3 @@\n+x\n" for p in ("../outside/escape.py", "/etc/passwd"))
+        assert (await call(s, "pr_context", {"diff": diff}))["changed"] == []
+    assert not Path("/tmp/pwned-mcp").exists()
