@@ -76,7 +76,17 @@ def jsonrpc_bytes(result: Any, error: dict[str, Any] | None = None) -> bytes:
     return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+_ENVELOPE = len(jsonrpc_bytes(0)) - 1  # the bytes around a result
+
+
 def response_bytes(answer: Any) -> int:
+    """``len(jsonrpc_bytes(answer))``; a context answer's own ``resultBytes`` (the size of
+    the answer that holds it, context/budget.py ``finalize``) spares encoding it again
+    (``bench tokens`` encodes it in full and checks that the two agree)."""
+    if isinstance(answer, dict):
+        n = answer.get("resultBytes")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n + _ENVELOPE
     return len(jsonrpc_bytes(answer))
 
 
@@ -85,23 +95,31 @@ def response_bytes(answer: Any) -> int:
 _VOLATILE = frozenset({"legs"})  # how an item was found, not what it says
 
 
-def _items(answer: Any) -> list[tuple[bytes, int]]:
-    """(digest, bytes) of each card or site of an answer: every object that names a
-    ``qualifiedName`` (cards, callers, callees, graph nodes, search results, tests),
-    outermost first, with its nested items after it."""
-    out: list[tuple[bytes, int]] = []
+_encode = msgspec.json.Encoder(order="sorted").encode
+
+
+def _scan(answer: Any, seen: set[bytes]) -> tuple[list[bytes], int]:
+    """The cards and sites of an answer — every object that names a ``qualifiedName``
+    (cards, callers, callees, graph nodes, search results, tests) — as digests of their
+    content (compact, keys sorted, without how they were found), and the bytes of those the
+    session has already received (``seen``); an item inside a repeated one is part of it."""
+    digests: list[bytes] = []
+    hit = 0
     stack = [answer]
     while stack:
         o = stack.pop()
         if isinstance(o, dict):
             if "qualifiedName" in o:
-                shown = {k: v for k, v in o.items() if k not in _VOLATILE}
-                enc = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
-                out.append((hashlib.blake2b(enc, digest_size=12).digest(), len(enc)))
+                enc = _encode({k: v for k, v in o.items() if k not in _VOLATILE})
+                d = hashlib.blake2b(enc, digest_size=12).digest()
+                if d in seen:
+                    hit += len(enc)
+                    continue
+                digests.append(d)
             stack.extend(v for v in o.values() if isinstance(v, (dict, list)))
         elif isinstance(o, list):
             stack.extend(v for v in o if isinstance(v, (dict, list)))
-    return out
+    return digests, hit
 
 
 @dataclass
@@ -225,19 +243,11 @@ class SessionLedger:
         from codesynapse.bench.baselines import Request
 
         returned = _est(response_bytes(answer))
-        items = _items(answer)
         with self.lock:
-            hit_bytes = 0
-            covered: list[tuple[bytes, int]] = []  # items inside a repeated item are not counted twice
-            for digest, n in items:
-                if digest in self.seen:
-                    hit_bytes += n
-                    covered.append((digest, n))
-            if covered:  # the outermost repeated items only: an inner one is part of its outer one
-                hit_bytes = _outermost(answer, {d for d, _ in covered})
-            for digest, _n in items:
-                if len(self.seen) < SEEN_MAX:
-                    self.seen.add(digest)
+            digests, hit_bytes = _scan(answer, self.seen)
+            room = SEEN_MAX - len(self.seen)
+            if room > 0:
+                self.seen.update(digests[:room])
             hit = min(_est(hit_bytes), returned) if hit_bytes else 0
             kind = "recall" if method == "codesynapse/memory/recall" else ""
             req = Request(method=method, params=params if isinstance(params, dict) else {}, kind=kind,
@@ -300,25 +310,6 @@ class SessionLedger:
                     "estimator": ESTIMATOR,
                     "baselines": {"a": "the files behind the answer: definitions, direct callers, callees, tests",
                                   "b": "grep output for the identifiers plus the files an agent would open"}}
-
-
-def _outermost(answer: Any, repeated: set[bytes]) -> int:
-    """Bytes of the repeated items of ``answer`` that are not inside another repeated item."""
-    total = 0
-    stack = [answer]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, dict):
-            if "qualifiedName" in o:
-                shown = {k: v for k, v in o.items() if k not in _VOLATILE}
-                enc = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
-                if hashlib.blake2b(enc, digest_size=12).digest() in repeated:
-                    total += len(enc)
-                    continue
-            stack.extend(v for v in o.values() if isinstance(v, (dict, list)))
-        elif isinstance(o, list):
-            stack.extend(v for v in o if isinstance(v, (dict, list)))
-    return total
 
 
 # ---- the App's book of session ledgers -------------------------------------------------------
