@@ -259,3 +259,13 @@ async def test_paths_outside_the_workspace_are_refused_through_mcp(repo, data, t
         diff = "".join(f"--- a/{p}\n+++ b/{p}\n@@ -1,3 +1,3 @@\n+x\n" for p in ("../outside/escape.py", "/etc/passwd"))
         assert (await call(s, "pr_context", {"diff": diff}))["changed"] == []
     assert not Path("/tmp/pwned-mcp").exists()
+
+
+async def test_a_bad_session_handle_is_every_calls_error(repo, data):
+    """`codesynapse mcp --session` with a handle this daemon never made: initialize is refused
+    (InvalidParams naming the option) and every tool call answers that error."""
+    async with mcp_session(repo, data, "--session", "csc_" + "z" * 43) as s:
+        for tool, args in (("index_status", {}), ("recall", {"query": "anything"})):
+            err = await call_error(s, tool, args)
+            assert err["kind"] == "InvalidParams" and err["field"] == "initializationOptions.sessionHandle"
+            assert "not an open sub-session handle" in err["message"]

@@ -46,10 +46,13 @@ class Bridge:
         self.env = env
         self.command = command
         self.conn: LspConnection | None = None
+        self.refused: DaemonError | None = None  # initialize refused (a bad session handle): for good
         self._lock = asyncio.Lock()
 
     async def connection(self) -> LspConnection:
         async with self._lock:
+            if self.refused is not None:
+                raise self.refused
             if self.conn is not None and self.conn.alive:
                 return self.conn
             if self.conn is not None:
@@ -58,8 +61,10 @@ class Bridge:
             conn = LspConnection(self.root, init_options=self.options, env=self.env, command=self.command)
             try:
                 await conn.start()
-            except BaseException:  # refused at initialize (a bad session handle) or gone: not kept
+            except BaseException as e:  # refused at initialize (a bad session handle) or gone: not kept
                 await conn.close(timeout=2.0)
+                if isinstance(e, DaemonError) and e.code == -32602:
+                    self.refused = e  # the same options would be refused again: not retried
                 raise
             self.conn = conn
             return conn
