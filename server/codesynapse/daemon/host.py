@@ -255,22 +255,29 @@ class Host:
         return None
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # counted from the first byte: the grace period never ends under a client saying hello
+        self.connections += 1
+        if self._grace_handle is not None:
+            self._grace_handle.cancel()
+            self._grace_handle = None
         try:
             line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT_S)
             hello = json.loads(line) if line.strip() else None
         except (TimeoutError, ValueError, asyncio.LimitOverrunError, ConnectionError):
             hello = None
         refusal = self._welcome_or_refusal(hello)
+        if refusal is None and self._stop.is_set():
+            refusal = "the daemon is stopping"  # the client tries again: a new daemon starts
         if refusal is not None:
             log.warning("daemon: a connection was refused: %s", refusal)
-            writer.write(json.dumps({"ok": False, "reason": refusal}).encode() + b"\n")
+            writer.write(json.dumps({"ok": False, "reason": refusal,
+                                     "retry": refusal == "the daemon is stopping"}).encode() + b"\n")
             await _close(writer)
+            self.connections -= 1
+            if self.connections == 0:
+                self._arm_grace()
             return
         writer.write(json.dumps({"ok": True, "pid": os.getpid()}).encode() + b"\n")
-        self.connections += 1
-        if self._grace_handle is not None:
-            self._grace_handle.cancel()
-            self._grace_handle = None
         from codesynapse.lsp.rpc import read_frames
         from codesynapse.lsp.server import build_server
 

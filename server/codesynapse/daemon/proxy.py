@@ -158,8 +158,9 @@ def join_daemon(data_dir: Path, hello: dict[str, Any], argv: list[str],
                 if reply is not None and reply.get("ok"):
                     return sock, ""
                 sock.close()
-                if reply is not None:
+                if reply is not None and not reply.get("retry"):
                     return None, f"the workspace daemon refused this client: {reply.get('reason')}"
+                time.sleep(0.05)  # a daemon that is stopping (or went away mid-hello): again
         if proc is not None and proc.poll() is None:
             time.sleep(0.05)  # ours is starting
             continue
