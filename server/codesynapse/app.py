@@ -365,7 +365,7 @@ class App:
         if self.symbol_vectors is not None:  # its thread reads the store: stopped first
             self.symbol_vectors.close()
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)
-        for key, svc in self.services.items():
+        for key, svc in list(self.services.items()):
             # session memory is visible only to its session, a fresh one per connection (or per
             # CLI run): once the session ends nothing can reach it again, so it is deleted
             # (durable memory stays). A daemon killed before it closes leaves it unreachable.
@@ -376,7 +376,7 @@ class App:
                         log.info("memory: %d session entities deleted with their session", n)
                 except Exception:  # closing must not mask the shutdown
                     log.exception("ending the memory session")
-        for svc in self.services.values():
+        for svc in list(self.services.values()):  # a close may add one (ledger → context)
             close = getattr(svc, "close", None)
             if close:
                 try:

@@ -240,3 +240,26 @@ def test_stale_status_shows_in_context_answers(app):
     live_write(app, "pay/jobs.py", SETTLE.replace("retries=3", "retries=4"))
     (e,) = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, s)["memory"]["entries"]
     assert e["anchor"] == "changed" and e["anchorAt"]
+
+
+def test_anchor_cards_count_towards_32_kib_and_are_counted_when_left_out(tmp_path):
+    root = tmp_path / "big"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    names = [f"handle_{'very_long_segment_' * 8}{i}" for i in range(16)]
+    (root / "pkg" / "wide.py").write_text("".join(
+        f'def {n}(event, retries=3, {", ".join(f"arg{j}=None" for j in range(12))}):\n'
+        f'    """{"Explain this handler in some detail. " * 4}"""\n    return event\n\n\n' for n in names))
+    app = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "embedder": "none",
+                                   "symbol_vectors": False}))
+    try:
+        app.index()
+        s = scope_of(app)
+        remember(app, s, entities=[{"name": f"wide note {k}", "anchors": [f"pkg.wide.{n}" for n in names]}
+                                   for k in range(8)])
+        res = recall(app, s, "wide note")
+        assert res["resultBytes"] <= 32 * 1024 and res["truncated"] is True
+        shown = sum(len(e.get("anchors", [])) for e in res["entries"])
+        assert res["omitted"]["anchors"] == 8 * 16 - shown - 16 * res["omitted"]["entries"] > 0
+    finally:
+        app.close()
