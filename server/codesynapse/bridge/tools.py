@@ -41,6 +41,7 @@ _SEL = {"type": ["string", "object"],
 _MAX = _int("answer budget in tokens (256-20000)", 256, 20000)
 _IDS = {"type": "boolean", "description": "include opaque ids"}
 _CUR = {"type": "string", "description": "cursor of the previous page"}
+_DURABLE = {"type": "boolean", "description": "kept after this session (default false)"}
 
 TOOLS: tuple[Tool, ...] = (
     Tool("symbol_card", "codesynapse/symbolCard",
@@ -53,7 +54,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("call_graph", "codesynapse/callGraph",
          "Callers and/or callees to a depth, with call sites and unresolved name matches; paged.",
          _obj({"selector": _SEL,
-               "direction": {"enum": ["callers", "callees", "both"]},
+               "direction": {"enum": ["callers", "callees", "both"], "description": "default both"},
                "depth": _int("1-3", 1, 3), "limit": _int("nodes per direction and page (25, <=200)", 1, 200),
                "cursor": _CUR, "maxTokens": _MAX}, ("selector",))),
     Tool("minimal_context", "codesynapse/minimalContext",
@@ -70,31 +71,35 @@ TOOLS: tuple[Tool, ...] = (
     Tool("search", "codesynapse/search",
          "Find symbols by name, identifier, phrase or plain words: exact first, then approximate.",
          _obj({"query": {"type": "string", "description": "<=4 KiB"},
-               "mode": {"enum": ["full", "compact", "summary"]},
-               "limit": _int("50, <=500", 1, 500), "offset": _int("skip", 0), "kind": {"type": "string"},
+               "mode": {"enum": ["full", "compact", "summary"], "description": "summary: counts by kind and file"},
+               "limit": _int("50, <=500", 1, 500), "offset": _int("skip", 0),
+               "kind": {"type": "string", "description": "only this kind (function, class, method, ...)"},
                "cursor": _CUR, "maxTokens": _MAX}, ("query",))),
     Tool("snippet", "codesynapse/snippet",
          "A symbol's source from disk (redacted).",
-         _obj({"selector": _SEL, "mode": {"enum": ["signature", "head_tail", "full"]},
+         _obj({"selector": _SEL, "mode": {"enum": ["signature", "head_tail", "full"], "description": "default full"},
                "maxLines": _int("200", 1, 5000), "maxTokens": _MAX}, ("selector",))),
     Tool("remember", "codesynapse/memory/remember",
          "Store entities and facts in memory (session-only unless durable).",
-         _obj({"entities": {"type": "array", "items": _obj(
+         _obj({"entities": {"type": "array", "description": "<=100", "items": _obj(
                    {"name": {"type": "string"}, "aliases": {"type": "array", "items": {"type": "string"}},
-                    "type": {"type": "string"}, "durable": {"type": "boolean"}}, ("name",))},
-               "facts": {"type": "array", "items": _obj(
+                    "type": {"type": "string"}, "durable": _DURABLE,
+                    "anchors": {"type": "array", "items": {"type": ["string", "object"]},
+                                "description": "code it is about: qualified names or {uri,line,character}"}},
+                   ("name",))},
+               "facts": {"type": "array", "description": "<=200", "items": _obj(
                    {"subject": {"type": "string"}, "predicate": {"type": "string", "description": "e.g. blocked_by"},
-                    "object": {"type": "string"}, "confidence": {"type": "number"},
-                    "sourceClient": {"type": "string"}, "durable": {"type": "boolean"}},
+                    "object": {"type": "string"}, "confidence": {"type": "number", "description": "0-1"},
+                    "sourceClient": {"type": "string"}, "durable": _DURABLE},
                    ("subject", "predicate", "object"))}})),
     Tool("recall", "codesynapse/memory/recall",
          "Entries and facts from memory matching a query (agent-supplied, not verified against code).",
-         _obj({"query": {"type": "string"}, "limit": _int("entries (8)", 1, 8), "hops": _int("0-2", 0, 2),
-               "maxFacts": _int("0-80", 0, 80), "includeIds": _IDS}, ("query",))),
+         _obj({"query": {"type": "string", "description": "<=4 KiB"}, "limit": _int("entries (8)", 1, 8),
+               "hops": _int("fact hops (1)", 0, 2), "maxFacts": _int("80", 0, 80), "includeIds": _IDS}, ("query",))),
     Tool("forget", "codesynapse/memory/forget",
          "Forget memory by ids, names, or {subject,predicate,object} facts.",
-         _obj({"ids": {"type": "array", "items": {"type": "string"}},
-               "names": {"type": "array", "items": {"type": "string"}},
+         _obj({"ids": {"type": "array", "items": {"type": "string"}, "description": "mem_… or fact_… ids"},
+               "names": {"type": "array", "items": {"type": "string"}, "description": "an entity and its facts"},
                "facts": {"type": "array", "items": _obj(
                    {"subject": {"type": "string"}, "predicate": {"type": "string"}, "object": {"type": "string"}},
                    ("subject", "predicate", "object"))}})),
