@@ -17,6 +17,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -182,19 +183,41 @@ def test_three_clients_one_daemon_one_watcher_isolated_sessions(repo, data, tmp_
             x.close()
 
 
-def test_socket_and_lock_are_owner_only(repo, data, tmp_path):
+def _connect_as_nobody(sock: Path) -> int:
+    """7 when user nobody is refused the socket, 0 when it connects."""
+    probe = ("import socket, sys\n"
+             "s = socket.socket(socket.AF_UNIX)\n"
+             "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    sys.exit(7)\n")
+    return subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", probe, str(sock)], timeout=60,
+                          preexec_fn=lambda: (os.setgid(65534), os.setuid(65534))).returncode
+
+
+def test_socket_and_lock_are_owner_only(repo, tmp_path):
+    base = Path(tempfile.mkdtemp(prefix="codesynapse-daemon-perm-"))
+    base.chmod(0o755)  # reachable by other users: only the socket's own mode keeps them out
+    data = base / "data"
     a = client(data, tmp_path, "a")
     try:
         init(a, repo, "one")
         info = lock_info(data)
         sock = Path(info["socket"])
+        assert sock.parent == data
         st = os.stat(sock)
         assert stat.S_ISSOCK(st.st_mode)
         assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
         lst = os.stat(data / "daemon.lock")
         assert stat.S_IMODE(lst.st_mode) == 0o600 and lst.st_uid == os.getuid()
+        if os.getuid() == 0 and Path("/usr/bin/python3").exists():  # root passes any mode: ask as nobody
+            assert _connect_as_nobody(sock) == 7
+            os.chmod(sock, 0o666)  # the control: with the mode opened, nobody gets in
+            try:
+                assert _connect_as_nobody(sock) == 0
+            finally:
+                os.chmod(sock, 0o600)
     finally:
         a.close()
+        stop_daemons(data)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_hello_from_another_tenant_is_refused_and_served_alone(repo, data, tmp_path):

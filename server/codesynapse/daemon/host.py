@@ -238,8 +238,10 @@ class Host:
         return [ls.session.client_entry(asking) for ls in self._servers() if ls.session is not None]
 
     # -- connections ----------------------------------------------------------------------
-    def _welcome_or_refusal(self, hello: Any) -> str | None:
+    def _welcome_or_refusal(self, hello: Any, peer_uid: int | None = None) -> str | None:
         """None when the hello may join; else why not."""
+        if peer_uid is not None and peer_uid != os.getuid():
+            return "the connecting process belongs to another user"
         if not isinstance(hello, dict) or hello.get("codesynapse") != PROTOCOL:
             return "not a CodeSynapse client hello (protocol version mismatch)"
         if self.token is not None:
@@ -265,7 +267,7 @@ class Host:
             hello = json.loads(line) if line.strip() else None
         except (TimeoutError, ValueError, asyncio.LimitOverrunError, ConnectionError):
             hello = None
-        refusal = self._welcome_or_refusal(hello)
+        refusal = self._welcome_or_refusal(hello, _peer_uid(writer))
         if refusal is None and self._stop.is_set():
             refusal = "the daemon is stopping"  # the client tries again: a new daemon starts
         if refusal is not None:
@@ -400,6 +402,24 @@ class Host:
                 (self.data_dir / election.TOKEN_NAME).unlink()
             except OSError:
                 pass
+
+
+def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
+    """The uid of the process at the other end of a unix socket (SO_PEERCRED, Linux), or
+    None where it cannot be told: a second check beside the socket's 0600 mode."""
+    import socket
+    import struct
+
+    sock = writer.get_extra_info("socket")
+    if sock is None or getattr(sock, "family", None) != getattr(socket, "AF_UNIX", None) \
+            or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+    except OSError:
+        return None
+    return uid
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:
