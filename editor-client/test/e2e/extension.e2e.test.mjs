@@ -333,6 +333,12 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       const adds = result.locator('.candidates button.add');
       await adds.first().waitFor({ timeout: 10_000 });
       const before = await adds.count();
+      // as many as the answer says it left out, each with its kind and place (the server names them)
+      const counts = await result.locator('.omitted .omission').evaluateAll((els) =>
+        els.filter((e) => /candidate/.test(e.querySelector('.what')?.textContent ?? '')).map((e) => Number((e.querySelector('.count')?.textContent ?? '0').replace(/,/g, ''))));
+      assert.equal(before, counts.reduce((a, b) => a + b, 0), `candidates listed vs counted ${counts.join('+')}`);
+      assert.equal(await result.locator('.candidates .candidate .kind').count(), before);
+      assert.equal(await result.locator('.candidates .candidate button.location').count(), before);
       const pick = await adds.first().getAttribute('data-selector');
       const shown = await result.locator('.result .body .card').evaluateAll((els) => els.map((e) => e.getAttribute('data-qualified-name')));
       assert.ok(!shown.includes(pick), `${pick} is not among the cards shown: ${shown.join(', ')}`);
@@ -340,6 +346,7 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       await result.locator(`.added .card[data-qualified-name="${pick}"]`).waitFor({ timeout: 10_000 });
       assert.equal(await result.locator('.candidates button.add').count(), before - 1);
       assert.ok((await meter(result)).tokens > m.tokens, 'the meter counts the added card');
+      await result.locator('.candidates').scrollIntoViewIfNeeded(); // the picture shows the list
       await docShot('extension-task.png');
     }),
   );
@@ -390,7 +397,8 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
     step('codelens and hover', async () => {
       await wb.openFile('shop/cart.py', 24, 10); // "def total(self, percent=0):" — cursor on "total"
       // Cart.total is called at cart.py:32 (checkout) and tests/test_cart.py:8, and test_total tests it
-      await page.locator('.codelens-decoration', { hasText: 'callers' }).first().waitFor({ timeout: 60_000 });
+      // (:visible — an editor in a background tab keeps its lenses, hidden)
+      await page.locator('.codelens-decoration:visible', { hasText: 'callers' }).first().waitFor({ timeout: 60_000 });
       // the lens right above "def total": the last one above that line
       const lineTop = (await page.locator('.monaco-editor .view-lines .view-line', { hasText: 'def total(self, percent=0):' }).first().boundingBox()).y;
       const above = [];
@@ -483,6 +491,51 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
         list = await panel();
         return (await list.locator('.result-head h2', { hasText: 'Memory' }).count()) === 1 && (await list.locator('.memory-entry[data-name="Cart.total"]').count()) === 0;
       });
+    }),
+  );
+
+  it(
+    'shows the session\'s savings in the status bar tooltip and the panel, and the policy\'s effects',
+    step('savings and policy effects', async () => {
+      // the answers of this session so far (cards, callers, task, diff, memory) are in its ledger
+      const frame = await panel();
+      const strip = frame.locator('#savings .savings');
+      await strip.waitFor({ state: 'visible', timeout: 30_000 });
+      const figures = await waitFor('the savings strip to count the answers', async () => {
+        const f = {
+          answers: Number(await strip.getAttribute('data-answers')),
+          tokens: Number(await strip.getAttribute('data-tokens')),
+          avoidedA: Number(await strip.getAttribute('data-avoided-a')),
+          avoidedB: Number(await strip.getAttribute('data-avoided-b')),
+          cacheHit: Number(await strip.getAttribute('data-cache-hit')),
+        };
+        return f.answers >= 5 ? f : null;
+      }, { timeout: 30_000 });
+      assert.ok(figures.tokens > 0, JSON.stringify(figures));
+      assert.ok([figures.avoidedA, figures.avoidedB, figures.cacheHit].every(Number.isInteger), JSON.stringify(figures));
+      assert.match(await strip.innerText(), /^Session · \d+ answers/);
+      // the tooltip says the same figures
+      await page.locator('#workbench\\.parts\\.statusbar .statusbar-item', { hasText: 'CodeSynapse:' }).first().hover();
+      const hover = page.locator('.workbench-hover, .monaco-hover', { hasText: 'Session savings' }).first();
+      await hover.waitFor({ state: 'visible', timeout: 15_000 });
+      const tip = await hover.innerText();
+      assert.match(tip, /Session savings \(\d+ answers\):/);
+      assert.match(tip, new RegExp(`returned ${figures.tokens.toLocaleString('en-US')} tokens`));
+      assert.match(tip, /avoided vs \(a\) files behind the answers: -?[\d,]+/);
+      assert.match(tip, /avoided vs \(b\) grep \+ files opened: -?[\d,]+/);
+      assert.match(tip, /cache-hit \(repeats of earlier answers\): [\d,]+ tokens/);
+      await page.mouse.move(900, 450);
+      // the Policy Effects view: the fixture has no policy file, so the default rules (.git) act
+      await wb.runCommand('CodeSynapse: Focus on Policy Effects View');
+      const row = (text) => page.locator('.monaco-list-row', { hasText: text }).first();
+      await row('Exclusions').waitFor({ state: 'visible', timeout: 60_000 });
+      await row('Annotations').waitFor({ state: 'visible', timeout: 10_000 });
+      await row('Redactions').waitFor({ state: 'visible', timeout: 10_000 });
+      const git = row('.git');
+      await git.waitFor({ state: 'visible', timeout: 10_000 });
+      assert.match(await git.innerText(), /^\.git\s*[\d,]+ files? · [\d,]+ lines? · ~[\d,]+ tokens$/); // label, then its figures
+      await docShot('extension-policy-effects.png');
+      await wb.runCommand('CodeSynapse: Focus on Context View');
     }),
   );
 
