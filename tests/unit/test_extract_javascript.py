@@ -148,10 +148,10 @@ def test_test_blocks_own_their_calls():
     assert calls(f) == [
         (t1, "NoteService", 6, ""),
         (t1, "svc.add", 7, "NoteService"),
-        (t1, "expect().toBe", 8, ""),
+        (t1, "expect().toBe", 8, "=>=>0.expect"),  # the result of expect(): a return hint
         (t1, "expect", 8, ""),
         (t1, "svc.find", 8, "NoteService"),
-        (t2, "expect().toBe", 12, ""),
+        (t2, "expect().toBe", 12, "=>=>0.expect"),
         (t2, "expect", 12, ""),
         (t2, "legacyAdd", 12, ""),
         (t2, "audited", 13, ""),

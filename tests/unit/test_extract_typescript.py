@@ -135,7 +135,7 @@ def test_spec_file_blocks():
         (t, "Logger", 6, ""),
         (t, "reg.add", 7, "Registry"),  # const reg: Registry
         (t, "Circle", 7, ""),
-        (t, "expect().toBeCloseTo", 8, ""),
+        (t, "expect().toBeCloseTo", 8, "=>=>0.expect"),  # the result of expect(): a return hint
         (t, "expect", 8, ""),
         (t, "reg.total", 8, "Registry"),
     ]

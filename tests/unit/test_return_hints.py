@@ -327,3 +327,44 @@ def test_typescript_declared_return_types(tmp_path):
         (f"{use}.run", "q.connect"): ("", "unresolved"),  # a parameter's function value
         (f"{use}.shadow", "s.connect"): ("", "unresolved"),  # the parameter shadows the import
     })
+
+
+def test_chained_calls_on_a_declared_result(tmp_path):
+    """``f(...).m()`` with no name in between: the receiver is the call's result, typed the
+    same way (TypeScript ``fromEvent(...).pipe(...)``, Python ``self.getConnection().putheader``);
+    a chain through a parameter stays unbound."""
+    _write(tmp_path / "src", {
+        "pkg/__init__.py": "", "pkg/conn.py": PY_CONN,
+        "pkg/chain.py": '''
+from pkg.conn import connect, Base
+
+
+class Client(Base):
+    def send(self, connect_param):
+        self.getConnection().putheader("a", "b")
+        connect("x").putheader("a", "b")
+        connect_param("x").putheader("a", "b")
+''',
+        "web/sub.ts": TS_SUB,
+        "web/chain.ts": '''
+import { makeSub, Source } from './sub';
+
+export function chain(src: Source, make: () => Source) {
+  makeSub().unsubscribe();
+  src.pipe(1).connect();
+  make().connect();
+}
+'''})
+    calls = _calls(tmp_path / "src", tmp_path / "g.db")
+    _check(calls, {
+        ("pkg.chain.Client.send", "self.getConnection().putheader"): ("pkg.conn.Connection.putheader", "inferred"),
+        ("pkg.chain.Client.send", "connect().putheader"): ("pkg.conn.Connection.putheader", "inferred"),
+        ("pkg.chain.Client.send", "connect_param().putheader"): ("", "unresolved"),
+    })
+    chain = next(k[0] for k in calls if k[0].endswith(".chain"))
+    sub = next(t.rsplit(".", 2)[0] for t, _ in calls.values() if t.endswith(".Source.connect"))
+    _check(calls, {
+        (chain, "makeSub().unsubscribe"): (f"{sub}.Subscription.unsubscribe", "inferred"),
+        (chain, "src.pipe().connect"): (f"{sub}.Source.connect", "inferred"),
+        (chain, "make().connect"): ("", "unresolved"),
+    })

@@ -141,6 +141,31 @@ def _hints(f: _File, node: Node) -> dict[str, str]:
     return hints
 
 
+def _receiver_hint(f: _File, owner, recv: str) -> str:
+    """The hint of receiver ``recv`` seen from unit ``owner``: its own and its enclosing
+    functions' hints, then (``self.x``/``this.x``) any method's of the enclosing class."""
+    unit = owner
+    while unit is not None:
+        if unit.hints is None:
+            unit.hints = _hints(f, unit.node)
+        if recv in unit.hints:
+            return unit.hints[recv]
+        if unit.kind in TYPE_KINDS:
+            break
+        unit = unit.parent
+    if recv.startswith(("self.", "this.")):
+        cls = owner
+        while cls is not None and cls.kind not in TYPE_KINDS:
+            cls = cls.parent
+        if cls is not None:
+            for m in cls.children:
+                if m.hints is None:
+                    m.hints = _hints(f, m.node)
+                if recv in m.hints:
+                    return m.hints[recv]
+    return ""
+
+
 def _segment(f: _File, root: Node, hi: int | None) -> None:
     """Extract what starts before ``hi`` in ``root`` (hi None: all of it): a whole file's tree,
     or a piece's tree whose statements from ``hi`` on are parsed again with the next piece.
@@ -291,25 +316,21 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
         hint = ""
         recv = callee.rsplit(".", 1)[0] if "." in callee else ""
         if recv and owner is not None:
-            unit = owner
-            while unit is not None:
-                if unit.hints is None:
-                    unit.hints = _hints(f, unit.node)
-                if recv in unit.hints:
-                    hint = unit.hints[recv]
-                    break
-                if unit.kind in TYPE_KINDS:
-                    break
-                unit = unit.parent
-            if not hint and recv.startswith(("self.", "this.")):
-                cls = enclosing_class(owner)
-                if cls is not None:
-                    for m in cls.children:
-                        if m.hints is None:
-                            m.hints = _hints(f, m.node)
-                        if recv in m.hints:
-                            hint = m.hints[recv]
-                            break
+            hint = _receiver_hint(f, owner, recv)
+            # ``f().m`` / ``self.make().m``: the receiver is a call's result (a return hint)
+            result_hint = getattr(hooks, "call_result_hint", None)
+            if not hint and result_hint is not None and recv.endswith("()") and owner.kind not in TYPE_KINDS \
+                    and recv != "super()":
+                inner = recv[:-2]
+                inner_recv = inner.rsplit(".", 1)[0] if "." in inner else ""
+                if owner.hints is None:
+                    owner.hints = _hints(f, owner.node)
+                known = dict(owner.hints)
+                if inner_recv and inner_recv not in known:
+                    h = _receiver_hint(f, owner, inner_recv)
+                    if h:
+                        known[inner_recv] = h
+                hint = result_hint(owner.node, inner, known, src)
         call_sites.append(
             CallSite(
                 caller=caller, callee=callee[:512], name=name[:256],

@@ -613,7 +613,10 @@ class Resolver:
             if t == "":
                 return EXTERNAL if lang != "python" else UNRESOLVED
             m = idx.member(t, last, sep)
-            return Resolution(m, "inferred", 0.8) if m else UNRESOLVED
+            if not m:
+                return UNRESOLVED
+            # a class called (``Foo().m``, Go ``T{}.m``) is as certain as a constructor hint
+            return Resolution(m, "inferred", 0.85 if self._constructs(path, caller, ret) else 0.8)
         # receiver type hints from the extractor
         if hint and len(parts) >= 2:
             # ``obj = cls(...)`` in a classmethod: the hint names the enclosing class itself
@@ -710,6 +713,10 @@ class Resolver:
         if t is not None:
             return t
         return "" if self._external_type(text, target, tfi) else None
+
+    def _constructs(self, path: str, caller: str, ret: tuple[str, int, str]) -> bool:
+        r = self.resolve_call(path, caller, ret[2], ret[0])
+        return bool(r.target) and self.index.is_type(r.target)
 
     def resolve_base(self, path: str, child: str, base: str) -> Resolution:
         fi = self.index.files.get(path)

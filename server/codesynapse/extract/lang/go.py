@@ -97,6 +97,26 @@ def _norm(node: Node | None, src: bytes, depth: int = 0) -> str:
     return "?"
 
 
+def _declared_names(fn: Node, src: bytes) -> set[str]:
+    """Every name a function (and the closures in it) declares: receiver, parameters,
+    results, ``:=`` and ``var``/``const`` names, ``range`` variables (over-approximated)."""
+    out: set[str] = set()
+    stack = [fn]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t in ("parameter_declaration", "variadic_parameter_declaration", "var_spec", "const_spec"):
+            for x in n.children_by_field_name("name"):
+                out.add(text(x, src))
+        elif t in ("short_var_declaration", "range_clause"):
+            left = n.child_by_field_name("left")
+            for x in (left.named_children if left is not None else ()):
+                if x.type == "identifier":
+                    out.add(text(x, src))
+        stack.extend(n.named_children)
+    return out
+
+
 class GoHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
@@ -364,6 +384,26 @@ class GoHooks(LanguageHooks):
                     if pkg is not None and pkg.type == "identifier":
                         return f"{text(pkg, src)}.{m.group(1)}"
         return ""
+
+    def call_result_hint(self, unit: Node, callee: str, hints: dict[str, str], src: bytes) -> str:
+        """The hint of a receiver that is a call's result (``snapshot.View().ID()``)."""
+        if unit.type not in _SCOPES or "?" in callee or "()" in callee or "[]" in callee:
+            return ""
+        names: set[str] = set()
+        n: Node | None = unit
+        while n is not None:
+            if n.type in _SCOPES:
+                names |= _declared_names(n, src)
+            n = n.parent
+        inner = ""
+        recv = callee.rsplit(".", 1)[0] if "." in callee else ""
+        if recv and recv in hints:
+            inner = hints[recv]
+            if inner.startswith(RETURN_HINT):
+                return ""
+        elif callee.split(".", 1)[0] in names:
+            return ""
+        return return_hint(callee, inner)
 
     @staticmethod
     def _return_hint(call: Node, src: bytes, hints: dict[str, str], declared: set[str], index: int) -> str:

@@ -233,27 +233,42 @@ def _bound_names(fn: Node, src: bytes) -> set[str]:
 
 def _call_return_hint(call: Node, src: bytes, h: "_Hints") -> str:
     """``const x = f()`` / ``this.m()`` / ``obj.m()``: a return hint, so the resolver types
-    ``x`` by the return type the called function declares (``function f(): Foo``). The call's
-    receiver must be ``this``, a hinted name (a type, not another return hint), or a name no
-    parameter or local binds (an import, a module-level name); else none."""
+    ``x`` by the return type the called function declares (``function f(): Foo``)."""
     if call.type != "call_expression":
         return ""
     fn = call.child_by_field_name("function")
     if fn is None or fn.type not in ("identifier", "member_expression"):
         return ""
-    callee = _norm(fn, src)
+    return _result_hint(_norm(fn, src), h.hints, lambda: h.conflicts | h.bound(src))
+
+
+def _result_hint(callee: str, hints: dict[str, str], bound) -> str:
+    """The return hint of calling ``callee``: its receiver must be ``this``, a hinted name (a
+    type, not another return hint), or a name no parameter or local of the function or of
+    those around it binds (an import, a module-level name); else none."""
     if "?" in callee or "()" in callee or "[]" in callee:
         return ""
     head = callee.split(".", 1)[0]
     recv = callee.rsplit(".", 1)[0] if "." in callee else ""
     inner = ""
-    if recv and recv in h.hints:
-        inner = h.hints[recv]
+    if recv and recv in hints:
+        inner = hints[recv]
         if inner.startswith(RETURN_HINT):
             return ""
-    elif head != "this" and (head in h.conflicts or head in h.bound(src)):
+    elif head != "this" and (head in hints or head in bound()):
         return ""
     return return_hint(callee, inner)
+
+
+def _scope_names(fn: Node | None, src: bytes) -> set[str]:
+    """The names bound in ``fn`` and in every function around it."""
+    out: set[str] = set()
+    n = fn
+    while n is not None:
+        if n is fn or n.type in _SCOPES:
+            out |= _bound_names(n, src)
+        n = n.parent
+    return out
 
 
 class _Hints:
@@ -268,7 +283,7 @@ class _Hints:
 
     def bound(self, src: bytes) -> set[str]:
         if self._bound is None:
-            self._bound = _bound_names(self.scope, src) if self.scope is not None else set()
+            self._bound = _scope_names(self.scope, src) if self.scope is not None else set()
         return self._bound
 
     def put(self, var: str, typ: str) -> None:
@@ -558,6 +573,17 @@ class JavaScriptHooks(LanguageHooks):
         h.scope = fn
         self._walk_body(fn.child_by_field_name("body"), src, h)
         return h.hints
+
+    def call_result_hint(self, unit: Node, callee: str, hints: dict[str, str], src: bytes) -> str:
+        """The hint of a receiver that is a call's result (``fromEvent(...).pipe(...)``)."""
+        fn = unit
+        if unit.type in ("variable_declarator", "public_field_definition", "field_definition"):
+            fn = unit.child_by_field_name("value")
+        elif unit.type == "call_expression":
+            fn = self._callback(unit)
+        if fn is None or fn.type not in _SCOPES:
+            return ""
+        return _result_hint(callee, hints, lambda: _scope_names(fn, src))
 
     # -- imports -----------------------------------------------------------------------
     def imports(self, nodes: list[Node], src: bytes, module: str, relpath: str) -> list[ImportRef]:

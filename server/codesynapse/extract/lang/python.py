@@ -368,7 +368,7 @@ class PythonHooks(LanguageHooks):
                                 put(var, ctor)  # ``cls``: the resolver reads it as the enclosing class
                             else:
                                 ret = self._returned_class(unit, fn, src) or \
-                                    self._return_hint(fn, src, hints, unit)
+                                    self.call_result_hint(unit, _norm(fn, src, 0), hints, src)
                                 if ret:
                                     # x = self._make() / make(), defined in this file; else the
                                     # result type the called function declares (another file's)
@@ -412,13 +412,12 @@ class PythonHooks(LanguageHooks):
                         hints.setdefault(other, typ)
         return hints
 
-    def _return_hint(self, fn: Node, src: bytes, hints: dict[str, str], unit: Node) -> str:
+    def call_result_hint(self, unit: Node, callee: str, hints: dict[str, str], src: bytes) -> str:
         """``x = f(...)`` / ``x = obj.m(...)`` / ``x = self.m(...)``: a return hint naming the
         call, so the resolver gives ``x`` the class the called function declares. The call's
         own receiver must be ``self``/``cls``, a hinted name (a plain class, not another return
         hint), or a name no parameter or local of the unit shadows (an import, a module
         global); else none (a receiver of unknown type is never guessed)."""
-        callee = _norm(fn, src, 0)
         if "?" in callee or "[]" in callee or "()" in callee:
             return ""
         head = callee.split(".", 1)[0]
@@ -437,6 +436,11 @@ class PythonHooks(LanguageHooks):
         if c is not None and c[0] is src and c[1] == unit.start_byte and c[2] == unit.end_byte:
             return c[3]
         names = _bound_names(unit, src)
+        n = unit.parent
+        while n is not None:  # names of enclosing functions, seen from a nested one
+            if n.type == "function_definition":
+                names |= _bound_names(n, src)
+            n = n.parent
         self._bound_cache = (src, unit.start_byte, unit.end_byte, names)
         return names
 
