@@ -178,6 +178,11 @@ def test_three_clients_one_daemon_one_watcher_isolated_sessions(repo, data, tmp_
         assert session_rows(data) == 0  # a's session memory went with its connection
         assert "acme team" in _everything(c)  # its durable memory stays
         assert daemon_pids(data) == pids  # the daemon serves the others on
+        b.request("codesynapse/memory/remember", {"entities": [{"name": "b's own note", "durable": False}]})
+        assert session_rows(data) > 0
+        b.kill9(group=False)  # an editor killed: its connection ends all the same
+        wait_until(lambda: len(c.request("codesynapse/indexStatus", {})["clients"]) == 1, 30, "b's session closed")
+        assert session_rows(data) == 0
     finally:
         for x in (a, b, c):
             x.close()
