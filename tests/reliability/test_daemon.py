@@ -407,3 +407,20 @@ def test_unsaved_buffers_follow_the_connections_that_hold_them(repo, data, tmp_p
     finally:
         a.close()
         b.close()
+
+
+def test_a_later_client_is_told_which_of_its_options_the_shared_daemon_keeps(repo, data, tmp_path):
+    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
+    try:
+        init(a, repo, "a", debounceMs=50)
+        a.wait_ready()
+        init(b, repo, "b", debounceMs=700, sessionLabel="mine")
+        b.wait_ready()
+        shown = wait_until(lambda: [n["params"]["message"] for n in b.notifications
+                                    if n["method"] == "window/showMessage"], 20, "b's warning")
+        assert any("debounceMs=700" in m and "debounceMs=50" in m for m in shown), shown
+        assert not any("sessionLabel" in m for m in shown)  # per connection: applied
+        assert not [n for n in a.notifications if n["method"] == "window/showMessage"]
+    finally:
+        a.close()
+        b.close()
