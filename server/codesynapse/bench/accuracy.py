@@ -1010,11 +1010,15 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
 
 
 _GAPS = [
-    "- **Return values across files**: a local set from a function or method of *another* file "
-    "(`template = engine.get_template(name)`, `msg = email.message_from_string(s)`, `loop = "
-    "events.get_event_loop()`) has no class: the resolver's symbol index holds names and kinds, not what "
-    "functions return. Calls on it stay unresolved (counted as same-name candidates). Within one file, "
-    "returns are followed.",
+    "- **Unannotated return values across files**: a local set from a function or method of *another* file "
+    "takes the class that function *declares* (`-> Cls`, `Optional[Cls]`, `-> Self`; return hints, issue 18 "
+    "#4), but the standard library and Django rarely annotate: `template = engine.get_template(name)`, "
+    "`msg = email.message_from_string(s)`, `loop = events.get_event_loop()` get no class, because the "
+    "resolver's symbol index holds signatures, not what a body returns (`return Cls(...)`, `return cls(...)` "
+    "are followed within one file only). Calls on them stay unresolved (counted as same-name candidates).",
+    "- **Attributes set in another method from a call**: `self._loop = events.get_event_loop()` in `__init__` "
+    "then `self._loop.call_soon()` elsewhere, and parameters whose every caller passes one class "
+    "(`request_handler.send_header`), stay unresolved.",
     "- **Module-level receivers**: `parser = argparse.ArgumentParser()` followed by `parser.parse_args()` at "
     "module level (scripts' `if __name__ == '__main__':` blocks) stays unresolved: the extraction engine "
     "asks for receiver classes only inside functions and classes (the Python hooks already accept a module).",
