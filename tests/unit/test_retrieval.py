@@ -182,3 +182,62 @@ def test_sqlite_leaves_out_query_terms_most_symbols_hold(tmp_path):
         assert store.count_lexical(["check"]) == 1100
     finally:
         a.close()
+
+
+def _small_app(tmp_path, files: dict[str, str]):
+    root = tmp_path / "repo"
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
+    a.index()
+    return a
+
+
+def test_the_graph_hop_gives_a_callee_many_functions_call_less_than_the_one_doing_the_work(tmp_path):
+    """The hop's share for a callee is divided by the square root of the callee's own
+    callers (as the hit's share is by its callees): ``compact_ledger`` is called only by the
+    hit and does its work; ``log_event`` is a helper six functions call. Before, both got
+    the same share."""
+    helpers = "".join(f"def task_{i}():\n    log_event('{i}')\n\n\n" for i in range(5))
+    a = _small_app(tmp_path, {"books.py": (
+        "def log_event(msg):\n    return msg\n\n\n"
+        "def compact_ledger(rows):\n    return rows\n\n\n"
+        "def archive_old_entries(rows):\n"
+        "    \"\"\"Archive old ledger entries.\"\"\"\n"
+        "    log_event('archive')\n    return compact_ledger(rows)\n\n\n" + helpers)})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        got = Retriever(a, a.store, cfg).rank("archive old entries", Deadline())
+        by = {got.rows[i].qname: got.score[i] for i in got.order}
+        assert list(by)[0] == "books.archive_old_entries"
+        assert by["books.compact_ledger"] > 2 * by["books.log_event"]  # 1/sqrt(1) vs 1/sqrt(6)
+    finally:
+        a.close()
+
+
+def test_the_summary_in_the_authors_words_outranks_a_name_sharing_two_words(tmp_path):
+    """A task in plain words is matched against the one field written in plain words, the
+    summary, at half the name's weight (context/lexical.py FIELD_WEIGHTS): the function whose
+    docstring says what the task asks outranks one whose name holds two words of it (with the
+    summary at the signature's weight, the name won: 6.53 against 4.86)."""
+    a = _small_app(tmp_path, {"pool.py": (
+        "def discard_connection(item):\n    return None\n\n\n"
+        "def put_back(conn):\n"
+        "    \"\"\"Drop the connection with a warning when the pool is full.\"\"\"\n"
+        "    return conn\n\n\n"
+        + "".join(f"def other_{i}(x):\n    \"\"\"Return x.\"\"\"\n    return x\n\n\n" for i in range(10)))})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=False, priors=True)
+        got = Retriever(a, a.store, cfg).rank("connection discarded with a warning because the pool is full",
+                                              Deadline())
+        assert [got.rows[i].qname for i in got.order][:2] == ["pool.put_back", "pool.discard_connection"]
+    finally:
+        a.close()

@@ -12,9 +12,11 @@ code, and BM25's inverse document frequency already weighs them down).
 
 Field weights (``FIELD_WEIGHTS``, the BM25 column weights of the stores' full-text tables):
 the name says what the symbol is (4); the qualified-name parts say where it lives (class,
-module), shared by its siblings (1.5); signature words (parameter names, types) and the
-summary describe it in the author's words (1 each); path words are shared by every symbol of
-a file and directory, the least specific (0.5).
+module), shared by its siblings (1.5); the summary says what it does in the author's own
+prose — the one field written in the words a task in plain English uses, where a name
+matches one of its words by chance ("redirect", "post") — (2); signature words (parameter
+names, types) describe it in code (1); path words are shared by every symbol of a file and
+directory, the least specific (0.5).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from functools import lru_cache
 import snowballstemmer
 
 FIELDS = ("name", "qname", "signature", "summary", "path")
-FIELD_WEIGHTS = (4.0, 1.5, 1.0, 1.0, 0.5)  # in FIELDS order; see the module docstring
+FIELD_WEIGHTS = (4.0, 1.5, 1.0, 2.0, 0.5)  # in FIELDS order; see the module docstring
 MAX_QUERY_TERMS = 64
 FIELD_MAX_CHARS = 2000  # a field's stored text is capped (a huge signature says nothing more)
 

@@ -17,8 +17,8 @@ Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg bef
 cut); they are fused by reciprocal-rank fusion (k = 60). Exact current matches (a symbol
 the task names, a phrase found where it is written) come before approximate ranks. Then one
 hop along call edges: a share of a top hit's score (``DECAY``, split over its callees or its
-callers) goes to the function that does its work and to the dispatcher that calls it (a
-type's members count as its callees). Role
+callers, and a callee's share over the functions that call it) goes to the function that
+does its work and to the dispatcher that calls it (a type's members count as its callees). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
 unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
 expansion and priors off one by one (the evaluation's ablations).
@@ -55,6 +55,7 @@ LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role pri
 EXPAND_FROM = 5  # the top candidates whose callees and callers receive a share of their score
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
+FAN_IN_READ = 200  # callers read per callee to count its fan-in (a helper called more often is as common)
 TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "object", "record"})  # a hop with more distinct neighbours only reinforces candidates already found
 ROLE_PRIOR = 0.25  # the factor of a symbol in test, example, docs, config, generated or vendored code
 PLAIN_NAME_DF = 50  # a plain word (no case change, digit or _) in more symbols' lexical fields is no name
@@ -473,8 +474,12 @@ class Retriever:
         """One hop along call edges from the ``EXPAND_FROM`` best candidates: each callee and
         each caller gets ``DECAY`` times the hit's score, divided by the square root of the
         number of distinct callees (callers) — the one function a wrapper calls gets much,
-        one of thirty gets little. A hop with more than ``EXPAND_FANOUT`` neighbours only
-        reinforces candidates already found. Returns whether anything changed."""
+        one of thirty gets little. A callee's share is also divided by the square root of the
+        number of functions that call it (the symmetric normalization of a graph's adjacency,
+        D^-1/2 A D^-1/2): the helper every function calls (a logger, a context getter) is no
+        more the work of this hit than of any other, while the function only this hit calls
+        is. A hop with more than ``EXPAND_FANOUT`` neighbours only reinforces candidates
+        already found. Returns whether anything changed."""
         store = self.store
         by_qname: dict[str, list[int]] = {}
         for i in score:
@@ -498,9 +503,13 @@ class Retriever:
             hops.append((h, [callees, callers, list(dict.fromkeys(members))]))
         named = store.symbols_by_qnames(q for _, lists in hops for names in lists if len(names) <= EXPAND_FANOUT
                                         for q in names if q not in by_qname)
+        # how many functions call each callee (distinct callers, at most FAN_IN_READ): one batch read
+        callee_qs = list(dict.fromkeys(q for _, lists in hops for q in lists[0]))
+        fan_in = {q: len({c.caller for c in v})
+                  for q, v in store.callers_many(callee_qs, limit=FAN_IN_READ).items()} if callee_qs else {}
         for h, lists in hops:
             dl.check()
-            for names in lists:
+            for li, names in enumerate(lists):
                 if not names:
                     continue
                 share = DECAY * score[h] / math.sqrt(len(names))
@@ -511,9 +520,11 @@ class Retriever:
                             continue
                         found = [x for x in named.get(q, []) if x.kind != "module"][:1]
                         ids = by_qname[q] = [self._key(x, rows) for x in found]
+                    # a callee many functions call is a shared helper, not the work of this hit
+                    norm = 1.0 / math.sqrt(max(1, fan_in.get(q, 1))) if li == 0 else 1.0
                     for i in ids:
                         if i != h:
-                            gain[i] += share * self._prior(rows[i], asked)
+                            gain[i] += share * norm * self._prior(rows[i], asked)
         for i, g in gain.items():
             score[i] = score.get(i, 0.0) + g
             legs.setdefault(i, set()).add("graph")
