@@ -75,16 +75,15 @@ def read_first_frame(fd: int) -> tuple[bytes, bytes] | None:
         if not c:
             return None
         head += c
-    length = None
-    for line in head.splitlines():
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                return None
-    if length is None or length < 0:
+    from codesynapse.daemon.pump import CONTENT_LENGTH
+
+    # the header as the server reads it (lsp/rpc.py): the first exact Content-Length line,
+    # other lines (Content-Type) ignored; without one, this process serves the client and
+    # answers as it always did
+    m = next(filter(None, (CONTENT_LENGTH.match(x) for x in head.splitlines(keepends=True))), None)
+    if m is None:
         return None
+    length = int(m.group(1))
     body = b""
     while len(body) < length:
         chunk = os.read(fd, length - len(body))

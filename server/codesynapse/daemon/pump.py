@@ -18,35 +18,35 @@ daemon to finish answering, and exits with status 0.
 
 import json
 import os
+import re
 import socket
 import sys
 import threading
 
-HEADER_MAX = 8192
+CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")  # as lsp/rpc.py reads it
 REQUEST_FAILED = -32803
 
 
 def read_frame(stream):
-    """(raw bytes, body) of the next Content-Length frame; None at EOF or a broken header."""
+    """(raw bytes, body) of the next frame, None at EOF. Frames are cut exactly as the
+    server's own read loop cuts them (``lsp.rpc.read_frames``: a ``Content-Length: N``
+    line, then a blank line; other header lines are skipped), so the bytes the daemon sees
+    are the bytes the client sent, framed the same way."""
     raw = []
-    length = None
+    length = 0
     while True:
-        line = stream.readline(HEADER_MAX)
+        line = stream.readline()
         if not line:
             return None
         raw.append(line)
-        if line in (b"\r\n", b"\n"):
-            if length is None:
-                return None
+        if not length:
+            m = CONTENT_LENGTH.match(line)
+            if m:
+                length = int(m.group(1))
+        if length and not line.strip():
             break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                return None
-    body = stream.read(length) if length else b""
-    if len(body) < (length or 0):
+    body = stream.read(length)
+    if len(body) < length:
         return None
     raw.append(body)
     return b"".join(raw), body
