@@ -95,7 +95,10 @@ def _timed(app, method: str, params: dict[str, Any]) -> tuple[float, dict[str, A
 def _open(corpus, data_dir: Path, backend: str, neo4j: dict[str, str]):
     from codesynapse.bench.apps import open_app
 
-    extra = {"backend": backend, "workers": 2}
+    # the dense leg's symbol vectors stay off: their computation (minutes of CPU in a
+    # background thread of the same process on a large corpus) would be measured instead of
+    # the store, and search answers would change while it runs
+    extra = {"backend": backend, "workers": 2, "symbol_vectors": False}
     if backend == "neo4j":
         extra.update(neo4j)
     return open_app(corpus.path, data_dir, corpus.exclude, corpus.include, **extra)
