@@ -202,6 +202,7 @@ func Parse(src []byte) (pgf *File, err error) { return nil, nil }
 func Open() *File { return nil }
 func Pair() (a, b *File) { return nil, nil }
 func Slice() []File { return nil }
+func Files() []*File { return nil }
 '''
 
 GO_MAIN = '''package main
@@ -232,6 +233,18 @@ func run(c *lib.Command, args []string, open func() *lib.File) {
 	twice, _ = lib.Pair()
 	twice.PosLocation()
 }
+
+func loop() {
+	for _, elem := range lib.Files() {
+		elem.PosLocation()
+	}
+	for key := range lib.Files() {
+		key.PosLocation()
+	}
+	for _, notSlice := range lib.Open() {
+		notSlice.PosLocation()
+	}
+}
 '''
 
 
@@ -255,6 +268,14 @@ def test_go_results_across_packages(tmp_path):
         (run, "g.PosLocation"): ("", "unresolved"),  # a parameter's func value
         (run, "u.Execute"): ("", "unresolved"),  # a local of unknown type (no hint for i)
         (run, "twice.PosLocation"): ("", "unresolved"),  # bound to two calls
+    })
+    # range over a declared []*File: the value is a *File; the key is an int; a range over a
+    # result that is no slice binds nothing
+    loop = "example.com/g/cmd.loop"
+    _check(calls, {
+        (loop, "elem.PosLocation"): (f"{lib}.File.PosLocation", "inferred"),
+        (loop, "key.PosLocation"): ("", "unresolved"),
+        (loop, "notSlice.PosLocation"): ("", "unresolved"),
     })
 
 

@@ -104,26 +104,29 @@ class FileExtraction(msgspec.Struct, kw_only=True):
 # (``h = self.getConnection(...)``; Go ``cmd, flags, err := c.Find(args)``): the resolver binds
 # the call and reads the type from the called function's declared (or inferred) result.
 # ``=>{inner}=>{index}.{callee}``: ``inner`` is the hint of the call's own receiver ("" when
-# none is needed), ``index`` the result taken (Go multi-value assignments). The text after the
+# none is needed), ``index`` the result taken (Go multi-value assignments), written ``[]{index}``
+# for an element of that result (Go ``for _, v := range f()`` over a slice). The text after the
 # last dot is the called function's name, so stores index the hint under it.
 RETURN_HINT = "=>"
 
 
-def return_hint(callee: str, inner: str = "", index: int = 0) -> str:
+def return_hint(callee: str, inner: str = "", index: int = 0, element: bool = False) -> str:
     """The hint of a receiver bound to result ``index`` of calling ``callee``; "" when it
     cannot be written (a nested return hint: one level only, so stores can find the rows
     that depend on a function's result by its name)."""
     if not callee or inner.startswith(RETURN_HINT) or RETURN_HINT in callee or "?" in callee:
         return ""
-    return f"{RETURN_HINT}{inner}{RETURN_HINT}{index}.{callee}"
+    return f"{RETURN_HINT}{inner}{RETURN_HINT}{'[]' if element else ''}{index}.{callee}"
 
 
-def parse_return_hint(hint: str) -> tuple[str, int, str] | None:
-    """(inner, index, callee) of a return hint, else None."""
+def parse_return_hint(hint: str) -> tuple[str, int, str, bool] | None:
+    """(inner, index, callee, element) of a return hint, else None."""
     if not hint.startswith(RETURN_HINT):
         return None
     inner, sep, rest = hint[len(RETURN_HINT):].partition(RETURN_HINT)
     num, dot, callee = rest.partition(".")
+    element = num.startswith("[]")
+    num = num[2:] if element else num
     if not sep or not dot or not num.isdigit() or not callee:
         return None
-    return inner, int(num), callee
+    return inner, int(num), callee, element

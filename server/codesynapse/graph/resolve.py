@@ -152,7 +152,10 @@ def _split_top(s: str) -> list[str]:
 
 def _go_type(t: str) -> str:
     t = t.strip().lstrip("*")
-    if "[" in t:  # Generic[T] is Generic; []T, map[K]V are no named type
+    if t.startswith("[]"):  # a slice: kept as []T, so a range over it types its elements
+        elem = _go_type(t[2:])
+        return "[]" + elem if elem and not elem.startswith("[]") else ""
+    if "[" in t:  # Generic[T] is Generic; map[K]V is no named type
         t = t.split("[", 1)[0]
     return t if _GO_TYPE.match(t) else ""
 
@@ -399,7 +402,7 @@ class SymbolIndex:
         out: set[str] = set()
         for qname, by_path in self.results.items():
             for res in by_path.values():
-                if any(t and ({t.split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for t in res):
+                if any(t and ({t.lstrip("[]").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for t in res):
                     out.add(_names_last(qname))
                     break
         return out
@@ -684,13 +687,13 @@ class Resolver:
             return UNRESOLVED
         return Resolution(r, "module" if idx.is_module(target) else how, 0.95 if how != "local" else 1.0)
 
-    def returned_type(self, path: str, caller: str, ret: tuple[str, int, str], fi: FileInfo) -> str | None:
+    def returned_type(self, path: str, caller: str, ret: tuple[str, int, str, bool], fi: FileInfo) -> str | None:
         """The class or type a return hint's call gives (``(inner, index, callee)`` of
         ``parse_return_hint``): the call is resolved as any call is, then the result its
         target declares is resolved where the target is declared. "" when that type lies
         outside the graph (an imported library's, the language's own); None when unknown.
         A call of a class (Python ``x = factory_cls()`` through a lowercase name) gives the class."""
-        inner, index, callee = ret
+        inner, index, callee, element = ret
         r = self.resolve_call(path, caller, callee, inner)
         if r.resolution == "external":
             return ""
@@ -699,11 +702,14 @@ class Resolver:
             return None
         idx = self.index
         if idx.is_type(target):
-            return target if index == 0 else None
+            return target if index == 0 and not element else None
         found = idx.result_of(target, index)
         if found is None:
             return None
         tpath, text = found
+        if text.startswith("[]") != element:  # a slice where one value is read, or the reverse
+            return None
+        text = text[2:] if element else text
         if text == SELF_TYPE:
             return self.enclosing_class(target)
         tfi = idx.files.get(tpath)
@@ -714,7 +720,7 @@ class Resolver:
             return t
         return "" if self._external_type(text, target, tfi) else None
 
-    def _constructs(self, path: str, caller: str, ret: tuple[str, int, str]) -> bool:
+    def _constructs(self, path: str, caller: str, ret: tuple[str, int, str, bool]) -> bool:
         r = self.resolve_call(path, caller, ret[2], ret[0])
         return bool(r.target) and self.index.is_type(r.target)
 

@@ -406,7 +406,8 @@ class GoHooks(LanguageHooks):
         return return_hint(callee, inner)
 
     @staticmethod
-    def _return_hint(call: Node, src: bytes, hints: dict[str, str], declared: set[str], index: int) -> str:
+    def _return_hint(call: Node, src: bytes, hints: dict[str, str], declared: set[str], index: int,
+                     element: bool = False) -> str:
         """``x := pkg.F()`` / ``cmd, flags, err := c.Find(args)`` where the function is not in
         this file: a return hint, so the resolver types ``x`` by the result the function
         declares. The call's receiver must be hinted with a type, or a name no parameter or
@@ -430,7 +431,7 @@ class GoHooks(LanguageHooks):
                 return ""  # a parameter or local of unknown type
         elif callee in declared:
             return ""  # a local func value
-        return return_hint(callee, inner, index)
+        return return_hint(callee, inner, index, element)
 
     def receiver_hints(self, unit: Node, src: bytes) -> dict[str, str]:
         if unit.type not in ("function_declaration", "method_declaration", "func_literal"):
@@ -496,6 +497,18 @@ class GoHooks(LanguageHooks):
                         if not typ and len(rights) == 1 and not types:
                             typ = self._return_hint(rights[0], src, hints, declared, i)
                         put(text(lnode, src), typ)
+            elif t == "range_clause":
+                # ``for _, pgf := range pkg.CompiledGoFiles()``: the value is an element of the
+                # slice the function declares (a return hint); the key, and anything else, binds
+                # no known type
+                left = n.child_by_field_name("left")
+                right = n.child_by_field_name("right")
+                lefts = [c for c in left.named_children] if left is not None else []
+                for i, lnode in enumerate(lefts):
+                    typ = ""
+                    if i == 1 and len(lefts) == 2 and right is not None:
+                        typ = self._return_hint(right, src, hints, declared, 0, element=True)
+                    put(text(lnode, src), typ)
             elif t == "var_spec":
                 typ = _type_of(n.child_by_field_name("type"), src)
                 val = n.child_by_field_name("value")
