@@ -427,7 +427,6 @@ class LedgerBook:
 
     def _settle(self, led: SessionLedger, until: float, yield_to_requests: bool = False) -> None:
         with self._compute_lock:
-            corpus = None
             while time.monotonic() < until:
                 if yield_to_requests and self._busy():
                     return
@@ -435,10 +434,8 @@ class LedgerBook:
                     if not led.waiting:
                         return
                     row = led.waiting.popleft()
-                if corpus is None:
-                    corpus = self._corpus()
-                try:
-                    a, b, fa, fb = self._estimate(row.request, corpus)
+                try:  # the files as they are now: a text read for an earlier answer may have changed since
+                    a, b, fa, fb = self._estimate(row.request, self._corpus())
                 except Exception:  # counted without a raw estimate rather than retried for ever
                     log.warning("ledger: the raw estimate of a %s answer failed", row.method, exc_info=True)
                     a = b = fa = fb = 0

@@ -244,7 +244,10 @@ class Runner:
         evidence and given identifiers only the workload knows."""
         req = Request(method=task.method, params=task.params, kind="recall" if task.kind == "recall" else "",
                       requests=[s for s in task.requests if not s.get("actor")] if task.kind == "recall" else [])
-        _i, a, b = raw_baselines(req, self.app, self.ctx, self.corpus)
+        # the files the index holds now, as the daemon reads them (the table's corpus is the
+        # list at the start: a live update that fails leaves a file out of the index, not of it)
+        files = [(f.path, f.language) for f in self.app.store.files() if f.status != "skipped"]
+        _i, a, b = raw_baselines(req, self.app, self.ctx, CorpusText(str(self.root), files))
         return stats.est_tokens(a.bytes), stats.est_tokens(b.bytes)
 
     def _empty_measures(self) -> dict[str, Any]:
