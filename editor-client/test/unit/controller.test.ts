@@ -25,7 +25,7 @@ function recordingConnection(answer: (method: string, params: Record<string, unk
 
 beforeEach(() => vscode.resetMock());
 
-/** Answers the real server gave on fixtures/python_repo (test/unit/fixtures/record.sh). */
+/** Answers the real server gave on fixtures/python_repo (scripts/record_answers.py, over LSP). */
 function recorded(name: string): Record<string, unknown> {
   return JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.json`), 'utf8')) as Record<string, unknown>;
 }
@@ -71,59 +71,61 @@ describe('ContextController', () => {
     const byMethod: Record<string, string> = {
       'codesynapse/minimalContext': 'minimalContext',
       'codesynapse/search': 'search',
-      'codesynapse/symbolCard': 'symbolCardPayFor',
+      'codesynapse/symbolCard': 'symbolCardTestTotal',
     };
     const { sent, connection } = recordingConnection((m) => recorded(byMethod[m] as string));
     const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
     const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
 
     await controller.task('apply a discount to the cart total');
-    // the server names the 6 weaker candidates it left out: no search is needed
+    // the server names the 8 weaker candidates it left out: no search is needed
     expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
-    // "6 weaker candidates ... name an identifier, or search the words": twice the budget would
-    // answer the same 6 cards, so there is no Load more button; the 6 candidates are listed instead.
+    // "8 weaker candidates ... name an identifier, or search the words": twice the budget would
+    // answer the same 6 cards, so there is no Load more button; the 8 candidates are listed instead.
     expect(panel.html).not.toContain('data-action="more"');
-    expect(panel.html).toContain('Omitted candidates (6)');
+    expect(panel.html).toContain('Omitted candidates (8)');
     const listed = [...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1]);
     expect(listed).toEqual([
-      'shop.cart',
       'shop.pricing',
+      'shop.cart',
       'test_cart.test_total',
-      'shop.payment.pay_for',
+      'shop.cart.BaseCart.count',
+      'shop.cart.BaseCart',
+      'shop.cart.BaseCart.add',
       'test_cart.test_discount',
       'README.md#Shop &gt; Pricing',
     ]);
-    expect(panel.html).toContain('data-tokens="626" data-budget="1500"');
+    expect(panel.html).toContain('data-tokens="708" data-budget="1500"');
 
-    await controller.addCandidate('shop.payment.pay_for');
-    expect(sent[1]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'shop.payment.pay_for', maxTokens: 2000 } });
-    expect(panel.html).toContain('Added by you (1) <span class="muted">+216 tokens</span>');
-    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.payment.pay_for">');
-    expect(panel.html).toContain('Omitted candidates (5)');
-    expect(panel.html).not.toContain('data-action="add" data-selector="shop.payment.pay_for"');
-    // the meter counts the added card: 626 + 216
-    expect(panel.html).toContain('data-tokens="842" data-budget="1500"');
+    await controller.addCandidate('test_cart.test_total');
+    expect(sent[1]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'test_cart.test_total', maxTokens: 2000 } });
+    expect(panel.html).toContain('Added by you (1) <span class="muted">+148 tokens</span>');
+    expect(panel.html).toContain('<article class="card" data-qualified-name="test_cart.test_total">');
+    expect(panel.html).toContain('Omitted candidates (7)');
+    expect(panel.html).not.toContain('data-action="add" data-selector="test_cart.test_total"');
+    // the meter counts the added card: 708 + 148
+    expect(panel.html).toContain('data-tokens="856" data-budget="1500"');
   });
 
   it('lists the candidates the server names with its omissions, with kind and place, and adds one', async () => {
     const answer = { ...recorded('minimalContext') };
     answer.omitted = [
-      { what: 'candidate symbols', count: 1, hint: 'narrow the task or pass paths', candidates: [{ qualifiedName: 'shop.payment.pay_for', kind: 'function', path: 'shop/payment.py', line: 17, legs: ['graph'] }] },
+      { what: 'candidate symbols', count: 1, hint: 'narrow the task or pass paths', candidates: [{ qualifiedName: 'shop.cart.BaseCart.count', kind: 'method', path: 'shop/cart.py', line: 17, legs: ['graph'] }] },
       { what: 'weaker candidates', count: 1, hint: 'name an identifier, or search the words', candidates: [{ qualifiedName: 'test_cart.test_total', kind: 'test', path: 'tests/test_cart.py', line: 5, legs: ['graph'] }] },
     ];
-    const { sent, connection } = recordingConnection((m) => (m === 'codesynapse/symbolCard' ? recorded('symbolCardPayFor') : answer));
+    const { sent, connection } = recordingConnection((m) => (m === 'codesynapse/symbolCard' ? recorded('symbolCardTestTotal') : answer));
     const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
     const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
     await controller.task('apply a discount');
     // all that was left out is named: no search
     expect(sent.map((r) => r.method)).toEqual(['codesynapse/minimalContext']);
     expect(panel.html).toContain('Omitted candidates (2)');
-    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.payment.pay_for', 'test_cart.test_total']);
-    expect(panel.html).toContain('<span class="kind">function</span>');
+    expect([...panel.html.matchAll(/data-action="add" data-selector="([^"]+)"/g)].map((m) => m[1])).toEqual(['shop.cart.BaseCart.count', 'test_cart.test_total']);
+    expect(panel.html).toContain('<span class="kind">test</span>');
     expect(panel.html).toContain('data-action="open" data-path="tests/test_cart.py" data-line="5"');
     // adding one changes what is visible: its card is shown, it leaves the list
-    await controller.addCandidate('shop.payment.pay_for');
-    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.payment.pay_for">');
+    await controller.addCandidate('test_cart.test_total');
+    expect(panel.html).toContain('<article class="card" data-qualified-name="test_cart.test_total">');
     expect(panel.html).toContain('Omitted candidates (1)');
   });
 

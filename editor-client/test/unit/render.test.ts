@@ -83,7 +83,7 @@ describe('cards', () => {
 
 describe('renderResult', () => {
   it('renders a call graph as a tree: each caller once, its call sites folded under it, the next level nested', () => {
-    // recorded: callers of shop.pricing.with_tax, depth 2 (test/unit/fixtures/record.sh)
+    // recorded: callers of shop.pricing.with_tax, depth 2 (scripts/record_answers.py, over LSP)
     const result = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'callGraphCallers.json'), 'utf8')) as unknown;
     const html = renderResult({ title: 'Callers', subtitle: 'shop.pricing.with_tax', budget: 20000, more: null, result });
     expect(html).toContain('<h2>Callers</h2><p class="subtitle" title="shop.pricing.with_tax">shop.pricing.with_tax</p>');
@@ -189,7 +189,13 @@ describe('renderResult', () => {
     const task = renderResult({ title: 'Context for a task', budget: 1500, more: null, result: read('minimalContext') });
     const body = task.slice(task.indexOf('<div class="body">'), task.indexOf('<section class="omitted">'));
     expect(body).not.toMatch(/Legs|bytes|confidence/);
-    expect(task).toContain('<details class="diagnostics"><summary>Details</summary><p class="provenance">found by exact, lexical, dense (unavailable: not computed by this process), graph · index ready · 2,501 bytes</p></details>');
+    expect(task).toContain('<details class="diagnostics"><summary>Details</summary><p class="provenance">found by exact, lexical, dense, graph · index ready · 2,830 bytes</p></details>');
+    // a leg that did not run is reported as the server sends it while the model loads
+    const pending = read('minimalContext') as { provenance: { legs: unknown[] } };
+    pending.provenance.legs = pending.provenance.legs.map((l) => (l === 'dense' ? { leg: 'dense', state: 'pending', reason: 'the embedding model is loading' } : l));
+    expect(renderResult({ title: 'Context for a task', budget: 1500, more: null, result: pending })).toContain(
+      '<p class="provenance">found by exact, lexical, dense (pending: the embedding model is loading), graph · index ready · 2,830 bytes</p>',
+    );
     // a recorded card: no "confidence 0" beside the unresolved callee
     const card = renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') });
     expect(card.replace(/<[^>]*>/g, '')).not.toContain('confidence'); // only in the tooltip
