@@ -424,3 +424,25 @@ def test_a_later_client_is_told_which_of_its_options_the_shared_daemon_keeps(rep
     finally:
         a.close()
         b.close()
+
+
+def test_another_folder_on_the_same_data_folder_is_served_alone(repo, data, tmp_path):
+    """The daemon serves the folder of its first client: a client of another folder that
+    names the same data folder is refused at hello and served in its own process, never
+    answered from the other folder's index."""
+    other = tmp_path / "other"
+    (other / "pkg").mkdir(parents=True)
+    (other / "pkg" / "lonely.py").write_text("def only_in_the_other_folder():\n    return 3\n")
+    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
+    try:
+        init(a, repo, "a")
+        a.wait_ready()
+        init(b, other, "b")
+        b.wait_ready()
+        assert [x["name"] for x in a.request("codesynapse/indexStatus", {})["clients"]] == ["a"]
+        assert [x["name"] for x in b.request("codesynapse/indexStatus", {})["clients"]] == ["b"]
+        assert b"pump.py" not in Path(f"/proc/{b.pid}/cmdline").read_bytes()  # its own server
+        assert len(daemon_pids(data)) == 1
+    finally:
+        a.close()
+        b.close()

@@ -173,6 +173,9 @@ class Host:
         from codesynapse.app import App
 
         with self._app_lock:
+            if self.root is not None and _realpath(root) != self.root:
+                raise RuntimeError(f"the shared daemon of this data folder serves {self.root}; give this folder "
+                                   "its own dataDir, or start it with `codesynapse serve --no-share`")
             if self.app is None:
                 self.app = App(root, settings)
                 self.root = _realpath(root)
@@ -279,6 +282,8 @@ class Host:
             if self.connections == 0:
                 self._arm_grace()
             return
+        if self.root is None:  # the first client's folder is the daemon's: another is refused at hello
+            self.root = _realpath(hello["root"]) if isinstance(hello.get("root"), str) else None
         writer.write(json.dumps({"ok": True, "pid": os.getpid()}).encode() + b"\n")
         from codesynapse.lsp.rpc import read_frames
         from codesynapse.lsp.server import build_server
