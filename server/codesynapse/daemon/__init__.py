@@ -3,13 +3,16 @@
 ``codesynapse serve`` (cli.cmd_serve) is a thin stdio ↔ socket proxy (``daemon.proxy``) to
 the daemon of the workspace's data folder, started detached when none runs
 (``daemon.host``, ``serve --daemon``); ``daemon.election`` holds the lock file, the owner-only
-socket (or the 127.0.0.1 + token fallback) and the stale-lock takeover. ``serve --no-share``
+socket (or the 127.0.0.1 + token fallback) and the stale-lock takeover; ``daemon.pump`` is
+what a proxy becomes once it joined (stdlib only). ``serve --no-share``
 / ``CODESYNAPSE_SHARE=0`` keeps one process per client.
 
 API for code that extends a connection (sub-sessions, the MCP bridge):
 
 * Every LSP connection is a ``lsp.server.CodeSynapseServer`` (``ls``) with ``ls.app`` (the
-  shared App), ``ls.scope`` (its immutable Scope), ``ls.live`` (the shared live updater),
+  shared App), ``ls.scope`` (its immutable Scope), ``ls.live`` (the live updater; on the
+  daemon a ``daemon.host.ConnectionLive``: the shared updater plus this connection's unsaved
+  buffers and listeners),
   ``ls.host`` (the ``daemon.host.Host``, None in one-process mode) and ``ls.session``.
 * ``ls.session`` is a ``daemon.session.Session``, made on ``initialize`` in both modes:
   ``.scope``, ``.app``, ``.client_name`` / ``.client_version``, ``.children`` (a list a
