@@ -1,5 +1,10 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { budgetCanHelp, callGraphEdges, clampTokens, confidenceOf, readCard, readEnvelope, readFact, readIndexStatus, readRef } from '../../src/protocol';
+
+/** Answers the real server gave on fixtures/python_repo (scripts/record_answers.py, over LSP). */
+const recorded = (name: string): unknown => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.json`), 'utf8'));
 
 describe('readIndexStatus', () => {
   it('reads every documented field', () => {
@@ -28,6 +33,27 @@ describe('readIndexStatus', () => {
       lastUpdate: '2025-01-02T03:04:05Z',
       state: 'indexing',
       policyFingerprint: 'f00d',
+    });
+  });
+
+  it('reads the status the server sends (recorded)', () => {
+    const status = readIndexStatus(recorded('indexStatus'));
+    // the commit, time and policy fingerprint change with each recording: their form is checked
+    expect(status?.indexedCommit).toMatch(/^[0-9a-f]{40}$/);
+    expect(status?.lastUpdate).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(status?.policyFingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect({ ...status, indexedCommit: null, lastUpdate: null, policyFingerprint: null }).toEqual({
+      files: 6,
+      symbols: 23,
+      edges: 23,
+      languages: { markdown: 1, python: 5 },
+      indexedCommit: null,
+      dirty: false,
+      openBuffers: [],
+      pending: 0,
+      lastUpdate: null,
+      state: 'ready',
+      policyFingerprint: null,
     });
   });
 
@@ -101,39 +127,42 @@ describe('readEnvelope', () => {
 });
 
 describe('readCard', () => {
-  it('reads the documented card shape', () => {
-    const card = readCard({
-      qualifiedName: 'shop.cart.Cart.total',
-      name: 'total',
-      kind: 'method',
-      signature: 'def total(self) -> Decimal',
-      path: 'shop/cart.py',
-      range: { startLine: 20, endLine: 31 },
-      summary: 'Sum of line prices after discounts.',
-      annotations: ['hot path'],
-      counts: { callers: 3, callees: 2, implementations: 0, tests: 1 },
-      callers: ['shop.checkout.checkout', { qualifiedName: 'shop.api.cart_view', path: 'shop/api.py', range: { startLine: 8, endLine: 12 }, resolution: 'name', confidence: 0.5 }],
-      callees: [{ name: 'line_price' }],
-    });
+  it('reads the card the server sends (recorded: shop.cart.Cart.total)', () => {
+    const card = readCard((recorded('symbolCardTotal') as { card: unknown }).card);
     expect(card).toEqual({
       qualifiedName: 'shop.cart.Cart.total',
-      name: 'total',
+      name: null,
       kind: 'method',
-      signature: 'def total(self) -> Decimal',
+      signature: 'def total(self, percent=0)',
       path: 'shop/cart.py',
-      startLine: 20,
-      endLine: 31,
-      summary: 'Sum of line prices after discounts.',
-      annotations: ['hot path'],
-      counts: { callers: 3, callees: 2, implementations: 0, tests: 1 },
+      startLine: 24,
+      endLine: 28,
+      summary: 'Total price after discount and tax.',
+      annotations: [],
+      counts: { callers: 2, callees: 3, tests: 1 },
       callers: [
-        { label: 'shop.checkout.checkout', selector: 'shop.checkout.checkout', path: null, line: null, detail: null },
-        { label: 'shop.api.cart_view', selector: 'shop.api.cart_view', path: 'shop/api.py', line: 8, detail: 'name', tooltip: 'resolution name, confidence 0.5' },
+        { label: 'shop.cart.Cart.checkout', selector: 'shop.cart.Cart.checkout', path: 'shop/cart.py', line: 32, detail: null, tooltip: 'resolution self, confidence 0.95' },
+        { label: 'test_cart.test_total', selector: 'test_cart.test_total', path: 'tests/test_cart.py', line: 8, detail: 'inferred', tooltip: 'resolution inferred, confidence 0.85' },
       ],
-      callees: [{ label: 'line_price', selector: 'line_price', path: null, line: null, detail: null }],
-      tests: [],
+      // a callee's call is in the card's own file; a call site without a resolution is an import
+      callees: [
+        { label: 'sum', selector: 'sum', path: 'shop/cart.py', line: 26, detail: 'external', tooltip: 'resolution external, confidence 0' },
+        { label: 'shop.pricing.apply_discount', selector: 'shop.pricing.apply_discount', path: 'shop/cart.py', line: 27, detail: null, tooltip: 'resolution module, confidence 0.95' },
+        { label: 'shop.pricing.with_tax', selector: 'shop.pricing.with_tax', path: 'shop/cart.py', line: 28, detail: null, tooltip: 'resolution import, confidence 0.95' },
+      ],
+      tests: [{ label: 'test_cart.test_total', selector: 'test_cart.test_total', path: 'tests/test_cart.py', line: 5, detail: null }],
       foundBy: [],
     });
+  });
+
+  it('reads the callers of a task answer\'s cards, which the server gives as names (recorded minimalContext)', () => {
+    const cards = (recorded('minimalContext') as { cards: unknown[] }).cards.map(readCard);
+    expect(cards[0]?.qualifiedName).toBe('shop.cart.Cart.total');
+    expect(cards[0]?.callers).toEqual([
+      { label: 'shop.cart.Cart.checkout', selector: 'shop.cart.Cart.checkout', path: null, line: null, detail: null },
+      { label: 'test_cart.test_total', selector: 'test_cart.test_total', path: null, line: null, detail: null },
+    ]);
+    expect(cards[0]?.foundBy).toEqual(['dense', 'exact', 'graph', 'lexical']);
   });
 
   it('turns an annotations object into "key: value" lines', () => {
