@@ -532,6 +532,13 @@ def test_staleness_pass_sees_every_session_and_writes_by_id_in_scope(m, sc):
     (back,) = m.anchors_of(sc.A1, [a1.id])[a1.id]
     assert (back.qname, back.path, back.line, back.status, back.previous, back.hash) == (
         "pkg.new.settle", "pkg/new.py", 7, "moved", "pkg.mod.settle @ pkg/mod.py:3", "h1")
+    # renamed in place: re-anchored to the new symbol, whose content hash is its own
+    renamed = msgspec.structs.replace(back, qname="pkg.new.settle_all", name="settle_all", hash="h2",
+                                      previous="pkg.new.settle @ pkg/new.py:7")
+    m.update_anchors(sc.A1, [renamed])
+    (again,) = m.anchors_of(sc.A1, [a1.id])[a1.id]
+    assert (again.qname, again.name, again.hash, again.previous) == (
+        "pkg.new.settle_all", "settle_all", "h2", "pkg.new.settle @ pkg/new.py:7")
 
 
 def test_anchors_of_forgotten_and_purged_entities_are_not_read(m, sc):

@@ -172,6 +172,53 @@ def test_full_index_marks_a_changed_symbol_and_re_anchors_a_renamed_module(app):
     assert st["status"] == "removed"  # renamed file and changed bytes: no same-content symbol
 
 
+def test_a_rename_in_place_is_re_anchored_by_a_live_save(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]},
+                               {"name": "post note", "anchors": ["pay.jobs.Ledger.post"]}])
+    # same file, same body, new names (a function and a method)
+    live_write(app, "pay/jobs.py", SETTLE.replace("def settle(", "def settle_batch(")
+               .replace("def post(", "def record("))
+    (a,) = anchors_of(recall(app, s, "settle note"), "settle note")
+    assert (a["status"], a["qualifiedName"], a["path"], a["line"]) == ("moved", "pay.jobs.settle_batch",
+                                                                       "pay/jobs.py", 4)
+    assert a["previous"] == "pay.jobs.settle @ pay/jobs.py:4"
+    assert "settle_batch" in a["card"]
+    (p,) = anchors_of(recall(app, s, "post note"), "post note")
+    assert (p["status"], p["qualifiedName"]) == ("moved", "pay.jobs.Ledger.record")
+
+
+def test_a_recursive_function_renamed_with_its_calls_is_re_anchored(tmp_path):
+    app = _app(tmp_path)
+    try:
+        fact = "def fact(n):\n    return 1 if n < 2 else n * fact(n - 1)\n"
+        live_write(app, "pay/other.py", fact)
+        s = scope_of(app)
+        remember(app, s, entities=[{"name": "fact note", "anchors": ["pay.other.fact"]}])
+        live_write(app, "pay/other.py", fact.replace("fact", "factorial"))
+        (a,) = anchors_of(recall(app, s, "fact note"), "fact note")
+        assert (a["status"], a["qualifiedName"]) == ("moved", "pay.other.factorial")
+    finally:
+        app.close()
+
+
+def test_a_rename_with_a_body_change_is_removed_and_a_full_index_re_anchors_a_rename(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]},
+                               {"name": "refund note", "anchors": ["pay.jobs.refund"]}])
+    root = app.workspace.root
+    # seen by a full index: settle renamed with its body changed, refund renamed only
+    (root / "pay" / "jobs.py").write_text(
+        SETTLE.replace("def settle(batch, retries=3)", "def settle_all(batch, retries=4)")
+        .replace("def refund(", "def refund_payment("))
+    app.index()
+    (st,) = anchors_of(recall(app, s, "settle note"), "settle note")
+    assert (st["status"], st["qualifiedName"]) == ("removed", "pay.jobs.settle")
+    (rf,) = anchors_of(recall(app, s, "refund note"), "refund note")
+    assert (rf["status"], rf["qualifiedName"], rf["line"]) == ("moved", "pay.jobs.refund_payment", 9)
+    assert rf["previous"] == "pay.jobs.refund @ pay/jobs.py:9"
+
+
 def test_undoing_a_change_clears_the_mark(app):
     s = scope_of(app)
     remember(app, s, entities=[{"name": "settle note", "anchors": ["pay.jobs.settle"]}])

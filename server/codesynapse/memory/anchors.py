@@ -17,7 +17,13 @@ index), the anchors in the files it touched are compared with the graph:
 - gone from there, but a symbol with the same content hash exists (a file rename or move, a
   rename of its class or module — the definition's bytes are unchanged): re-anchored to it,
   ``moved``, with ``previous`` saying where it was;
-- otherwise ``removed`` (kept, and checked again when a symbol of its name appears: a move
+- gone from there, and a symbol of the same kind in the same file is the same definition under
+  a new name (its bytes, read back from the indexed file and checked against its hash, with
+  its own name written back as the old one — the first occurrence, or all of them for a
+  recursive function renamed with its calls — hash to the anchor's hash): renamed in place,
+  re-anchored the same way (``moved``, ``previous``; the anchor takes the new symbol's hash);
+- otherwise ``removed`` (a rename with any other change in the definition among them: a
+  renamed and edited symbol cannot be told from a deleted one and a new one) (kept, and checked again when a symbol of its name appears: a move
   across two live saves re-anchors it then).
 
 Nothing is deleted: only ``forget`` removes a memory.
@@ -25,7 +31,9 @@ Nothing is deleted: only ``forget`` removes a memory.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -157,10 +165,66 @@ def hydrate(code: CodeView | None, anchors: Sequence[AnchorRecord]) -> list[Anch
     return out
 
 
+def definition_bytes(sym: Any, src: bytes) -> bytes | None:
+    """The bytes of ``sym``'s definition in ``src`` (the file as the graph indexed it), found
+    from its start/end line and column and checked against the content hash the graph keeps
+    (the SHA-1 of those bytes): None when ``src`` is not what was indexed (an unsaved buffer,
+    a later edit)."""
+    lines = src.splitlines(keepends=True)
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln))
+    if sym.start_line < 1 or sym.start_line > len(lines):
+        return None
+    start = offsets[sym.start_line - 1] + sym.start_col
+    # the extractor's end_line is the node's end row + 1, or its end row when the node ends
+    # at column 0 of a later line (C #define): try both, the hash says which
+    for row in {sym.end_line - 1, sym.end_line}:
+        if 0 <= row < len(offsets):
+            end = offsets[row] + sym.end_col
+            if end >= start and hashlib.sha1(src[start:end]).hexdigest() == sym.hash:
+                return src[start:end]
+    return None
+
+
+def renamed_from(sym: Any, a: AnchorRecord, read: Callable[[str], bytes | None]) -> bool:
+    """True when ``sym`` is the anchored definition under a new name only: its definition with
+    its own name (the first occurrence, or every occurrence as a whole identifier: a recursive
+    function renamed with its calls) written back as the anchor's name has the anchor's hash.
+    A rename with any other change does not match (the anchor is then ``removed``)."""
+    src = read(sym.path)
+    if src is None or not sym.name or not a.name:
+        return False
+    body = definition_bytes(sym, src)
+    if body is None:
+        return False
+    pat = re.compile(rb"(?<![\w$])" + re.escape(sym.name.encode()) + rb"(?![\w$])")
+    old = a.name.encode()
+    for count in (1, 0):
+        if hashlib.sha1(pat.sub(lambda _m: old, body, count=count)).hexdigest() == a.hash:
+            return True
+    return False
+
+
+def file_reader(root: Path | str) -> Callable[[str], bytes | None]:
+    """Reads a workspace file by its relative path (None when it cannot be read)."""
+    base = Path(root)
+
+    def read(rel: str) -> bytes | None:
+        try:
+            return (base / rel).read_bytes()
+        except OSError:
+            return None
+
+    return read
+
+
 def reconcile(store: MemoryStore, scope: Scope, graph: Any, paths: Iterable[str],
-              names: Iterable[str], now: Callable[[], str] = _now) -> dict[str, int]:
+              names: Iterable[str], now: Callable[[], str] = _now,
+              read: Callable[[str], bytes | None] | None = None) -> dict[str, int]:
     """Bring the anchors in ``paths`` (and the removed anchors named ``names``) in line with
-    the graph after an update. Returns counts by what was written."""
+    the graph after an update. Returns counts by what was written. ``read`` (a file's bytes by
+    its relative path) lets a symbol renamed in place be re-anchored (``renamed_from``)."""
     anchors = store.anchors_to_check(scope, sorted(set(paths)), sorted(set(names)))
     if not anchors:
         return {}
@@ -198,10 +262,15 @@ def reconcile(store: MemoryStore, scope: Scope, graph: Any, paths: Iterable[str]
                                               status_at=stamp if a.status != "changed" else a.status_at)
         else:
             same = [s for s in named(a.name) if s.hash == a.hash]
+            if not same and read is not None:
+                # renamed in place: a symbol of the same kind in the same file whose definition,
+                # with its own name written back as the anchor's, hashes to the anchor's hash
+                same = [s for s in in_file(a.path) if s.kind == a.kind and s.name != a.name
+                        and renamed_from(s, a, read)]
             if len(same) == 1:
                 s = same[0]
                 new = msgspec.structs.replace(
-                    a, qname=s.qname, name=s.name, path=s.path, kind=s.kind, line=s.start_line, status="moved",
+                    a, qname=s.qname, name=s.name, path=s.path, hash=s.hash, kind=s.kind, line=s.start_line, status="moved",
                     status_at=stamp, previous=f"{a.qname} @ {a.path}:{a.line}")
             elif a.status != "removed":
                 new = msgspec.structs.replace(a, status="removed", status_at=stamp)
@@ -219,8 +288,9 @@ class StalenessHook:
     lazily (and not at all while no memory store exists for a SQLite workspace)."""
 
     def __init__(self, open_store: Callable[[], MemoryStore | None], scope: Callable[[], Scope],
-                 graph: Callable[[], Any]):
+                 graph: Callable[[], Any], root: Path | str | None = None):
         self._open = open_store
+        self._read = file_reader(root) if root is not None else None
         self._scope = scope
         self._graph = graph
         self._store: MemoryStore | None = None
@@ -242,7 +312,7 @@ class StalenessHook:
         try:
             if self.store() is None:
                 return
-            self.last_counts = reconcile(self._store, self._scope(), self._graph(), paths, names)
+            self.last_counts = reconcile(self._store, self._scope(), self._graph(), paths, names, read=self._read)
             if self.last_counts:
                 log.info("memory anchors after the update: %s", self.last_counts)
         except Exception:  # an update must never fail because memory could not be marked

@@ -398,6 +398,7 @@ UPDATE_ANCHORS = _locked("""
 for (r in rows) {
   for (a in g.V(r.aid).hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).toList()) {
     a.property('anc_qname', r.qname); a.property('anc_name', r.name); a.property('anc_path', r.path)
+    a.property('anc_hash', r.hash)
     a.property('anc_kind', r.kind); a.property('anc_line', r.line as int); a.property('anc_status', r.status)
     a.property('anc_status_at', r.status_at); a.property('anc_previous', r.previous)
   }
@@ -775,7 +776,8 @@ class HugeGraphMemoryStore:
                       key=lambda a: a.id)
 
     def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
-        rows = [{"aid": a.id, "qname": a.qname, "name": a.name, "path": a.path, "kind": a.kind, "line": a.line,
+        rows = [{"aid": a.id, "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash, "kind": a.kind,
+                 "line": a.line,
                  "status": a.status, "status_at": a.status_at, "previous": a.previous} for a in anchors]
         if rows:
             self._locked("update_anchors", UPDATE_ANCHORS, scope, self._b(scope, rows=rows))

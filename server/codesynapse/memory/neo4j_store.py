@@ -672,14 +672,15 @@ class Neo4jMemoryStore:
         return [out[k] for k in sorted(out)]
 
     def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
-        rows = [{"id": a.id, "qname": a.qname, "name": a.name, "path": a.path, "kind": a.kind, "line": a.line,
+        rows = [{"id": a.id, "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash, "kind": a.kind,
+                 "line": a.line,
                  "status": a.status, "status_at": a.status_at, "previous": a.previous} for a in anchors]
         if not rows:
             return
 
         def work(tx) -> None:
             tx.run("UNWIND $rows AS r MATCH (a:CsMemAnchor {id: r.id, tenant: $t, namespace: $n}) "
-                   "SET a.qname = r.qname, a.name = r.name, a.path = r.path, a.kind = r.kind, a.line = r.line, "
+                   "SET a.qname = r.qname, a.name = r.name, a.path = r.path, a.hash = r.hash, a.kind = r.kind, a.line = r.line, "
                    "a.status = r.status, a.status_at = r.status_at, a.previous = r.previous",
                    t=scope.tenant, n=scope.namespace, rows=rows).consume()
 

@@ -844,9 +844,9 @@ class SqliteMemoryStore:
     def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
         with self._write() as c:
             c.executemany(
-                "UPDATE memory_anchors SET qname = ?, name = ?, path = ?, kind = ?, line = ?, status = ?, "
+                "UPDATE memory_anchors SET qname = ?, name = ?, path = ?, hash = ?, kind = ?, line = ?, status = ?, "
                 "status_at = ?, previous = ? WHERE id = ? AND tenant = ? AND namespace = ?",
-                [(a.qname, a.name, a.path, a.kind, a.line, a.status, a.status_at, a.previous, a.id,
+                [(a.qname, a.name, a.path, a.hash, a.kind, a.line, a.status, a.status_at, a.previous, a.id,
                   scope.tenant, scope.namespace) for a in anchors])
 
     def purge_session(self, scope: Scope) -> list[str]:
