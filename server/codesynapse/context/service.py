@@ -38,6 +38,7 @@ from codesynapse.context.retrieval import (
 )
 from codesynapse.errors import BudgetError, InvalidParams
 from codesynapse.extract.redact import redact
+from codesynapse.graph.confidence import CONFIDENCE as DEFAULT_CONFIDENCE
 from codesynapse.graph.model import CallRow, SymbolRow
 from codesynapse.memory.rrf import RRF_K, rrf
 
@@ -62,9 +63,8 @@ UNREAD = "files not searched for the phrase (time budget)"
 # a call site's resolution is given unless it was bound through an import, the usual case;
 # DESIGN calls heuristic what is "matched by name rather than by import" (docs/PROTOCOL.md)
 DEFAULT_RESOLUTION = "import"
-# an edge's confidence is given only when it is not its resolution's usual one (docs/PROTOCOL.md)
-DEFAULT_CONFIDENCE = {"local": 1.0, "import": 0.95, "module": 0.95, "self": 0.95, "super": 0.9, "inferred": 0.85,
-                      "external": 0.0, "unresolved": 0.0}
+# an edge's confidence is given only when it is not its resolution's usual one (docs/PROTOCOL.md):
+# DEFAULT_CONFIDENCE is the resolver's table (graph/confidence.py)
 UNREAD_HINT = "pass paths, or name the symbol"
 NEAR = "approximate matches after the exact ones"
 

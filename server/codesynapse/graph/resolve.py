@@ -30,10 +30,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from codesynapse.extract.model import TYPE_KINDS, ImportRef, parse_return_hint
+from codesynapse.graph.confidence import CONFIDENCE, INFERRED_FROM_RESULT
 from codesynapse.graph.model import Resolution
 
-UNRESOLVED = Resolution("", "unresolved", 0.0)
-EXTERNAL = Resolution("", "external", 0.0)
+UNRESOLVED = Resolution("", "unresolved", CONFIDENCE["unresolved"])
+EXTERNAL = Resolution("", "external", CONFIDENCE["external"])
 
 PY_BUILTINS = frozenset(dir(builtins))
 SELF_NAMES = {"python": ("self", "cls"), "javascript": ("this",), "typescript": ("this",), "tsx": ("this",),
@@ -603,7 +604,7 @@ class Resolver:
             if cls:
                 m = idx.member(cls, last, sep, skip_self=True)
                 if m:
-                    return Resolution(m, "super", 0.9)
+                    return Resolution(m, "super", CONFIDENCE["super"])
             return UNRESOLVED
         # the receiver holds a call's result: the type the called function declares
         ret = parse_return_hint(hint) if hint else None
@@ -619,7 +620,8 @@ class Resolver:
             if not m:
                 return UNRESOLVED
             # a class called (``Foo().m``, Go ``T{}.m``) is as certain as a constructor hint
-            return Resolution(m, "inferred", 0.85 if self._constructs(path, caller, ret) else 0.8)
+            return Resolution(m, "inferred", CONFIDENCE["inferred"] if self._constructs(path, caller, ret)
+                              else INFERRED_FROM_RESULT)
         # receiver type hints from the extractor
         if hint and len(parts) >= 2:
             # ``obj = cls(...)`` in a classmethod: the hint names the enclosing class itself
@@ -628,7 +630,7 @@ class Resolver:
             if t:
                 m = idx.member(t, last, sep)
                 if m:
-                    return Resolution(m, "inferred", 0.85)
+                    return Resolution(m, "inferred", CONFIDENCE["inferred"])
             elif lang != "python" and self._external_type(hint, caller, fi):
                 return EXTERNAL  # a method of an imported library type (Go ``t *testing.T``)
         # self.m / this.m
@@ -637,7 +639,7 @@ class Resolver:
             if cls:
                 m = idx.member(cls, last, sep)
                 if m:
-                    return Resolution(m, "self", 0.95)
+                    return Resolution(m, "self", CONFIDENCE["self"])
             return UNRESOLVED
         # Cls().m — a method on a fresh instance
         if len(parts) >= 2 and parts[-2].endswith("()") and all(not _CALLISH.search(p) for p in parts[:-2]):
@@ -645,7 +647,7 @@ class Resolver:
             if t:
                 m = idx.member(t, last, sep)
                 if m:
-                    return Resolution(m, "inferred", 0.85)
+                    return Resolution(m, "inferred", CONFIDENCE["inferred"])
             return UNRESOLVED
         if any(_CALLISH.search(p) or p == "?" for p in parts):
             return UNRESOLVED
@@ -655,12 +657,12 @@ class Resolver:
                 m = idx.member(cls, last, sep)
                 # a constructor (a method named like its class) is reached by naming the class
                 if m and idx.kind(m) not in TYPE_KINDS and m.rsplit(sep, 2)[-2] != last:
-                    return Resolution(m, "self", 0.95)
+                    return Resolution(m, "self", CONFIDENCE["self"])
         if lang == "rust" and parts[0] in ("crate", "super") and len(parts) >= 2:
             r = idx.resolve_qname(sep.join([_rust_path_head(parts[0], caller, fi, idx), *parts[1:]]), sep)
             if r is None or idx.kind(r) == "module":
                 return UNRESOLVED
-            return Resolution(r, "module", 0.95)
+            return Resolution(r, "module", CONFIDENCE["module"])
         head = self.scope_lookup(parts[0], caller, fi)
         if head is None:
             if len(parts) == 1 and lang == "python" and parts[0] in PY_BUILTINS:
@@ -677,15 +679,16 @@ class Resolver:
                 # JS/TS: a module bound whole (``const f = require('./f')``) and called or
                 # instantiated means its default export.
                 d = self._js_default(target, fi)
-                return Resolution(d, how, 0.95) if d else UNRESOLVED
-            return Resolution(target, how, 1.0 if how == "local" else 0.95)
+                # a default export is as sure as an import, even one bound in the same file
+                return Resolution(d, how, CONFIDENCE["import"]) if d else UNRESOLVED
+            return Resolution(target, how, CONFIDENCE[how])
         full = sep.join([target, *parts[1:]])
         r = idx.resolve_qname(full, sep)
         if r is None:
             return UNRESOLVED
         if idx.kind(r) == "module":
             return UNRESOLVED
-        return Resolution(r, "module" if idx.is_module(target) else how, 0.95 if how != "local" else 1.0)
+        return Resolution(r, "module" if idx.is_module(target) else how, CONFIDENCE[how])
 
     def returned_type(self, path: str, caller: str, ret: tuple[str, int, str, bool], fi: FileInfo) -> str | None:
         """The class or type a return hint's call gives (``(inner, index, callee)`` of
@@ -732,7 +735,8 @@ class Resolver:
         parent = self.index.parents.get(child, fi.module)
         t = self.resolve_type(base, parent, fi)
         if t and t != child:
-            return Resolution(t, "import" if base.split(".")[0] in fi.bindings else "local", 0.95)
+            # a base class named is as sure as an import, even one defined in the same file
+            return Resolution(t, "import" if base.split(".")[0] in fi.bindings else "local", CONFIDENCE["import"])
         return UNRESOLVED
 
     def resolve_import(self, path: str, im: ImportRef) -> str:
