@@ -330,6 +330,8 @@ class LedgerBook:
         self._worker: threading.Thread | None = None
         self._compute_lock = threading.Lock()  # one raw-estimate computation at a time
         self.totals_path = app.workspace.data_dir / TOTALS_FILE
+        self._texts: dict[str, tuple[tuple[int, int], str, int]] = {}  # path -> (stat key, text, bytes)
+        self._texts_bytes = [0]  # bytes of text in _texts
 
     # -- sessions ------------------------------------------------------------------------------
     def session(self, scope: Scope) -> SessionLedger:
@@ -442,10 +444,10 @@ class LedgerBook:
                 led.set_raw(row, a, b, fa, fb)
 
     def _corpus(self):
-        from codesynapse.bench.baselines import CorpusText
-
+        """The files the index holds now, their texts from the book's cache while a file's
+        size and modification time are those it was read with."""
         files = [(f.path, f.language) for f in self.app.store.files() if f.status != "skipped"]
-        return CorpusText(str(self.app.workspace.root), files)
+        return _cached_corpus(str(self.app.workspace.root), files, self._texts, self._texts_bytes)
 
     def _estimate(self, req, corpus) -> tuple[int, int, int, int]:
         return estimate(self.app, req, corpus)
@@ -459,6 +461,46 @@ class LedgerBook:
             merge_totals(self.totals_path, delta, new_session)
         except OSError as e:
             log.warning("ledger: the workspace totals could not be written (%s)", e)
+
+
+TEXT_CACHE_MAX = 128 << 20  # bytes of file text the raw estimates keep between answers
+
+
+def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: list[int]):
+    """``bench.baselines.CorpusText`` whose texts come from ``cache`` while the file's
+    (size, mtime) are unchanged: each raw estimate greps the whole tree, and re-reading it for
+    every answer costs more than the answer."""
+    from codesynapse.bench.baselines import CorpusText
+
+    class Cached(CorpusText):
+        def text(self, path: str) -> str:
+            t = self._text.get(path)
+            if t is not None:
+                return t
+            full = os.path.join(self.root, path)
+            try:
+                st = os.stat(full)
+                key = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                key = None
+            hit = cache.get(path)
+            if key is not None and hit is not None and hit[0] == key:
+                self._bytes[path] = hit[2]
+                t = self._text[path] = hit[1]
+                return t
+            t = super().text(path)
+            if key is not None:
+                old = cache.pop(path, None)
+                if old is not None:
+                    total[0] -= old[2]
+                if total[0] + self._bytes[path] > TEXT_CACHE_MAX:
+                    cache.clear()
+                    total[0] = 0
+                cache[path] = (key, t, self._bytes[path])
+                total[0] += self._bytes[path]
+            return t
+
+    return Cached(root, files)
 
 
 def estimate(app, req, corpus) -> tuple[int, int, int, int]:
