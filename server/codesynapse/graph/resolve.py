@@ -252,7 +252,7 @@ def declared_results(language: str, kind: str, signature: str) -> tuple[str, ...
 
 
 class FileInfo:
-    __slots__ = ("path", "module", "language", "bindings", "alternatives", "stars", "symbols", "results")
+    __slots__ = ("alternatives", "bindings", "language", "module", "path", "results", "stars", "symbols")
 
     def __init__(self, path: str, module: str, language: str):
         self.path = path

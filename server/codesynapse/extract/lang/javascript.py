@@ -206,14 +206,10 @@ def _bound_names(fn: Node, src: bytes) -> set[str]:
         target = None
         if t in ("required_parameter", "optional_parameter"):
             target = n.child_by_field_name("pattern")
-        elif t == "variable_declarator":
+        elif t in ("variable_declarator", "function_declaration", "generator_function_declaration",
+                   "class_declaration", "abstract_class_declaration"):
             target = n.child_by_field_name("name")
-        elif t in ("function_declaration", "generator_function_declaration", "class_declaration",
-                   "abstract_class_declaration"):
-            target = n.child_by_field_name("name")
-        elif t == "catch_clause":
-            target = n.child_by_field_name("parameter")
-        elif t == "arrow_function":
+        elif t in ("catch_clause", "arrow_function"):
             target = n.child_by_field_name("parameter")
         elif t == "formal_parameters":
             for c in n.named_children:
@@ -231,7 +227,7 @@ def _bound_names(fn: Node, src: bytes) -> set[str]:
     return out
 
 
-def _call_return_hint(call: Node, src: bytes, h: "_Hints") -> str:
+def _call_return_hint(call: Node, src: bytes, h: _Hints) -> str:
     """``const x = f()`` / ``this.m()`` / ``obj.m()``: a return hint, so the resolver types
     ``x`` by the return type the called function declares (``function f(): Foo``)."""
     if call.type != "call_expression":
