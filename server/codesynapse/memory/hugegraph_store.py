@@ -33,6 +33,7 @@ from typing import Any
 
 from codesynapse.errors import StoreError
 from codesynapse.graph.hugegraph import IN_CHUNK, GremlinClient, ensure_schema, index_key, vertex_id
+from codesynapse.memory.exact import exact_terms, rank_exact
 from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
 from codesynapse.memory.store import (
     AnchorRecord,
@@ -529,7 +530,7 @@ class HugeGraphMemoryStore:
         self, scope: Scope, terms: Sequence[str], *, durable_only: bool = False,
         limit: int = 10,
     ) -> list[EntityRecord]:
-        terms = [t for t in dict.fromkeys(terms) if t]
+        terms = exact_terms(terms)
         if not terms:
             return []
         found: dict[str, EntityRecord] = {}
@@ -543,19 +544,7 @@ class HugeGraphMemoryStore:
         wanted = set(terms)
         recs = [r for r in found.values() if r.tenant == scope.tenant and r.namespace == scope.namespace
                 and (r.id in wanted or r.name in wanted or wanted.intersection(r.aliases))]
-        order = {t: i for i, t in enumerate(terms)}
-
-        def key(r: EntityRecord) -> tuple[int, int, int, str]:
-            best = (len(terms), 2)
-            for t, i in order.items():
-                if t == r.id or t == r.name:
-                    best = min(best, (i, 0))
-                elif t in r.aliases:
-                    best = min(best, (i, 1))
-            return (best[0], best[1], 0 if r.session else 1, r.id)
-
-        recs.sort(key=key)
-        return recs[:limit]
+        return rank_exact(recs, terms, limit)
 
     def _ns_entities(self, scope: Scope) -> list[EntityRecord]:
         return [_entity(r) for r in self._run("entities", NS_ENTITIES, self._b(scope))]

@@ -35,6 +35,7 @@ from typing import Any
 
 from codesynapse.errors import StoreError
 from codesynapse.graph.neo4j import check_uri, ensure_schema, translate_error
+from codesynapse.memory.exact import exact_terms, rank_exact
 from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
 from codesynapse.memory.store import (
     AnchorRecord,
@@ -267,7 +268,7 @@ class Neo4jMemoryStore:
         self, scope: Scope, terms: Sequence[str], *, durable_only: bool = False,
         limit: int = 10,
     ) -> list[EntityRecord]:
-        terms = [t for t in dict.fromkeys(terms) if t]
+        terms = exact_terms(terms)
         if not terms:
             return []
         rows = self._all(
@@ -281,19 +282,7 @@ class Neo4jMemoryStore:
             f"WITH e WHERE {_E_VIS} RETURN {_ENTITY}",
             _p(scope, durable_only=durable_only, terms=terms))
         recs = [_entity(r) for r in rows]
-        order = {t: i for i, t in enumerate(terms)}
-
-        def key(r: EntityRecord) -> tuple[int, int, int, str]:
-            best = (len(terms), 2)
-            for t, i in order.items():
-                if t == r.id or t == r.name:
-                    best = min(best, (i, 0))
-                elif t in r.aliases:
-                    best = min(best, (i, 1))
-            return (best[0], best[1], 0 if r.session else 1, r.id)
-
-        recs.sort(key=key)
-        return recs[:limit]
+        return rank_exact(recs, terms, limit)
 
     def iter_entities(self, scope: Scope) -> Iterator[EntityRecord]:
         after = ""
