@@ -310,3 +310,80 @@ def test_anchor_cards_count_towards_32_kib_and_are_counted_when_left_out(tmp_pat
         assert res["omitted"]["anchors"] == 8 * 16 - shown - 16 * res["omitted"]["entries"] > 0
     finally:
         app.close()
+
+
+# ---- fact anchors ---------------------------------------------------------------------------
+
+def fact_of(answer, predicate):
+    return next(f for f in answer["facts"] if f["predicate"] == predicate)
+
+
+def test_fact_anchors_are_resolved_and_hydrated_in_recall(app):
+    s = scope_of(app)
+    uri = (app.workspace.root / "pay" / "jobs.py").as_uri()
+    remember(app, s, facts=[{"subject": "retry policy", "predicate": "implemented_by", "object": "settle job",
+                             "anchors": ["pay.jobs.settle", {"uri": uri, "line": 13, "character": 8}]}])
+    got = fact_of(recall(app, s, "retry policy"), "implemented_by")["anchors"]
+    assert [(a["qualifiedName"], a["path"], a["line"]) for a in got] == [
+        ("pay.jobs.settle", "pay/jobs.py", 4), ("pay.jobs.Ledger.post", "pay/jobs.py", 14)]
+    assert "Settle one batch of payments" in got[0]["card"]
+    assert all("status" not in a for a in got)
+    # the same fact remembered again with other anchors: they replace the old ones
+    remember(app, s, facts=[{"subject": "retry policy", "predicate": "implemented_by", "object": "settle job",
+                             "anchors": ["pay.jobs.refund"]}])
+    got = fact_of(recall(app, s, "retry policy"), "implemented_by")["anchors"]
+    assert [a["qualifiedName"] for a in got] == ["pay.jobs.refund"]
+
+
+def test_unknown_fact_anchor_is_invalid_params_naming_it_and_writes_nothing(app):
+    s = scope_of(app)
+    with pytest.raises(InvalidParams) as err:
+        remember(app, s, facts=[{"subject": "a", "predicate": "uses", "object": "b"},
+                                {"subject": "retry policy", "predicate": "implemented_by", "object": "x",
+                                 "anchors": ["pay.jobs.settle", "pay.jobs.nope"]}])
+    assert err.value.field == "facts[1].anchors[1]"
+    assert "pay.jobs.nope" in str(err.value)
+    # nothing was written, not even the first fact or its entities
+    assert recall(app, s, "retry policy")["entries"] == [] and recall(app, s, "a")["entries"] == []
+    with pytest.raises(InvalidParams) as err:
+        remember(app, s, facts=[{"subject": "a", "predicate": "uses", "object": "b",
+                                 "anchors": [f"pay.jobs.settle{i}" for i in range(MAX_ANCHORS + 1)]}])
+    assert err.value.field.startswith("facts[0].anchors")
+
+
+def test_fact_anchor_staleness_follows_live_updates(app):
+    s = scope_of(app)
+    remember(app, s, facts=[{"subject": "retry policy", "predicate": "implemented_by", "object": "settle job",
+                             "anchors": ["pay.jobs.settle"]},
+                            {"subject": "retry policy", "predicate": "refunds_with", "object": "refund",
+                             "anchors": ["pay.jobs.refund"]}])
+    live_write(app, "pay/jobs.py", SETTLE.replace("retries=3", "retries=4")
+               .replace("def refund(payment):\n    return payment\n", ""))
+    ans = recall(app, s, "retry policy")
+    (ch,) = fact_of(ans, "implemented_by")["anchors"]
+    assert (ch["status"], ch["qualifiedName"]) == ("changed", "pay.jobs.settle") and ch["statusAt"]
+    (rm,) = fact_of(ans, "refunds_with")["anchors"]
+    assert (rm["status"], rm["qualifiedName"]) == ("removed", "pay.jobs.refund")
+    live_write(app, "pay/jobs.py", SETTLE.replace("def settle(", "def settle_batch("))
+    (mv,) = fact_of(recall(app, s, "retry policy"), "implemented_by")["anchors"]
+    assert (mv["status"], mv["qualifiedName"]) == ("moved", "pay.jobs.settle_batch")
+
+
+def test_context_answers_list_facts_anchored_to_their_symbols_in_scope(app):
+    a, b = scope_of(app, "a"), scope_of(app, "b")
+    remember(app, a, facts=[{"subject": "retry policy", "predicate": "implemented_by", "object": "settle job",
+                             "anchors": ["pay.jobs.settle"]}])
+    mem = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, a)["memory"]
+    assert mem["count"] == 1
+    assert mem["entries"] == [{"fact": "retry policy implemented_by settle job", "symbol": "pay.jobs.settle"}]
+    # another session does not see the session fact; a durable one it does
+    assert "memory" not in call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.settle"}, b)
+    remember(app, a, facts=[{"subject": "ledger", "predicate": "posts_with", "object": "post",
+                             "durable": True, "anchors": ["pay.jobs.Ledger.post"]}])
+    mem = call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.Ledger.post"}, b)["memory"]
+    assert mem["entries"] == [{"fact": "ledger posts_with post", "symbol": "pay.jobs.Ledger.post",
+                               "durable": True}]
+    # a forgotten fact's anchors are no longer read
+    call_method(app, "codesynapse/memory/forget",
+                {"facts": [{"subject": "ledger", "predicate": "posts_with", "object": "post"}]}, b)
+    assert "memory" not in call_method(app, "codesynapse/symbolCard", {"selector": "pay.jobs.Ledger.post"}, b)

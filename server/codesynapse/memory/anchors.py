@@ -7,7 +7,12 @@ naming it, never a dangling row — and stored by stable symbol identity: qualif
 file + the content hash the graph keeps per symbol (the SHA-1 of its definition's bytes),
 under the entity's own tenant/namespace/session.
 
-Recall hydrates each anchor into where the symbol is now and a one-line card.
+A fact may name code the same way (``facts[i].anchors``, InvalidParams naming
+``facts[i].anchors[j]``): its anchors are stored in the same rows with the fact's id as their
+owner and the fact's visibility, read only while the fact is live, and go through the same
+staleness pass. Recall hydrates each anchor (of an entry or of a fact) into where the symbol
+is now and a one-line card; context answers list the entities and facts anchored to the
+symbols they return.
 
 Staleness (``reconcile``): after every index update (live didChange/didSave and full
 index), the anchors in the files it touched are compared with the graph:
@@ -355,31 +360,49 @@ def answer_symbols(answer: dict[str, Any]) -> list[tuple[str, str]]:
 
 def context_memory(store: MemoryStore, scope: Scope, symbols: Sequence[tuple[str, str]],
                    notice: str) -> tuple[int, list[dict[str, Any]]]:
-    """(how many visible entities are anchored to ``symbols``, the top CONTEXT_TOP of them as
-    answer items, in the order of the symbols, newest entity first for one symbol)."""
+    """(how many visible entities and facts are anchored to ``symbols``, the top CONTEXT_TOP
+    of them as answer items, in the order of the symbols; for one symbol its entities first,
+    newest first, then its facts, newest first). An entity's item has ``name``, a fact's
+    ``fact`` ("subject predicate object")."""
     if not symbols:
         return 0, []
     wanted = {q: p for q, p in symbols}
     rows = [a for a in store.anchored_to(scope, list(wanted), limit=500)
             if not wanted[a.qname] or a.path == wanted[a.qname]]
-    if not rows:
+    fact_rows = []
+    if getattr(store, "supports_fact_anchors", False):
+        fact_rows = [(a, f) for a, f in store.facts_anchored_to(scope, list(wanted), limit=500)
+                     if not wanted[a.qname] or a.path == wanted[a.qname]]
+    if not rows and not fact_rows:
         return 0, []
     order = {q: i for i, (q, _) in enumerate(symbols)}
-    rows.sort(key=lambda a: order[a.qname])  # stable: newest entity first within a symbol
-    first: dict[str, AnchorRecord] = {}
-    for a in rows:
-        first.setdefault(a.entity_id, a)
-    ids = list(first)
-    top = ids[:CONTEXT_TOP]
-    ents = store.get_entities(scope, top)
-    facts = store.facts_touching(scope, top, limit=CONTEXT_FACTS * len(top) * 4) if top else []
+    keyed = sorted([(order[a.qname], 0, ("e", a.entity_id), a, None) for a in rows]
+                   + [(order[a.qname], 1, ("f", f.id), a, f) for a, f in fact_rows],
+                   key=lambda r: (r[0], r[1]))  # stable: newest first within a symbol
+    first: dict[tuple[str, str], tuple[AnchorRecord, Any]] = {}
+    for _, _, key, a, f in keyed:
+        first.setdefault(key, (a, f))
+    keys = list(first)
+    top = keys[:CONTEXT_TOP]
+    top_ents = [k[1] for k in top if k[0] == "e"]
+    ents = store.get_entities(scope, top_ents) if top_ents else {}
+    facts = store.facts_touching(scope, top_ents, limit=CONTEXT_FACTS * len(top_ents) * 4) if top_ents else []
     items: list[dict[str, Any]] = []
-    for eid in top:
+    for kind, eid in top:
+        a, fr = first[(kind, eid)]
+        if kind == "f":
+            item: dict[str, Any] = {"fact": f"{fr.subject_name} {fr.predicate} {fr.object_name}", "symbol": a.qname}
+            if fr.durable:
+                item["durable"] = True
+            if a.status:
+                item["anchor"] = a.status
+                item["anchorAt"] = a.status_at
+            items.append(item)
+            continue
         e = ents.get(eid)
         if e is None:
             continue
-        a = first[eid]
-        item: dict[str, Any] = {"name": e.name, "symbol": a.qname}
+        item = {"name": e.name, "symbol": a.qname}
         if e.type:
             item["type"] = e.type
         if e.durable:
@@ -392,4 +415,4 @@ def context_memory(store: MemoryStore, scope: Scope, symbols: Sequence[tuple[str
         if mine:
             item["facts"] = mine
         items.append(item)
-    return len(ids), items
+    return len(keys), items

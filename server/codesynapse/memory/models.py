@@ -96,6 +96,8 @@ class FactIn(msgspec.Struct, **_STRUCT):
     confidence: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 1.0
     source_client: Annotated[str, msgspec.Meta(max_length=MAX_SOURCE_CLIENT_CHARS)] = ""
     durable: bool = False
+    # the code the fact is about, as for an entity; given, they replace the fact's anchors
+    anchors: Annotated[list[AnchorIn], msgspec.Meta(max_length=MAX_ANCHORS)] | None = None
 
 
 class RememberParams(msgspec.Struct, **_STRUCT):
@@ -202,6 +204,7 @@ class FactOut(msgspec.Struct, **_OUT):
     durable: bool = False
     hop: int = 1
     source_client: str = ""
+    anchors: list[AnchorOut] = []
     id: str | None = None
 
 
@@ -311,6 +314,9 @@ def validate_remember(p: RememberParams) -> RememberParams:
         _check_text(f"facts[{i}].subject", f.subject, what="subject")
         _check_text(f"facts[{i}].object", f.object, what="object")
         _check_predicate(f"facts[{i}].predicate", f.predicate)
+        for j, a in enumerate(f.anchors or ()):
+            if isinstance(a, str):
+                _check_text(f"facts[{i}].anchors[{j}]", a, what="anchor")
         if f.source_client and _CONTROL_RE.search(f.source_client):
             raise InvalidParams(
                 f"facts[{i}].sourceClient", "sourceClient must not contain control characters"

@@ -441,6 +441,12 @@ class MemoryService:
         # names no symbol fails the request, it never leaves a dangling row
         specs = {i: resolve_anchors(self.code, e.anchors, f"entities[{i}].anchors")
                  for i, e in enumerate(p.entities) if e.anchors is not None}
+        fact_specs = {i: resolve_anchors(self.code, f.anchors, f"facts[{i}].anchors")
+                      for i, f in enumerate(p.facts) if f.anchors is not None}
+        if fact_specs and not getattr(self.store, "supports_fact_anchors", False):
+            raise InvalidParams(f"facts[{min(fact_specs)}].anchors",
+                                "fact anchors are not supported by this memory store backend yet "
+                                "(anchor the fact's subject or object entity instead)")
         p = self._gate().record(p)
         outcomes: list[RememberedEntity] = []
         touched: dict[str, EntityRecord] = {}
@@ -473,13 +479,15 @@ class MemoryService:
                     outcomes.append(made)
                 ends.append(rec)
             try:
-                _, was_created = self.store.upsert_fact(
+                fact, was_created = self.store.upsert_fact(
                     self.scope, subject_id=ends[0].id, predicate=f.predicate,
                     object_id=ends[1].id, confidence=float(f.confidence),
                     source_client=f.source_client,
                     durable=durable, now=now)
             except StoreError as err:
                 raise InvalidParams(f"facts[{i}]", str(err)) from err
+            if i in fact_specs:
+                self.store.set_fact_anchors(self.scope, fact.id, fact_specs[i], now)
             created += was_created
             updated += not was_created
         if self.hybrid is not None and touched:
@@ -713,6 +721,8 @@ class MemoryService:
 
         ids = p.include_ids
         anchors = self.store.anchors_of(self.scope, [r.id for r in roots]) if roots else {}
+        fact_anchors = (self.store.fact_anchors_of(self.scope, [f.id for f, _ in facts])
+                        if facts and getattr(self.store, "supports_fact_anchors", False) else {})
         t_cards = time.perf_counter()
         entries = [
             Entry(name=r.name, type=r.type, durable=r.durable, found_by=found_by[r.id],
@@ -726,7 +736,8 @@ class MemoryService:
                     confidence=None if f.confidence == 1.0 else f.confidence,
                     durable=f.durable, hop=hop,
                     created_at=f.created_at, updated_at=_changed(f.created_at, f.updated_at),
-                    source_client=f.source_client, id=f.id if ids else None)
+                    source_client=f.source_client, anchors=hydrate(self.code, fact_anchors.get(f.id, ())),
+                    id=f.id if ids else None)
             for f, hop in facts
         ]
         legs = Legs(exact=exact_rep, lexical=lex_rep, dense=dense_rep,
