@@ -784,6 +784,63 @@ class SqliteMemoryStore:
     # an anchor is read only while its entity is live and visible (same tenant/namespace)
     _LIVE_OWNER = ("EXISTS (SELECT 1 FROM memory_entities e WHERE e.id = a.entity_id AND e.tenant = a.tenant "
                    "AND e.namespace = a.namespace AND e.session = a.session AND e.valid_to IS NULL)")
+    # ... or, for a fact's anchor (its owner id is the fact's), while the fact is live
+    _LIVE_FACT = ("EXISTS (SELECT 1 FROM memory_facts f WHERE f.id = a.entity_id AND f.tenant = a.tenant "
+                  "AND f.namespace = a.namespace AND f.session = a.session AND f.valid_to IS NULL)")
+    supports_fact_anchors = True
+
+    def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
+                         now: str) -> None:
+        with self._write() as c:
+            row = c.one(
+                f"SELECT id, session FROM memory_facts f WHERE {_vis_by_id('f')} "
+                f"AND f.valid_to IS NULL AND f.id = ?", (*_vp(scope), fact_id))
+            if row is None:
+                raise StoreError(f"no live fact {fact_id} in this scope")
+            session = row["session"]
+            c.execute("DELETE FROM memory_anchors WHERE entity_id = ? AND tenant = ? AND namespace = ? "
+                      "AND session = ?", (fact_id, scope.tenant, scope.namespace, session))
+            c.executemany(
+                f"INSERT INTO memory_anchors({_ANCHOR_COLS}, tenant, namespace, position) "
+                f"VALUES (?,?,?,?,?,?,?,?,?,'','','',?,?,?,?)",
+                [(new_anchor_id(), fact_id, session, a.qname, a.name, a.path, a.hash, a.kind, a.line,
+                  now, scope.tenant, scope.namespace, i) for i, a in enumerate(anchors)])
+
+    def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        ids = list(dict.fromkeys(fact_ids))
+        out: dict[str, list[AnchorRecord]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            part = ids[start:start + _CHUNK]
+            rows = self._read(
+                f"SELECT {_ANCHOR_COLS} FROM memory_anchors a INDEXED BY memory_anchors_entity "
+                f"WHERE a.entity_id IN ({_qmarks(len(part))}) AND {_vis_by_id('a')} AND {self._LIVE_FACT} "
+                f"ORDER BY a.entity_id, a.position", (*part, *_vp(scope)))
+            for r in rows:
+                out.setdefault(r["entity_id"], []).append(_anchor(r))
+        return out
+
+    def facts_anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100
+                          ) -> list[tuple[AnchorRecord, FactRecord]]:
+        names = list(dict.fromkeys(qnames))[:_CHUNK]
+        if not names:
+            return []
+        rows = self._read(
+            f"SELECT a.entity_id FROM memory_anchors a "
+            f"JOIN memory_facts f ON f.id = a.entity_id AND f.tenant = a.tenant "
+            f"AND f.namespace = a.namespace AND f.session = a.session AND f.valid_to IS NULL "
+            f"WHERE {_vis('a')} AND a.qname IN ({_qmarks(len(names))}) "
+            f"ORDER BY f.updated_at DESC, a.entity_id, a.position LIMIT ?",
+            (*_vp(scope), *names, int(limit)))
+        ids = list(dict.fromkeys(r["entity_id"] for r in rows))
+        facts: dict[str, FactRecord] = {}
+        for start in range(0, len(ids), _CHUNK):  # endpoints live and visible too
+            part = ids[start:start + _CHUNK]
+            facts.update((r["id"], self._fact(r)) for r in self._read(
+                self._FACT_SELECT + self._fact_where() + f"AND f.id IN ({_qmarks(len(part))})",
+                (*_vp(scope), *_vp(scope), *_vp(scope), *part)))
+        anchors = self.fact_anchors_of(scope, list(facts))
+        wanted = set(names)
+        return [(a, facts[i]) for i in ids if i in facts for a in anchors.get(i, ()) if a.qname in wanted]
 
     def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
         ids = list(dict.fromkeys(entity_ids))
@@ -820,13 +877,14 @@ class SqliteMemoryStore:
             part = paths[start:start + _CHUNK]
             rows = self._read(
                 f"SELECT {_ANCHOR_COLS} FROM memory_anchors a WHERE a.tenant = ? AND a.namespace = ? "
-                f"AND a.path IN ({_qmarks(len(part))}) AND {self._LIVE_OWNER}", (*key, *part))
+                f"AND a.path IN ({_qmarks(len(part))}) AND ({self._LIVE_OWNER} OR {self._LIVE_FACT})",
+                (*key, *part))
             out.update((r["id"], _anchor(r)) for r in rows)
         if names:  # removed anchors are few: filtered here, not with a list of every name
             wanted = set(names)
             rows = self._read(
                 f"SELECT {_ANCHOR_COLS} FROM memory_anchors a WHERE a.tenant = ? AND a.namespace = ? "
-                f"AND a.status = 'removed' AND {self._LIVE_OWNER}", key)
+                f"AND a.status = 'removed' AND ({self._LIVE_OWNER} OR {self._LIVE_FACT})", key)
             out.update((r["id"], _anchor(r)) for r in rows if r["name"] in wanted)
         return [out[k] for k in sorted(out)]
 
