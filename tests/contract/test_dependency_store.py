@@ -9,6 +9,7 @@ import pytest
 from codesynapse.extract.manifests import Requirement
 from codesynapse.extract.model import FileExtraction, ImportRef
 from codesynapse.graph.depmodel import DependencyStore, FindingRow, FindingRun, ManifestRow
+from tests.contract.support import signature_differences
 
 
 def req(name, constraint="", resolved="", scope="", line=1, eco="pypi"):
@@ -33,6 +34,7 @@ def d(graph_store):
 
 def test_implements_the_dependency_protocol(graph_store):
     assert isinstance(graph_store, DependencyStore)
+    assert signature_differences(DependencyStore, graph_store) == []
 
 
 def test_manifests_and_required_by_rows_round_trip(d):
