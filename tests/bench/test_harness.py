@@ -189,13 +189,29 @@ def test_workload_validation():
 
 
 def test_every_shipped_workload_parses():
+    """Every task workload loads, its ids are unique, every request names a method the server
+    has, and on a corpus kept in this repository every location of evidence is inside its file
+    (memory_recall.yaml is a generator spec, loaded by its own bench and tested there)."""
     from codesynapse.bench.workload import load_workload
+    from codesynapse.methods import METHODS
 
-    files = sorted((REPO / "fixtures" / "workloads").glob("*.yaml"))
-    assert files
+    files = sorted(f for f in (REPO / "fixtures" / "workloads").glob("*.yaml") if f.name != "memory_recall.yaml")
+    assert {"python_repo.yaml", "python_stdlib.yaml", "go_stdlib.yaml", "rxjs.yaml"} <= {f.name for f in files}
     for f in files:
         w = load_workload(f)
         assert w.tasks, f
+        ids = [t.id for t in w.tasks]
+        assert len(ids) == len(set(ids)), f"{f.name}: repeated task ids"
+        assert not {t.method for t in w.tasks} - set(METHODS), f"{f.name}: methods the server does not have"
+        corpus = REPO / w.corpus
+        if not w.corpus.startswith("fixtures/"):
+            continue  # a corpus fetched by the bench (stdlib, rxjs), not in this repository
+        for t in w.tasks:
+            for e in t.evidence:
+                if e.kind == "location":
+                    path, a, b = e.value
+                    lines = (corpus / path).read_text(encoding="utf-8").count("\n")
+                    assert 1 <= a <= b <= lines, f"{f.name} {t.id}: {e.raw} outside {path} ({lines} lines)"
 
 
 # ---- smoke: `bench tokens` on the Python fixture ---------------------------------------------------
