@@ -449,7 +449,13 @@ def test_invalid_policy_diagnostics_point_at_the_offending_nodes() -> None:
 def test_without_a_previous_policy_an_invalid_one_falls_back_to_the_default() -> None:
     policy, diagnostics = parse_policy(INVALID)
     assert policy is default_policy()
-    assert diagnostics
+    # the same 13 problems as with a previous policy in force: falling back hides none of them
+    assert [(line, sev, field) for line, _col, sev, field in _where(diagnostics)] == [
+        (0, "error", "version"), (1, "error", "exlude"), (4, "error", "exclude[1]"), (5, "error", "exclude[2]"),
+        (6, "error", "exclude[3]"), (7, "error", "maxFileBytes"), (9, "warning", "languages.*.pyi"),
+        (10, "error", "languages.docs/"), (12, "error", "annotations[0]"), (13, "error", "annotations[1]"),
+        (18, "error", "annotations[2].owner"), (19, "error", "redact[0]"), (20, "error", "tenant"),
+    ]
 
 
 def test_previous_policy_stays_in_force_across_edits() -> None:
