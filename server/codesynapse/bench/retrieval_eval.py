@@ -378,9 +378,9 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
         captured: dict[str, Any] = {}
 
         class _Capturing(Runner):
-            def _send_deadline(self, method, params):
+            def _send_deadline(self, method, params, *rest, **kw):
                 captured.pop("answer", None)
-                ans = super()._send_deadline(method, params)
+                ans = super()._send_deadline(method, params, *rest, **kw)
                 captured["answer"] = ans
                 return ans
 
