@@ -4,24 +4,19 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateRawCost, referencedPaths } from '../../src/rawCost';
 
-const answer = {
-  card: {
-    qualifiedName: 'shop.pricing.apply_discount',
-    path: 'shop/pricing.py',
-    callers: [
-      { qualifiedName: 'shop.cart.Cart.total', path: 'shop/cart.py', line: 27 },
-      { qualifiedName: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 12 },
-    ],
-    tests: [{ qualifiedName: 'test_cart.test_discount', path: 'tests/test_cart.py', line: 11 }],
-  },
-  provenance: { legs: ['exact'], freshness: { path: 'ignored.py' } },
-  outside: { path: '../../etc/passwd' },
-  gone: { path: 'shop/deleted.py' },
-};
+/** The card the real server gave for shop.cart.Cart.total (scripts/record_answers.py, over LSP),
+ *  plus two paths no server answer holds: one outside the workspace and one deleted since. */
+const recorded = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'symbolCardTotal.json'), 'utf8')) as Record<string, unknown>;
+const answer = { ...recorded, outside: { path: '../../etc/passwd' }, gone: { path: 'shop/deleted.py' } };
 
 describe('referencedPaths', () => {
-  it('collects distinct path fields, not those in provenance', () => {
-    expect(referencedPaths(answer)).toEqual(['shop/pricing.py', 'shop/cart.py', 'tests/test_cart.py', '../../etc/passwd', 'shop/deleted.py']);
+  it('collects distinct path fields', () => {
+    // the card's file (also its callers' and callees'), its test's file, then the two added
+    expect(referencedPaths(answer)).toEqual(['shop/cart.py', 'tests/test_cart.py', '../../etc/passwd', 'shop/deleted.py']);
+  });
+
+  it('leaves out paths under provenance', () => {
+    expect(referencedPaths({ provenance: { legs: ['exact'], freshness: { path: 'ignored.py' } }, card: { path: 'a.py' } })).toEqual(['a.py']);
   });
 });
 
@@ -31,14 +26,14 @@ describe('estimateRawCost (real files)', () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-raw-'));
     fs.mkdirSync(path.join(root, 'shop'));
     fs.mkdirSync(path.join(root, 'tests'));
-    fs.writeFileSync(path.join(root, 'shop', 'pricing.py'), 'x'.repeat(401)); // 101 tokens
+    fs.writeFileSync(path.join(root, 'shop', 'pricing.py'), 'x'.repeat(401)); // 101 tokens, not named by the card
     fs.writeFileSync(path.join(root, 'shop', 'cart.py'), 'y'.repeat(800)); // 200 tokens
     fs.writeFileSync(path.join(root, 'tests', 'test_cart.py'), 'z'.repeat(3)); // 1 token
   });
   afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
   it('sums ceil(bytes / 4) over existing files inside the workspace', () => {
-    expect(estimateRawCost(answer, root)).toEqual({ tokens: 302, files: 3 });
+    expect(estimateRawCost(answer, root)).toEqual({ tokens: 201, files: 2 });
   });
 
   it('is null when the answer names no readable file', () => {
