@@ -97,6 +97,18 @@ def _wait_vectors(lsp: Any, timeout: float = 300.0) -> None:
         time.sleep(0.2)
 
 
+def _settled_ledger(lsp: Any, answer: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
+    """The ledger once every answer's raw estimate is in (a background worker makes them), so
+    that no entry of ``last`` is still ``raw: "pending"``."""
+    end = time.monotonic() + timeout
+    while answer["session"]["pending"]:
+        if time.monotonic() > end:
+            raise AssertionError(f"raw estimates still pending after {timeout:.0f} s: {answer['session']}")
+        time.sleep(0.2)
+        answer = lsp.request("codesynapse/ledger", {})
+    return answer
+
+
 def record(out: Path, env: dict[str, str] | None = None) -> list[str]:
     """Record every answer into ``out``; returns the file names written."""
     sys.path.insert(0, str(REPO))
@@ -114,7 +126,10 @@ def record(out: Path, env: dict[str, str] | None = None) -> list[str]:
             _wait_vectors(lsp)
             requests = REQUESTS + [("prContext", "codesynapse/prContext", {"diff": diff, "maxTokens": 20000})]
             for name, method, params in requests:
-                answer = _stable(lsp.request(method, params), str(root))
+                answer = lsp.request(method, params)
+                if name == "ledger":
+                    answer = _settled_ledger(lsp, answer)
+                answer = _stable(answer, str(root))
                 (out / f"{name}.json").write_text(json.dumps(answer, indent=2, ensure_ascii=False) + "\n",
                                                   encoding="utf-8")
                 written.append(f"{name}.json")
