@@ -47,27 +47,20 @@ describe('token meter', () => {
 
 describe('cards', () => {
   it('renders name, kind, signature, location, counts and clickable callers', () => {
-    const card = readCard({
-      qualifiedName: 'calc.ops.add',
-      kind: 'function',
-      signature: 'def add(a: int, b: int) -> int',
-      path: 'calc/ops.py',
-      range: { startLine: 3, endLine: 5 },
-      summary: 'Add two numbers.',
-      counts: { callers: 5, callees: 0 },
-      callers: ['calc.cli.main', 'calc.ops.sum_all'],
-    });
+    // recorded: the card of shop.cart.Cart.total (scripts/record_answers.py, over LSP)
+    const recorded = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'symbolCardTotal.json'), 'utf8')) as { card: unknown };
+    const card = readCard(recorded.card);
     expect(card).not.toBeNull();
     const html = renderCard(card!);
-    expect(html).toContain('<article class="card" data-qualified-name="calc.ops.add">');
-    expect(html).toContain('<span class="kind">function</span>');
-    expect(html).toContain('<pre class="signature">def add(a: int, b: int) -&gt; int</pre>');
-    expect(html).toContain('data-action="open" data-path="calc/ops.py" data-line="3">calc/ops.py:3–5</button>');
-    expect(html).toContain('<p class="summary">Add two numbers.</p>');
-    expect(html).toContain('<span class="count" data-count="callers">5 callers</span> · <span class="count" data-count="callees">0 callees</span>');
-    expect(html).toContain('<summary>Callers (2 of 5)</summary>');
-    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="calc.cli.main" title="calc.cli.main">calc.cli.main</button>');
-    expect(html).not.toContain('Callees');
+    expect(html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total">');
+    expect(html).toContain('<span class="kind">method</span>');
+    expect(html).toContain('<pre class="signature">def total(self, percent=0)</pre>');
+    expect(html).toContain('data-action="open" data-path="shop/cart.py" data-line="24">shop/cart.py:24–28</button>');
+    expect(html).toContain('<p class="summary">Total price after discount and tax.</p>');
+    expect(html).toContain('<span class="count" data-count="callers">2 callers</span> · <span class="count" data-count="callees">3 callees</span>');
+    expect(html).toContain('<summary>Callers (2)</summary>');
+    expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout" title="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
+    expect(html).toContain('<summary>Callees (3)</summary>');
     const trimmed = renderCard(readCard({ qualifiedName: 'x.y', counts: { callers: 2 } })!);
     expect(trimmed).toContain('<p class="refs callers none">Callers: none of 2 shown</p>');
   });
@@ -128,13 +121,14 @@ describe('renderResult', () => {
   it('shows plain string lists as text, and symbol lists as links', () => {
     const html = renderResult({
       title: 'Context for a task',
-      result: { cards: [{ qualifiedName: 'shop.cart.Cart.total', kind: 'method', legs: ['bm25', 'exact'], callers: ['shop.cart.Cart.checkout'] }] },
+      // recorded: the task answer's first card, whose callers are names
+      result: { cards: [(JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'minimalContext.json'), 'utf8')) as { cards: unknown[] }).cards[0]] },
       budget: 1500,
       more: null,
     });
     // retrieval legs are diagnostics: the card's tooltip, not a "Legs" block after it
     expect(html).not.toContain('Legs');
-    expect(html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total" title="found by bm25, exact">');
+    expect(html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total" title="found by dense, exact, graph, lexical">');
     expect(html).toContain('<button class="link symbol" data-action="card" data-selector="shop.cart.Cart.checkout" title="shop.cart.Cart.checkout">shop.cart.Cart.checkout</button>');
   });
 
