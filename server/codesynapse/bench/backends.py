@@ -45,7 +45,9 @@ log = logging.getLogger(__name__)
 KINDS = ("symbolCard", "callGraph", "search")
 METHOD = {"symbolCard": "codesynapse/symbolCard", "callGraph": "codesynapse/callGraph",
           "search": "codesynapse/search"}
-VOLATILE = frozenset({"lastUpdate", "indexedCommit", "dirty"})
+# a cursor is bound to its index's version (the time of its last write: context/paging.py), which
+# differs between two indexes of the same graph
+VOLATILE = frozenset({"lastUpdate", "indexedCommit", "dirty", "cursor"})
 
 
 def _params(subjects: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:

@@ -81,6 +81,9 @@ _SCHEMA = (
     "CREATE INDEX cs_call_target IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.target)",
     "CREATE INDEX cs_call_caller IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.caller)",
     "CREATE INDEX cs_call_name IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.name)",
+    # unresolved calls of a name (cards, call graphs): a seek, not a filter over every call of
+    # the name ("get" has thousands) — as SQLite's calls_name index covers it
+    "CREATE INDEX cs_call_unresolved IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.name, n.target, n.resolution)",
     "CREATE INDEX cs_call_head IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.head)",
     "CREATE INDEX cs_call_hint IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.hint_name)",
     "CREATE INDEX cs_call_path IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.path)",
