@@ -52,6 +52,12 @@ def daemon_pids(data: Path) -> list[int]:
     return out
 
 
+def is_pump(pid: int) -> bool:
+    """The serve process became a pump: the native codesynapse-pump or pump.py (same pid, same pipes)."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return argv[0].endswith(b"codesynapse-pump") or any(a.endswith(b"pump.py") for a in argv)
+
+
 def thread_names(pid: int) -> list[str]:
     names = []
     for t in Path(f"/proc/{pid}/task").iterdir():
@@ -145,7 +151,7 @@ def test_three_clients_one_daemon_one_watcher_isolated_sessions(repo, data, tmp_
         assert lock_info(data)["pid"] == pids[0]
         assert pids[0] not in (a.pid, b.pid, c.pid)
         for x in (a, b, c):  # each serve became the slim pump (same pid, same pipes)
-            assert b"pump.py" in Path(f"/proc/{x.pid}/cmdline").read_bytes()
+            assert is_pump(x.pid)
         assert thread_names(pids[0]).count("notify-rs inoti") == 1  # watchfiles' inotify thread: one watcher
         st = c.request("codesynapse/indexStatus", {})
         assert sorted(x["name"] for x in st["clients"]) == ["agent", "editor-one", "editor-two"]
@@ -378,32 +384,127 @@ def _search_has(lsp: RawLsp, name: str) -> bool:
     return name in json.dumps(lsp.request("codesynapse/search", {"query": name}))
 
 
-def test_unsaved_buffers_follow_the_connections_that_hold_them(repo, data, tmp_path):
-    """One index: an unsaved buffer of any connection is in it. When a connection closes
-    its buffer of a file that another connection still holds unsaved, the other's buffer is
-    applied again (not the disk); when that one disconnects, the disk is."""
-    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
-    path = sorted(repo.rglob("*.py"))[0]
+def _card(lsp: RawLsp, name: str) -> dict:
+    return lsp.request("codesynapse/symbolCard", {"selector": name})
+
+
+DISK_SIGNATURE = "def with_tax(amount)"
+A_SIGNATURE = "def with_tax(amount, rate=0.2)"
+
+
+def _open_pricing(lsp: RawLsp, repo: Path) -> tuple[str, str]:
+    path = repo / "shop" / "pricing.py"
     uri, text = path.as_uri(), path.read_text()
+    lsp.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                       "text": text}})
+    return uri, text
+
+
+def _a_buffer(text: str, extra: str = "only_in_a") -> str:
+    assert DISK_SIGNATURE in text
+    return (text.replace(DISK_SIGNATURE, A_SIGNATURE)
+            + f"\n\ndef {extra}():\n    return with_tax(1, rate=0.1)\n")
+
+
+def test_unsaved_buffers_are_per_connection(repo, data, tmp_path):
+    """An answer reflects the asking connection's own unsaved buffers and the disk for
+    everything else: B never sees A's unsaved function or A's unsaved signature, A always
+    does (no waiting: the index is brought to the asker's view before it answers); after A
+    saves, both see the saved file; A's unsaved edits leave with A's connection."""
+    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
     try:
         init(a, repo, "a")
         init(b, repo, "b")
         a.wait_ready()
-        a.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
-                                                           "text": text}})
-        a.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
-            {"text": text + "\n\ndef only_in_a_buffer():\n    return 1\n"}]})
-        wait_until(lambda: _search_has(b, "only_in_a_buffer"), 60, "a's unsaved buffer in the index")
-        b.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
-                                                           "text": text}})
+        b.wait_ready()
+        uri, text = _open_pricing(a, repo)
+        a.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                            "contentChanges": [{"text": _a_buffer(text)}]})
+        for _ in range(2):  # the view switches back and forth, each answer its asker's
+            assert _card(a, "only_in_a")["found"] is True
+            assert _card(a, "with_tax")["card"]["signature"] == A_SIGNATURE
+            assert _card(b, "only_in_a")["found"] is False
+            assert not _search_has(b, "only_in_a")
+            assert _card(b, "with_tax")["card"]["signature"] == DISK_SIGNATURE
+        # B opens the same file unchanged and edits another function of it: its own view
+        _open_pricing(b, repo)
         b.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
-            {"text": text + "\n\ndef only_in_b_buffer():\n    return 2\n"}]})
-        wait_until(lambda: _search_has(a, "only_in_b_buffer"), 60, "b's unsaved buffer in the index")
+            {"text": text + "\n\ndef only_in_b():\n    return 2\n"}]})
+        assert _card(b, "only_in_b")["found"] is True and _card(b, "only_in_a")["found"] is False
+        assert _card(b, "with_tax")["card"]["signature"] == DISK_SIGNATURE
+        assert _card(a, "only_in_b")["found"] is False and _card(a, "only_in_a")["found"] is True
         b.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-        wait_until(lambda: _search_has(b, "only_in_a_buffer") and not _search_has(b, "only_in_b_buffer"), 60,
-                   "a's buffer applied again after b closed its own")
+        assert _card(b, "only_in_b")["found"] is False and _card(b, "only_in_a")["found"] is False
+
+        # A saves: the disk is A's text, both see it
+        (repo / "shop" / "pricing.py").write_text(_a_buffer(text))
+        a.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        wait_until(lambda: _card(b, "only_in_a")["found"], 60, "a's saved file seen by b")
+        assert _card(b, "with_tax")["card"]["signature"] == A_SIGNATURE
+        assert _card(a, "with_tax")["card"]["signature"] == A_SIGNATURE
+
+        # A edits again and disconnects without saving: B sees the disk
+        a.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [
+            {"text": _a_buffer(text, "a_unsaved_then_gone")}]})
+        assert _card(a, "a_unsaved_then_gone")["found"] is True
+        assert _card(b, "a_unsaved_then_gone")["found"] is False
+        assert _card(a, "a_unsaved_then_gone")["found"] is True  # the index reflects A again
         a.close()
-        wait_until(lambda: not _search_has(b, "only_in_a_buffer"), 60, "the disk once a disconnected")
+        wait_until(lambda: len(b.request("codesynapse/indexStatus", {})["clients"]) == 1, 30, "a's session closed")
+        assert _card(b, "a_unsaved_then_gone")["found"] is False
+        assert _card(b, "only_in_a")["found"] is True  # the saved file
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_burst_of_edits_never_leaks_into_another_connections_answers(repo, data, tmp_path):
+    """A types (a burst of didChange, each adding a function) while B asks about the same
+    file from another thread: every answer of B is the disk (no crash, no answer mixing A's
+    buffer in), and A's answer afterwards has A's last edit."""
+    a, b = client(data, tmp_path, "a"), client(data, tmp_path, "b")
+    try:
+        init(a, repo, "a")
+        init(b, repo, "b")
+        a.wait_ready()
+        b.wait_ready()
+        uri, text = _open_pricing(a, repo)
+        answers: list[dict] = []
+        errors: list[BaseException] = []
+        done = threading.Event()
+
+        def ask() -> None:
+            try:
+                while not done.is_set():
+                    answers.append(_card(b, "with_tax"))
+                    answers.append(b.request("codesynapse/search", {"query": "burst_fn"}))
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        t = threading.Thread(target=ask)
+        t.start()
+        try:
+            for i in range(60):
+                body = _a_buffer(text, "only_in_a") + "".join(
+                    f"\n\ndef burst_fn_{k}():\n    return {k}\n" for k in range(i + 1))
+                a.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": i + 2},
+                                                    "contentChanges": [{"text": body}]})
+                if i % 10 == 9:  # A asks too: the index switches to A's view and back
+                    assert _card(a, f"burst_fn_{i}")["found"] is True
+                time.sleep(0.01)
+        finally:
+            done.set()
+            t.join(120)
+        assert not errors, errors
+        cards = [x for x in answers if "card" in x or "found" in x]
+        assert len(cards) >= 2
+        for x in cards:
+            assert x["found"] is True and x["card"]["signature"] == DISK_SIGNATURE
+        searches = [x for x in answers if x not in cards]
+        assert searches and all("burst_fn" not in json.dumps(x) for x in searches)
+        assert _card(a, "burst_fn_59")["found"] is True
+        assert _card(a, "with_tax")["card"]["signature"] == A_SIGNATURE
+        assert _card(b, "burst_fn_59")["found"] is False
     finally:
         a.close()
         b.close()
@@ -441,7 +542,7 @@ def test_another_folder_on_the_same_data_folder_is_served_alone(repo, data, tmp_
         b.wait_ready()
         assert [x["name"] for x in a.request("codesynapse/indexStatus", {})["clients"]] == ["a"]
         assert [x["name"] for x in b.request("codesynapse/indexStatus", {})["clients"]] == ["b"]
-        assert b"pump.py" not in Path(f"/proc/{b.pid}/cmdline").read_bytes()  # its own server
+        assert not is_pump(b.pid)  # its own server
         assert len(daemon_pids(data)) == 1
     finally:
         a.close()

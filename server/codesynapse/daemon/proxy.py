@@ -173,6 +173,18 @@ def join_daemon(data_dir: Path, hello: dict[str, Any], argv: list[str],
     return None, reason
 
 
+def native_pump() -> str | None:
+    """The native pump (``daemon/pump.c``, about 1 MiB RSS per client instead of pump.py's ~11),
+    which scripts/setup.sh builds next to the interpreter as ``codesynapse-pump`` when a C
+    compiler is there; None when it is absent (then ``pump.py`` pumps). CODESYNAPSE_PUMP names
+    another binary, or ``python`` for pump.py."""
+    choice = os.environ.get("CODESYNAPSE_PUMP", "")
+    if choice == "python":
+        return None
+    path = choice or os.path.join(os.path.dirname(sys.executable), "codesynapse-pump")
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
 def _pump(sock: socket.socket, first: list[tuple[bytes, bytes]], daemon_pid: Any) -> int:
     """Send the frames read so far, then become the pump (``daemon/pump.py``)."""
     from codesynapse.daemon import pump
@@ -191,6 +203,15 @@ def _pump(sock: socket.socket, first: list[tuple[bytes, bytes]], daemon_pid: Any
             sys.stdout.flush()
             sys.stderr.flush()
             logging.shutdown()
+            native = native_pump()
+            if native:
+                argv = [native, str(fd), str(daemon_pid) if isinstance(daemon_pid, int) else "None"]
+                for i, m in pending:
+                    argv += [json.dumps(i, ensure_ascii=False), json.dumps(m, ensure_ascii=False)]
+                try:
+                    os.execv(native, argv)
+                except OSError as e:
+                    log.warning("the native pump %s could not start (%s); using pump.py", native, e)
             os.execv(sys.executable, [sys.executable, "-I", "-S", pump.__file__, str(fd), state])
         except OSError as e:
             log.warning("the slim pump could not start (%s); pumping in this process", e)
