@@ -33,26 +33,27 @@ function recorded(name: string): Record<string, unknown> {
 describe('ContextController', () => {
   it('shows a card with its meter, then asks again with double the budget on "load more"', async () => {
     vscode.settingsStore.set('codesynapse.budget.symbolCard', 1000);
+    // the recorded card of Cart.total, its budget figures set for the case: 3 callers left out at 1,000
     const { sent, connection } = recordingConnection((_m, p) => ({
-      qualifiedName: 'calc.ops.add',
-      kind: 'function',
+      ...recorded('symbolCardTotal'),
       tokens: 700,
       maxTokens: p.maxTokens,
       rawTokens: 3000,
-      omitted: p.maxTokens === 1000 ? [{ what: 'callers', count: 3, hint: 'raise maxTokens' }] : [],
+      ...(p.maxTokens === 1000 ? { truncated: true, omitted: [{ what: 'callers', count: 3, hint: 'raise maxTokens' }] } : {}),
     }));
     const panel = new ContextPanel(vscode.Uri.file('/ext') as never);
     const controller = new ContextController(connection, panel, {} as IndexStatusBar, log);
 
-    await controller.symbolCard('calc.ops.add');
-    expect(sent).toEqual([{ method: 'codesynapse/symbolCard', params: { selector: 'calc.ops.add', maxTokens: 1000 } }]);
+    await controller.symbolCard('shop.cart.Cart.total');
+    expect(sent).toEqual([{ method: 'codesynapse/symbolCard', params: { selector: 'shop.cart.Cart.total', maxTokens: 1000 } }]);
+    expect(panel.html).toContain('<article class="card" data-qualified-name="shop.cart.Cart.total">');
     expect(panel.html).toContain('data-tokens="700" data-budget="1000" data-raw="3000"');
     expect(panel.html).toContain('700 of 1,000 tokens (70% of budget) · raw files 3,000 tokens · 76.7% saved');
     expect(panel.html).toContain('<button class="more" data-action="more">Load more (budget 2,000 tokens)</button>');
     expect(vscode.executedCommands.map((c) => c.command)).toContain('codesynapse.context.focus');
 
     await controller.loadMore();
-    expect(sent[1]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'calc.ops.add', maxTokens: 2000 } });
+    expect(sent[1]).toEqual({ method: 'codesynapse/symbolCard', params: { selector: 'shop.cart.Cart.total', maxTokens: 2000 } });
     expect(panel.html).toContain('data-tokens="700" data-budget="2000" data-raw="3000"');
     expect(panel.html).not.toContain('class="omitted"');
   });
