@@ -248,7 +248,8 @@ func handle(req *request, other Remote) {
 
 def test_fields_of_parameters_and_locals_of_a_struct_in_this_file(tmp_path):
     # issue 18 #4: a parameter's or local's field takes the field's declared type when the
-    # struct is in this file (as the receiver's fields did); an outside type's fields bind nothing
+    # struct is in this file (as the receiver's fields did); an outside type's field gets a
+    # field hint (issue 18: the resolver reads the field's type from the struct's signature)
     f = fx("p/fields.go", root=tmp_path, data=FIELDS)
     assert [(c.callee, c.receiver_hint) for c in f.calls] == [
-        ("req.view.ID", "View"), ("r.view.ID", "View"), ("other.view.ID", "")]
+        ("req.view.ID", "View"), ("r.view.ID", "View"), ("other.view.ID", "->view.Remote")]

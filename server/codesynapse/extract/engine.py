@@ -317,6 +317,13 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
         recv = callee.rsplit(".", 1)[0] if "." in callee else ""
         if recv and owner is not None:
             hint = _receiver_hint(f, owner, recv)
+            # ``x.field.m`` with ``x`` of a type whose struct is not in this file: a field hint
+            hook = getattr(hooks, "field_hint", None)
+            if not hint and hook is not None and recv.count(".") == 1 and owner.kind not in TYPE_KINDS:
+                var, fld = recv.split(".")
+                base = _receiver_hint(f, owner, var) if var.isidentifier() and fld.isidentifier() else ""
+                if base:
+                    hint = hook(base, fld)
             # ``f().m`` / ``self.make().m``: the receiver is a call's result (a return hint)
             result_hint = getattr(hooks, "call_result_hint", None)
             if not hint and result_hint is not None and recv.endswith("()") and owner.kind not in TYPE_KINDS \

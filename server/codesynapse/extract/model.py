@@ -130,3 +130,29 @@ def parse_return_hint(hint: str) -> tuple[str, int, str, bool] | None:
     if not sep or not dot or not num.isdigit() or not callee:
         return None
     return inner, int(num), callee, element
+
+
+# A receiver hint naming a struct field (Go ``c.snapshot.View()`` where ``c`` is of type
+# ``completer`` and the struct is declared in another file): ``->{field}.{type}``, ``type`` the
+# hint of the field's owner (a type name as written). The resolver reads the field's declared
+# type from the owner's signature. The text after the last dot is the owner type's name, so
+# stores index the hint under it (a change to the struct re-resolves the rows).
+FIELD_HINT = "->"
+
+
+def field_hint(owner_type: str, field: str) -> str:
+    """The hint of receiver ``x.field`` where ``x`` is hinted ``owner_type``; "" when it cannot
+    be written (the owner's hint is itself a return or field hint)."""
+    if not owner_type or not field or owner_type.startswith((RETURN_HINT, FIELD_HINT)) or "." in field:
+        return ""
+    return f"{FIELD_HINT}{field}.{owner_type}"
+
+
+def parse_field_hint(hint: str) -> tuple[str, str] | None:
+    """(field, owner type) of a field hint, else None."""
+    if not hint.startswith(FIELD_HINT) or hint.startswith(RETURN_HINT):
+        return None
+    field, dot, owner = hint[len(FIELD_HINT):].partition(".")
+    if not dot or not field or not owner:
+        return None
+    return field, owner

@@ -264,23 +264,28 @@ def _changed_names(old_state, new) -> set[str]:
     elsewhere is re-resolved for it."""
     if old_state is None:
         return _names_of(q for q, _ in new.symbols) | set(new.bindings)
-    old_syms, old_bindings, old_alternatives, old_stars, old_module, old_results = old_state
+    old_syms, old_bindings, old_alternatives, old_stars, old_module, old_results, old_fields = old_state
     if old_module != new.module or old_stars != new.stars:
         return (_names_of(q for q, _ in old_syms) | _names_of(q for q, _ in new.symbols)
                 | set(old_bindings) | set(new.bindings))
     names = _names_of(q for q, _ in old_syms ^ set(new.symbols))
     # a declared result changed: the receivers that return hints bind to it change type
     names |= _names_of(q for q in set(old_results) | set(new.results) if old_results.get(q) != new.results.get(q))
+    # a struct's declared field types changed: the receivers field hints bind through it
+    names |= _names_of(q for q in set(old_fields) | set(new.fields) if old_fields.get(q) != new.fields.get(q))
     for key in set(old_bindings) | set(new.bindings):
         if old_bindings.get(key) != new.bindings.get(key) or old_alternatives.get(key) != new.alternatives.get(key):
             names.add(key)
+            # a struct of this file whose field's type is named through the binding
+            names |= _names_of(q for flds in (old_fields, new.fields) for q, f in flds.items()
+                               if any(t.lstrip("*").split(".", 1)[0] == key for t in f.values()))
     return names
 
 
 def _file_state(fi) -> tuple:
     """What ``_changed_names`` compares: a file's symbols, import bindings and module."""
     return (set(fi.symbols), dict(fi.bindings), {k: list(v) for k, v in fi.alternatives.items()}, list(fi.stars),
-            fi.module, dict(fi.results))
+            fi.module, dict(fi.results), {k: dict(v) for k, v in fi.fields.items()})
 
 
 class Indexer:

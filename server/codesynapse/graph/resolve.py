@@ -29,7 +29,12 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from codesynapse.extract.model import TYPE_KINDS, ImportRef, parse_return_hint
+from codesynapse.extract.model import (
+    TYPE_KINDS,
+    ImportRef,
+    parse_field_hint,
+    parse_return_hint,
+)
 from codesynapse.graph.confidence import CONFIDENCE, INFERRED_FROM_RESULT
 from codesynapse.graph.model import Resolution
 
@@ -251,8 +256,27 @@ def declared_results(language: str, kind: str, signature: str) -> tuple[str, ...
     return ()
 
 
+def declared_fields(language: str, kind: str, signature: str) -> dict[str, str]:
+    """Field → declared type as written (``*View``, ``cache.Snapshot``) of a Go struct, read
+    from its signature (``type S struct {view *View; a, b pkg.T}``, written by the Go
+    extractor with the named fields whose type is a named type); a field the signature's cap
+    cut is left out. {} for anything else."""
+    if language != "go" or kind != "struct" or " struct {" not in signature:
+        return {}
+    body = signature.split(" struct {", 1)[1]
+    pieces = body[:-1].split("; ") if body.endswith("}") else body.split("; ")[:-1]
+    out: dict[str, str] = {}
+    for piece in pieces:
+        names, _, typ = piece.rpartition(" ")
+        if not names or not _GO_TYPE.match(typ.lstrip("*")):
+            continue
+        for n in names.split(", "):
+            out[n.strip()] = typ
+    return out
+
+
 class FileInfo:
-    __slots__ = ("alternatives", "bindings", "language", "module", "path", "results", "stars", "symbols")
+    __slots__ = ("alternatives", "bindings", "fields", "language", "module", "path", "results", "stars", "symbols")
 
     def __init__(self, path: str, module: str, language: str):
         self.path = path
@@ -266,6 +290,7 @@ class FileInfo:
         self.stars: list[str] = []
         self.symbols: list[tuple[str, str]] = []  # (qname, kind)
         self.results: dict[str, tuple[str, ...]] = {}  # function/method qname → declared result types
+        self.fields: dict[str, dict[str, str]] = {}  # Go struct qname → {field: declared type}
 
     def targets(self, name: str) -> list[str]:
         """Every import target bound to ``name``, first binding first."""
@@ -285,6 +310,7 @@ class SymbolIndex:
         self.module_files: dict[str, set[str]] = defaultdict(set)
         self.bases: dict[str, list[str]] = {}  # class qname → resolved base qnames (in order)
         self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
+        self.fields: dict[str, dict[str, dict[str, str]]] = {}  # struct qname → {path: {field: type}}
         self._cache: dict[str, str | None] = {}
 
     # -- maintenance -------------------------------------------------------------------
@@ -306,6 +332,10 @@ class SymbolIndex:
                 fi.results[qname] = res
                 self.results.setdefault(qname, {})[path] = res
             seen.add(qname)
+            flds = declared_fields(language, kind, rest[0]) if rest else {}
+            if flds:
+                fi.fields[qname] = flds
+                self.fields.setdefault(qname, {})[path] = flds
             k = self.kinds.setdefault(qname, {})
             k[kind] = k.get(kind, 0) + 1
             if parent:
@@ -332,6 +362,12 @@ class SymbolIndex:
         fi = self.files.pop(path, None)
         if fi is None:
             return
+        for qname in fi.fields:
+            f = self.fields.get(qname)
+            if f is not None:
+                f.pop(path, None)
+                if not f:
+                    del self.fields[qname]
         for qname in fi.results:
             r = self.results.get(qname)
             if r is not None:
@@ -397,6 +433,12 @@ class SymbolIndex:
             return None
         return min(by_path), res[index]
 
+    def field_of(self, qname: str, field: str) -> tuple[str, str] | None:
+        """(path of the declaring file, declared type as written) of field ``field`` of the Go
+        struct ``qname``; None when no file declares it or files declare it differently."""
+        found = {(p, f[field]) for p, f in self.fields.get(qname, {}).items() if field in f}
+        return next(iter(found)) if len(found) == 1 else None
+
     def names_returning(self, names: set[str]) -> set[str]:
         """Short names of the functions and methods whose declared results name one of
         ``names`` (its head or last segment): what a return hint reads changes with them."""
@@ -404,6 +446,13 @@ class SymbolIndex:
         for qname, by_path in self.results.items():
             for res in by_path.values():
                 if any(t and ({t.lstrip("[]").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for t in res):
+                    out.add(_names_last(qname))
+                    break
+        # and of the Go structs whose fields' declared types name one (field hints read them;
+        # their rows are stored under the struct's name)
+        for qname, by_path in self.fields.items():
+            for flds in by_path.values():
+                if any({t.lstrip("*").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names for t in flds.values()):
                     out.add(_names_last(qname))
                     break
         return out
@@ -622,6 +671,18 @@ class Resolver:
             # a class called (``Foo().m``, Go ``T{}.m``) is as certain as a constructor hint
             return Resolution(m, "inferred", CONFIDENCE["inferred"] if self._constructs(path, caller, ret)
                               else INFERRED_FROM_RESULT)
+        # the receiver is a struct's field (``c.snapshot.View()``): the type the field declares
+        fld = parse_field_hint(hint) if hint else None
+        if fld is not None:
+            if len(parts) < 3:
+                return UNRESOLVED
+            t = self.field_type(caller, fld, fi)
+            if t is None:
+                return UNRESOLVED
+            if t == "":
+                return EXTERNAL
+            m = idx.member(t, last, sep)
+            return Resolution(m, "inferred", INFERRED_FROM_RESULT) if m else UNRESOLVED
         # receiver type hints from the extractor
         if hint and len(parts) >= 2:
             # ``obj = cls(...)`` in a classmethod: the hint names the enclosing class itself
@@ -689,6 +750,29 @@ class Resolver:
         if idx.kind(r) == "module":
             return UNRESOLVED
         return Resolution(r, "module" if idx.is_module(target) else how, CONFIDENCE[how])
+
+    def field_type(self, caller: str, fld: tuple[str, str], fi: FileInfo) -> str | None:
+        """The type a field hint's field declares (``(field, owner type)`` of
+        ``parse_field_hint``): the owner type is resolved from the caller, the field's type
+        where the struct is declared. "" when that type lies outside the graph; None when
+        unknown (an embedded or promoted field, a field of no named type, an owner that is
+        no struct of the graph)."""
+        field, owner = fld
+        o = self.resolve_type(owner, caller, fi)
+        if o is None:
+            return None
+        found = self.index.field_of(o, field)
+        if found is None:
+            return None
+        tpath, text = found
+        tfi = self.index.files.get(tpath)
+        if tfi is None:
+            return None
+        text = text.lstrip("*")
+        t = self.resolve_type(text, o, tfi)
+        if t is not None:
+            return t
+        return "" if self._external_type(text, o, tfi) else None
 
     def returned_type(self, path: str, caller: str, ret: tuple[str, int, str, bool], fi: FileInfo) -> str | None:
         """The class or type a return hint's call gives (``(inner, index, callee)`` of

@@ -26,7 +26,7 @@ from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
 from codesynapse.extract.lang._filecache import per_file
-from codesynapse.extract.model import RETURN_HINT, ImportRef, return_hint
+from codesynapse.extract.model import RETURN_HINT, ImportRef, field_hint, return_hint
 
 _TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
 _TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
@@ -95,6 +95,33 @@ def _norm(node: Node | None, src: bytes, depth: int = 0) -> str:
         s = _type_of(node, src)
         return s or "?"
     return "?"
+
+
+FIELDS_CAP = 1024  # a struct's signature with its fields; a field cut by the cap is not read
+
+
+def _named_type(node: Node | None) -> bool:
+    """``T``, ``pkg.T``, ``*T``, ``*pkg.T``: a named type as a field's type (no generics, maps,
+    slices, funcs, channels, interfaces written in place)."""
+    if node is not None and node.type == "pointer_type":
+        kids = node.named_children
+        node = kids[0] if len(kids) == 1 else None
+    return node is not None and node.type in ("type_identifier", "qualified_type")
+
+
+def _named_fields(struct: Node | None, src: bytes) -> str:
+    """``a *T; b, c pkg.U``: the named fields of a struct whose type is a named type, as
+    written; embedded fields and other types are left out."""
+    out: list[str] = []
+    for fl in struct.named_children if struct is not None else ():
+        for f in fl.named_children:
+            if f.type != "field_declaration":
+                continue
+            names = [text(n, src) for n in f.children_by_field_name("name")]
+            typ = f.child_by_field_name("type")
+            if names and _named_type(typ):
+                out.append(f"{', '.join(names)} {squash(text(typ, src))}")
+    return "; ".join(out)
 
 
 def _declared_names(fn: Node, src: bytes) -> set[str]:
@@ -177,6 +204,9 @@ class GoHooks(LanguageHooks):
             kw = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ is not None else "", "")
             tp = node.child_by_field_name("type_parameters")
             head = f"type {text(node.child_by_field_name('name'), src)}{text(tp, src) if tp is not None else ''}"
+            fields = _named_fields(typ, src) if kw == "struct" else ""
+            if fields:  # the declared types of its named fields, which field hints read
+                return squash(f"{head} struct {{{fields}}}", FIELDS_CAP)
             return squash(f"{head} {kw or text(typ, src)}", 160)
         if t == "method_elem":
             return squash(text(node, src))
@@ -405,6 +435,12 @@ class GoHooks(LanguageHooks):
             return ""
         return return_hint(callee, inner)
 
+    def field_hint(self, owner: str, field: str) -> str:
+        """The hint of receiver ``x.field`` when ``x`` is hinted ``owner`` (a type name) and the
+        field is not known in this file (its struct is declared in another): a field hint, so
+        the resolver reads the field's declared type from the struct's signature."""
+        return field_hint(owner, field) if _TYPE.match(owner) else ""
+
     @staticmethod
     def _return_hint(call: Node, src: bytes, hints: dict[str, str], declared: set[str], index: int,
                      element: bool = False) -> str:
@@ -518,6 +554,19 @@ class GoHooks(LanguageHooks):
             for c in reversed(n.named_children):
                 if c.type not in _SCOPES:
                     stack.append(c)
+                elif c.type == "func_literal":
+                    # a closure's typed parameters (``func(ctx context.Context, deps commandDeps)``),
+                    # its calls being the enclosing function's: a name the function already
+                    # binds with no known type, or with another, gets none
+                    plist = c.child_by_field_name("parameters")
+                    for p in plist.named_children if plist is not None else ():
+                        typ = _type_of(p.child_by_field_name("type"), src) \
+                            if p.type == "parameter_declaration" else ""
+                        for nm in p.children_by_field_name("name"):
+                            var = text(nm, src)
+                            if var in declared and var not in hints:
+                                conflicts.add(var)
+                            put(var, typ)
         # the fields of parameters and locals whose struct is declared in this file, as for the
         # receiver's (``req.snapshot.View()`` with ``req *request``)
         receivers = {v for v, _ in recv_fields}
