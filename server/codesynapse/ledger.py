@@ -319,6 +319,11 @@ class LedgerBook:
     """Every session ledger of one App, the worker that computes raw estimates while no
     request runs, and the workspace totals in the data folder."""
 
+    #: counting switch, on in the product; ``codesynapse bench requests --ledger-compare`` turns
+    #: it off in-process (alternating rounds) to measure what counting costs a request. Off:
+    #: begin/end/record/record_error do nothing (no entry, no in-flight count, no worker).
+    counting = True
+
     def __init__(self, app):
         self.app = app
         self._lock = threading.Lock()
@@ -342,24 +347,28 @@ class LedgerBook:
             return led
 
     def begin(self) -> None:
+        if not self.counting:
+            return
         with self._lock:
             self._inflight += 1
 
     def end(self) -> None:
         # no notify: waking the worker on every answer hands it the GIL at the worst moment
         # (measured: +0.06 ms on a 0.5 ms card, far more under load); it looks every IDLE_S
+        if not self.counting:
+            return
         with self._lock:
             self._inflight -= 1
             self._last_request = time.monotonic()
 
     def record(self, scope: Scope, method: str, params: Any, answer: Any) -> None:
-        if method in UNCOUNTED:
+        if method in UNCOUNTED or not self.counting:
             return
         self.session(scope).record(method, params, answer)
         self._ensure_worker()
 
     def record_error(self, scope: Scope, method: str) -> None:
-        if method not in UNCOUNTED:
+        if method not in UNCOUNTED and self.counting:
             self.session(scope).record_error(method)
 
     def answer(self, scope: Scope, last: int, deadline_s: float = 5.0) -> dict[str, Any]:

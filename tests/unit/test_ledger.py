@@ -150,3 +150,26 @@ def test_workspace_totals_add_up_across_sessions_without_session_ids(repo, tmp_p
     human = subprocess.run([sys.executable, "-m", "codesynapse", "stats", "--root", str(repo), "--data-dir",
                             str(data)], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "sessions: 2" in human and "codesynapse/callGraph" in human
+
+
+def test_counting_switch_off_records_nothing_and_on_records_the_answer(repo, tmp_path):
+    """The switch `bench requests --ledger-compare` flips (LedgerBook.counting): off, an answer
+    and an error leave no ledger entry; back on, the next answer is counted."""
+    from codesynapse.ledger import book
+
+    app = _app(repo, tmp_path / "data")
+    try:
+        book(app).counting = False
+        call_method(app, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"})
+        with pytest.raises(InvalidParams):
+            call_method(app, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total", "bogus": 1})
+        off = call_method(app, "codesynapse/ledger", {"last": 5})
+        book(app).counting = True
+        call_method(app, "codesynapse/callGraph", {"selector": "shop.cart.Cart.total", "direction": "callers"})
+        on = call_method(app, "codesynapse/ledger", {"last": 5})
+    finally:
+        app.close()
+    assert off["last"] == [] and off["methods"] == {}
+    assert off["session"]["answers"] == 0 and off["session"]["errors"] == 0
+    assert [r["method"] for r in on["last"]] == ["codesynapse/callGraph"]
+    assert on["session"]["answers"] == 1
