@@ -411,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder for the result files (default: docs/ of the CodeSynapse checkout this runs "
                          "from; outside a checkout, ./codesynapse-bench)")
     sp.add_argument("--quick", action="store_true", help="a shorter run with fewer samples (results say so)")
+    sp.add_argument("--ledger-compare", action="store_true",
+                    help="bench requests: the request mix with ledger counting on and off in alternating rounds "
+                         "(per type p50/p95 and the overhead; its own PERFORMANCE.md section)")
     sp.add_argument("--half", choices=("tune", "heldout", "both"), default="both",
                     help="bench retrieval: which half of the plain-English set to run")
     sp.add_argument("--repo", action="append", default=[], help="bench retrieval: only this repository (repeatable)")

@@ -30,7 +30,7 @@ issues' benchmark targets, reported as met or missed, never tuned for.
 
 RETRIEVAL_MD = "RETRIEVAL_RESULTS.md"  # beside PERFORMANCE.md in the output folder
 RETRIEVAL_JSON = "retrieval_results.json"
-SECTIONS = ("index", "incremental", "incremental_whatif", "requests", "requests_whatif", "tokens", "accuracy", "memory")
+SECTIONS = ("index", "incremental", "incremental_whatif", "requests", "requests_whatif", "requests_ledger", "tokens", "accuracy", "memory")
 
 
 def save_raw(key: str, value: Any) -> Path:
