@@ -106,3 +106,62 @@ def test_a_declared_result_changing_elsewhere_moves_the_call(make_graph_store, t
     _index(store, root)
     assert _target(store) == ("", "unresolved")
     _same_as_full(store, make_graph_store, root, tmp_path, 4)
+
+
+# Go struct field types (issue 18 #4): ``c.snapshot.View()`` with ``c`` of a struct declared in
+# another file follows the field's declared type when only the struct's file changes.
+GO_CACHE = """package cache
+
+type Snapshot struct{}
+
+func (s *Snapshot) View() int { return 0 }
+
+type Other struct{}
+
+func (o *Other) View() int { return 0 }
+"""
+
+GO_TYPES = """package server
+
+import "example.com/g/cache"
+
+type completer struct {
+	snapshot *cache.%s
+}
+"""
+
+GO_USE = """package server
+
+func (c *completer) run() {
+	c.snapshot.View()
+}
+"""
+
+
+def test_a_struct_field_type_changing_elsewhere_moves_the_call(make_graph_store, tmp_path):
+    root = tmp_path / "repo"
+    (root / "cache").mkdir(parents=True)
+    (root / "server").mkdir()
+    (root / "go.mod").write_text("module example.com/g\n")
+    (root / "cache" / "cache.go").write_text(GO_CACHE)
+    (root / "server" / "types.go").write_text(GO_TYPES % "Snapshot")
+    (root / "server" / "use.go").write_text(GO_USE)
+    store = make_graph_store()
+
+    def target() -> tuple[str, str]:
+        rows = [(c.target, c.resolution) for c in store.all_calls() if c.callee == "c.snapshot.View"]
+        assert len(rows) == 1
+        return rows[0]
+
+    _index(store, root)
+    assert target() == ("example.com/g/cache.Snapshot.View", "inferred")
+    # only types.go changes: use.go is not re-extracted, its call moves with the field's type
+    (root / "server" / "types.go").write_text(GO_TYPES % "Other")
+    _index(store, root)
+    assert target() == ("example.com/g/cache.Other.View", "inferred")
+    _same_as_full(store, make_graph_store, root, tmp_path, 5)
+    # the type loses the method: unresolved, never kept on a stale target
+    (root / "cache" / "cache.go").write_text(GO_CACHE.replace("(o *Other) View", "(o *Other) Gone"))
+    _index(store, root)
+    assert target() == ("", "unresolved")
+    _same_as_full(store, make_graph_store, root, tmp_path, 6)
