@@ -553,6 +553,54 @@ def test_anchors_of_forgotten_and_purged_entities_are_not_read(m, sc):
     assert m.anchors_to_check(sc.A1, ["pkg/mod.py"], ["settle"]) == []
 
 
+def test_fact_anchors_are_stored_in_the_facts_scope_and_read_while_it_lives(m, sc):
+    import msgspec
+
+    s, o = add(m, sc.A1, "retry policy", durable=True), add(m, sc.A1, "settle job", durable=True)
+    mine, _ = fact(m, sc.A1, s, "implemented_by", o)
+    team, _ = fact(m, sc.A1, s, "documented_in", o, durable=True)
+    m.set_fact_anchors(sc.A1, mine.id, [spec("pkg.mod.settle"), spec("pkg.mod.refund", line=9)], T0)
+    m.set_fact_anchors(sc.A1, team.id, [spec("pkg.mod.settle")], T0)
+    got = m.fact_anchors_of(sc.A1, [mine.id, team.id])
+    assert [(a.qname, a.line, a.status) for a in got[mine.id]] == [("pkg.mod.settle", 3, ""),
+                                                                   ("pkg.mod.refund", 9, "")]
+    assert [a.qname for a in got[team.id]] == ["pkg.mod.settle"]
+    # a fact's anchors are not an entity's: entity reads never return them
+    assert m.anchored_to(sc.A1, ["pkg.mod.settle"]) == []
+    assert m.anchors_of(sc.A1, [mine.id, team.id]) == {}
+    hits = m.facts_anchored_to(sc.A1, ["pkg.mod.settle"])
+    assert sorted(f.id for _, f in hits) == sorted([mine.id, team.id])
+    assert {f.id: (f.subject_name, f.predicate, f.object_name) for _, f in hits}[mine.id] == (
+        "retry policy", "implemented_by", "settle job")
+    # replaced, not added to
+    m.set_fact_anchors(sc.A1, mine.id, [spec("pkg.mod.refund")], T1)
+    assert [a.qname for a in m.fact_anchors_of(sc.A1, [mine.id])[mine.id]] == ["pkg.mod.refund"]
+    # scope: another session sees the durable fact's anchors only; other namespaces and tenants none
+    assert [f.id for _, f in m.facts_anchored_to(sc.A2, ["pkg.mod.settle", "pkg.mod.refund"])] == [team.id]
+    assert m.fact_anchors_of(sc.A2, [mine.id]) == {}
+    for other in (sc.B, sc.T, sc.T2):
+        assert m.facts_anchored_to(other, ["pkg.mod.settle", "pkg.mod.refund"]) == []
+        assert m.fact_anchors_of(other, [mine.id, team.id]) == {}
+        assert m.anchors_to_check(other, ["pkg/mod.py"], ["settle"]) == []
+        with pytest.raises(StoreError):
+            m.set_fact_anchors(other, team.id, [spec("pkg.mod.refund")], T1)
+    with pytest.raises(StoreError):  # a fact the scope cannot see gets no anchors
+        m.set_fact_anchors(sc.A2, mine.id, [spec("pkg.mod.settle")], T1)
+    # the staleness pass sees them (every session) and writes them by id
+    check = {a.entity_id: a for a in m.anchors_to_check(sc.A2, ["pkg/mod.py"], [])}
+    assert set(check) == {mine.id, team.id}
+    m.update_anchors(sc.A1, [msgspec.structs.replace(check[mine.id], status="changed", status_at=T1)])
+    (now,) = m.fact_anchors_of(sc.A1, [mine.id])[mine.id]
+    assert (now.status, now.status_at) == ("changed", T1)
+    # a forgotten fact's anchors are not read; a purged session's are gone
+    m.forget_facts(sc.A1, subject_id=s.id, predicate="documented_in", object_id=o.id, now=T1)
+    assert m.facts_anchored_to(sc.A1, ["pkg.mod.settle"]) == []
+    assert m.fact_anchors_of(sc.A1, [team.id]) == {}
+    assert [a.entity_id for a in m.anchors_to_check(sc.A1, ["pkg/mod.py"], [])] == [mine.id]
+    m.purge_session(sc.A1)
+    assert m.anchors_to_check(sc.A1, ["pkg/mod.py"], ["refund"]) == []
+
+
 def test_hostile_anchor_values_are_plain_data(m, sc):
     e = add(m, sc.A1, "x")
     q = "a' OR '1'='1\") RETURN n //; DROP TABLE memory_anchors; g.V().drop()"

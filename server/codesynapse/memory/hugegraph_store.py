@@ -388,6 +388,29 @@ if (!own.isEmpty()) {{
 }}
 """)
 
+# a fact's anchors: mem_anchor vertices whose entity_id is the fact's fid, in the fact's session
+SET_FACT_ANCHORS = _locked(f"""
+def own = g.E().hasLabel('fact').has('fid', eid).where(values('tenant_id').is(t)).where(values('ns').is(n))
+               .where(values('session').is(within(vis))).where(values('valid_to').is('')).toList()
+def result = 'missing'
+if (!own.isEmpty()) {{
+  def s = own[0].value('session')
+  g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).where(values('entity_id').is(eid))
+       .where(values('session').is(s)).drop().iterate()
+  for (r in rows) {{
+    graph.addVertex(T.label, 'mem_anchor', T.id, r.aid, 'aid', r.aid, 'entity_id', eid, 'tenant_id', t, 'ns', n,
+                    'session', s, 'anc_qname', r.qname, 'anc_name', r.name, 'anc_path', r.path, 'anc_hash', r.hash,
+                    'anc_kind', r.kind, 'anc_line', r.line as int, 'anc_status', '', 'anc_status_at', '',
+                    'anc_previous', '', 'anc_pos', r.pos as int, 'created_at', now)
+  }}
+  result = 'ok'
+}}
+""")
+# the live facts among these fids, of every session (the staleness pass's fact owners)
+LIVE_FACT_OWNERS = ("g.E().hasLabel('fact').has('fid', within(fids)).where(values('tenant_id').is(t))"
+                    ".where(values('ns').is(n)).where(values('valid_to').is(''))"
+                    ".elementMap('fid', 'session', 'updated_at').toList()")
+
 # the namespace's anchors of the given sessions (index prefix (tenant_id, ns)); owners are checked after
 NS_ANCHORS = ("g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n)"
               ".where(values('session').is(within(vis))).elementMap().toList()")
@@ -761,8 +784,67 @@ class HugeGraphMemoryStore:
                          ) -> list[AnchorRecord]:
         p, nm = set(paths), set(names)
         rows, _ = self._anchors(scope, None)
+        rows += self._fact_anchors(scope, None)[0]
         return sorted((a for a in rows if a.path in p or (a.status == "removed" and a.name in nm)),
                       key=lambda a: a.id)
+
+    # ---- fact anchors (mem_anchor vertices whose entity_id is a fact's fid) -----------------
+
+    supports_fact_anchors = True
+
+    def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
+                         now: str) -> None:
+        rows = [{"aid": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
+                 "kind": a.kind, "line": a.line, "pos": i} for i, a in enumerate(anchors)]
+        got = self._locked("set_fact_anchors", SET_FACT_ANCHORS, scope,
+                           self._b(scope, eid=fact_id, rows=rows, now=now))
+        if not got or got[0] != "ok":
+            raise StoreError(f"no live fact {fact_id} in this scope")
+
+    def _fact_anchors(self, scope: Scope, vis: Sequence[str] | None
+                      ) -> tuple[list[AnchorRecord], dict[str, FactRecord]]:
+        """The namespace's anchors in sessions ``vis`` (None: every session) whose fact is live
+        in the anchor's own session, and (with ``vis``) those facts, visible with both
+        endpoints live and visible."""
+        b = {"t": scope.tenant, "n": scope.namespace}
+        raw = (self._run("anchors", ALL_ANCHORS, b) if vis is None
+               else self._run("anchors", NS_ANCHORS, {**b, "vis": list(vis)}))
+        raw = sorted(raw, key=lambda r: (r["entity_id"], int(r.get("anc_pos") or 0)))
+        rows = [_anchor(r) for r in raw]
+        fids = _valid_ids([a.entity_id for a in rows])
+        sessions: dict[str, str] = {}
+        facts: dict[str, FactRecord] = {}
+        for i in range(0, len(fids), IN_CHUNK):
+            part = fids[i:i + IN_CHUNK]
+            if vis is None:
+                for r in self._run("fact anchor owners", LIVE_FACT_OWNERS, {**b, "fids": part}):
+                    sessions[r["fid"]] = r["session"]
+            else:
+                for r in self._run("fact anchor owners", FACTS_BY_FID, self._b(scope, fids=part)):
+                    f = _fact(r)
+                    facts[f.id], sessions[f.id] = f, f.session
+        return [a for a in rows if sessions.get(a.entity_id, None) == a.session], facts
+
+    def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        wanted = set(fact_ids)
+        if not wanted:
+            return {}
+        rows, _ = self._fact_anchors(scope, scope.visible_sessions)
+        out: dict[str, list[AnchorRecord]] = {}
+        for a in rows:  # in (fact, position) order
+            if a.entity_id in wanted:
+                out.setdefault(a.entity_id, []).append(a)
+        return out
+
+    def facts_anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100
+                          ) -> list[tuple[AnchorRecord, FactRecord]]:
+        wanted = set(qnames)
+        if not wanted:
+            return []
+        rows, facts = self._fact_anchors(scope, scope.visible_sessions)
+        hits = [(a, facts[a.entity_id]) for a in rows if a.qname in wanted]
+        hits.sort(key=lambda h: h[1].updated_at, reverse=True)
+        return hits[:limit]
 
     def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
         rows = [{"aid": a.id, "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash, "kind": a.kind,

@@ -76,6 +76,7 @@ _SCHEMA = (
     "CREATE INDEX cs_mem_anchor_qname IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.qname)",
     "CREATE INDEX cs_mem_anchor_path IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.path)",
     "CREATE INDEX cs_mem_anchor_status IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.status)",
+    "CREATE INDEX cs_mem_anchor_owner IF NOT EXISTS FOR (n:CsMemAnchor) ON (n.tenant, n.namespace, n.entity_id)",
 )
 
 # The visible, live entity ``e`` of the scope.
@@ -93,8 +94,9 @@ def _p(scope: Scope, *, durable_only: bool = False, **extra: Any) -> dict[str, A
             "vis": [""] if durable_only else list(scope.visible_sessions), **extra}
 
 
+# (.position is projected too: ORDER BY a.position after RETURN reads this map, which shadows a)
 _ANCHOR = ("a {.id, .entity_id, .session, .qname, .name, .path, .hash, .kind, .line, .status, .status_at, "
-           ".previous, .created_at}")
+           ".previous, .created_at, .position}")
 
 
 def _anchor(r: dict[str, Any]) -> AnchorRecord:
@@ -621,6 +623,67 @@ class Neo4jMemoryStore:
     # the anchor's entity: live, in the anchor's tenant/namespace/session
     _A_OWNER = ("MATCH (e:CsMemEntity {id: a.entity_id, tenant: $t, namespace: $n}) "
                 "WHERE e.session = a.session AND e.valid_to IS NULL ")
+    # ... or its entity or fact (a fact's anchors: CsMemAnchor nodes without an ANCHOR edge,
+    # whose entity_id is the fact's id), for the staleness pass
+    _A_ANY_OWNER = ("WHERE EXISTS { MATCH (e:CsMemEntity {id: a.entity_id, tenant: $t, namespace: $n}) "
+                    "WHERE e.session = a.session AND e.valid_to IS NULL } "
+                    "OR EXISTS { MATCH (:CsMemEntity {tenant: $t, namespace: $n})"
+                    "-[f:FACT {id: a.entity_id, tenant: $t, namespace: $n}]->(:CsMemEntity {tenant: $t, namespace: $n}) "
+                    "WHERE f.session = a.session AND f.valid_to IS NULL } ")
+    supports_fact_anchors = True
+
+    def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
+                         now: str) -> None:
+        rows = [{"id": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
+                 "kind": a.kind, "line": a.line, "position": i} for i, a in enumerate(anchors)]
+
+        def work(tx) -> None:
+            self._lock(tx, scope)
+            f = tx.run("MATCH (:CsMemEntity {tenant: $t, namespace: $n})-[f:FACT {id: $id, tenant: $t, namespace: $n}]"
+                       "->(:CsMemEntity {tenant: $t, namespace: $n}) WHERE f.session IN $vis AND f.valid_to IS NULL "
+                       "RETURN f.session AS session", _p(scope, id=fact_id)).single()
+            if f is None:
+                raise StoreError(f"no live fact {fact_id} in this scope")
+            p = {"t": scope.tenant, "n": scope.namespace, "s": f["session"], "id": fact_id, "rows": rows,
+                 "now": now}
+            tx.run("MATCH (a:CsMemAnchor {entity_id: $id, tenant: $t, namespace: $n, session: $s}) DETACH DELETE a",
+                   p).consume()
+            tx.run("UNWIND $rows AS r "
+                   "CREATE (:CsMemAnchor {id: r.id, entity_id: $id, tenant: $t, namespace: $n, "
+                   "session: $s, qname: r.qname, name: r.name, path: r.path, hash: r.hash, kind: r.kind, "
+                   "line: r.line, status: '', status_at: '', previous: '', created_at: $now, position: r.position})",
+                   p).consume()
+
+        self._write("set_fact_anchors", work)
+
+    def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+        rows = self._all("fact_anchors_of",
+                         "UNWIND $ids AS x MATCH (s:CsMemEntity {tenant: $t, namespace: $n})"
+                         "-[f:FACT {id: x, tenant: $t, namespace: $n}]->(o:CsMemEntity {tenant: $t, namespace: $n}) "
+                         f"WHERE {_FACT_VIS} "
+                         "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n, entity_id: x}) WHERE a.session = f.session "
+                         f"RETURN {_ANCHOR} ORDER BY a.entity_id, a.position", _p(scope, ids=ids))
+        out: dict[str, list[AnchorRecord]] = {}
+        for r in rows:
+            out.setdefault(r["entity_id"], []).append(_anchor(r))
+        return out
+
+    def facts_anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100
+                          ) -> list[tuple[AnchorRecord, FactRecord]]:
+        names = list(dict.fromkeys(qnames))
+        if not names:
+            return []
+        rows = self._all("facts_anchored_to",
+                         "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n}) WHERE a.qname IN $q AND a.session IN $vis "
+                         "MATCH (s:CsMemEntity {tenant: $t, namespace: $n})"
+                         "-[f:FACT {id: a.entity_id, tenant: $t, namespace: $n}]->(o:CsMemEntity {tenant: $t, namespace: $n}) "
+                         f"WHERE f.session = a.session AND {_FACT_VIS} "
+                         f"RETURN [{_ANCHOR}, {_FACT}] ORDER BY f.updated_at DESC, a.entity_id, a.position "
+                         "LIMIT $limit", _p(scope, q=names, limit=int(limit)))
+        return [(_anchor(a), _fact(f)) for a, f in rows]
 
     def anchors_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
         ids = list(dict.fromkeys(entity_ids))
@@ -651,11 +714,11 @@ class Neo4jMemoryStore:
         p = {"t": scope.tenant, "n": scope.namespace, "paths": list(dict.fromkeys(paths))}
         out = {r["id"]: _anchor(r) for r in self._all(
             "anchors_to_check", "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n}) WHERE a.path IN $paths "
-            f"{self._A_OWNER}RETURN {_ANCHOR}", p)} if p["paths"] else {}
+            f"WITH a {self._A_ANY_OWNER}RETURN {_ANCHOR}", p)} if p["paths"] else {}
         if names:
             wanted = set(names)
             for r in self._all("anchors_to_check", "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n, "
-                               f"status: 'removed'}}) {self._A_OWNER}RETURN {_ANCHOR}", p):
+                               f"status: 'removed'}}) {self._A_ANY_OWNER}RETURN {_ANCHOR}", p):
                 if r["name"] in wanted:
                     out[r["id"]] = _anchor(r)
         return [out[k] for k in sorted(out)]
