@@ -188,6 +188,20 @@ def test_a_rename_in_place_is_re_anchored_by_a_live_save(app):
     assert (p["status"], p["qualifiedName"]) == ("moved", "pay.jobs.Ledger.record")
 
 
+def test_a_rename_in_an_unsaved_buffer_is_re_anchored(app):
+    s = scope_of(app)
+    remember(app, s, entities=[{"name": "refund note", "anchors": ["pay.jobs.refund"]}])
+    live = LiveUpdater(app)
+    live.start(watch=False)
+    try:  # what didChange applies: the buffer, not the disk (which still has the old name)
+        live.buffer_changed("pay/jobs.py", SETTLE.replace("def refund(", "def refund_payment("))
+        assert live.wait_idle(60)
+    finally:
+        live.stop()
+    (a,) = anchors_of(recall(app, s, "refund note"), "refund note")
+    assert (a["status"], a["qualifiedName"], a["line"]) == ("moved", "pay.jobs.refund_payment", 9)
+
+
 def test_a_recursive_function_renamed_with_its_calls_is_re_anchored(tmp_path):
     app = _app(tmp_path)
     try:

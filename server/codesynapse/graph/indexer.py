@@ -317,6 +317,9 @@ class Indexer:
         # in its changed files): memory anchors are checked against the new graph there
         self.listeners: list[Callable[[set[str], set[str]], None]] = []
         self._touched: tuple[set[str], set[str]] = (set(), set())
+        # the unsaved buffers the last update indexed (path -> bytes): a listener reading a
+        # file as it was indexed looks here before the disk
+        self.last_overlays: dict[str, bytes] = {}
         self._in_tree = False
 
     # -- loading -----------------------------------------------------------------------
@@ -464,6 +467,7 @@ class Indexer:
         report = IndexReport()
         reset_caches()
         with self.lock:
+            self.last_overlays = dict(overlays or {})
             try:
                 self._update(changed, deleted, skipped, progress, overlays, report)
             except BaseException:

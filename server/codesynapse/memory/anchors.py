@@ -192,15 +192,14 @@ def definition_bytes(sym: Any, src: bytes) -> bytes | None:
     return None
 
 
-def renamed_from(sym: Any, a: AnchorRecord, read: Callable[[str], bytes | None]) -> bool:
+def renamed_from(sym: Any, a: AnchorRecord, read: Callable[[str], list[bytes]]) -> bool:
     """True when ``sym`` is the anchored definition under a new name only: its definition with
     its own name (the first occurrence, or every occurrence as a whole identifier: a recursive
     function renamed with its calls) written back as the anchor's name has the anchor's hash.
     A rename with any other change does not match (the anchor is then ``removed``)."""
-    src = read(sym.path)
-    if src is None or not sym.name or not a.name:
+    if not sym.name or not a.name:
         return False
-    body = definition_bytes(sym, src)
+    body = next((b for b in map(lambda src: definition_bytes(sym, src), read(sym.path)) if b is not None), None)
     if body is None:
         return False
     pat = re.compile(rb"(?<![\w$])" + re.escape(sym.name.encode()) + rb"(?![\w$])")
@@ -211,25 +210,38 @@ def renamed_from(sym: Any, a: AnchorRecord, read: Callable[[str], bytes | None])
     return False
 
 
-def file_reader(root: Path | str) -> Callable[[str], bytes | None]:
-    """Reads a workspace file by its relative path (None when it cannot be read)."""
+def file_reader(root: Path | str, overlays: Callable[[], dict[str, bytes]] | None = None
+                ) -> Callable[[str], list[bytes]]:
+    """The versions of a workspace file (by relative path) the index may hold: the unsaved
+    buffer the last update indexed (``overlays``), then the disk. ``definition_bytes``
+    keeps the one whose bytes match the graph's hash."""
     base = Path(root)
 
-    def read(rel: str) -> bytes | None:
+    def read(rel: str) -> list[bytes]:
+        out: list[bytes] = []
+        if overlays is not None:
+            try:
+                buf = overlays().get(rel)
+            except Exception:  # no indexer (yet): the disk only
+                buf = None
+            if buf is not None:
+                out.append(buf)
         try:
-            return (base / rel).read_bytes()
+            out.append((base / rel).read_bytes())
         except OSError:
-            return None
+            pass
+        return out
 
     return read
 
 
 def reconcile(store: MemoryStore, scope: Scope, graph: Any, paths: Iterable[str],
               names: Iterable[str], now: Callable[[], str] = _now,
-              read: Callable[[str], bytes | None] | None = None) -> dict[str, int]:
+              read: Callable[[str], list[bytes]] | None = None) -> dict[str, int]:
     """Bring the anchors in ``paths`` (and the removed anchors named ``names``) in line with
     the graph after an update. Returns counts by what was written. ``read`` (a file's bytes by
-    its relative path) lets a symbol renamed in place be re-anchored (``renamed_from``)."""
+    its relative path, see ``file_reader``) lets a symbol renamed in place be re-anchored
+    (``renamed_from``)."""
     anchors = store.anchors_to_check(scope, sorted(set(paths)), sorted(set(names)))
     if not anchors:
         return {}
@@ -293,9 +305,10 @@ class StalenessHook:
     lazily (and not at all while no memory store exists for a SQLite workspace)."""
 
     def __init__(self, open_store: Callable[[], MemoryStore | None], scope: Callable[[], Scope],
-                 graph: Callable[[], Any], root: Path | str | None = None):
+                 graph: Callable[[], Any], root: Path | str | None = None,
+                 overlays: Callable[[], dict[str, bytes]] | None = None):
         self._open = open_store
-        self._read = file_reader(root) if root is not None else None
+        self._read = file_reader(root, overlays) if root is not None else None
         self._scope = scope
         self._graph = graph
         self._store: MemoryStore | None = None

@@ -93,7 +93,8 @@ def anchor_hook(app: Any) -> Any:
             from codesynapse.memory.anchors import StalenessHook
 
             hook = StalenessHook(lambda: _open_anchor_store(app), lambda: _namespace_scope(app),
-                                 lambda: app.store, app.workspace.root)
+                                 lambda: app.store, app.workspace.root,
+                                 lambda: app.indexer.last_overlays)
             app._anchor_hook = hook
         return hook
 
