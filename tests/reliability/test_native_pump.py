@@ -231,3 +231,29 @@ def test_serve_becomes_the_built_pump_or_pump_py_and_reports_a_kill9(kind, nativ
         assert shown[-1]["params"]["type"] == 1 and f"(pid {old}) stopped unexpectedly" in shown[-1]["params"]["message"]
     finally:
         a.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_big_frames_both_ways_at_once(kind, native):
+    """Frames larger than any buffer, in both directions at the same time: each side flows on its
+    own (as pump.py's two threads do), and the bytes arrive whole."""
+    import threading
+
+    run = Run(kind, native, [])
+    up = fr({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"text": "u" * (3 << 20)}})
+    down = fr({"jsonrpc": "2.0", "method": "$/log", "params": {"text": "d" * (3 << 20)}})
+    got: dict[str, bytes] = {}
+    reader = threading.Thread(target=lambda: got.setdefault("daemon", run.daemon_read(len(up))))
+    writer = threading.Thread(target=run.daemon.sendall, args=(down,))
+    reader.start()
+    writer.start()
+    run.client_send(up)
+    got["client"] = run.proc.stdout.read(len(down))
+    reader.join(30)
+    writer.join(30)
+    assert got["daemon"] == up and got["client"] == down
+    run.proc.stdin.close()
+    assert run.daemon.recv(1) == b""  # the client's EOF passed on; then the daemon closes
+    run.daemon.close()
+    code, out, _ = run.finish()
+    assert (code, out) == (0, b"")

@@ -130,6 +130,15 @@ def _pss_bytes(pid: int) -> int:
     return 0
 
 
+def _pump_kind(pid: int) -> str:
+    """Which pump a proxy became: the native ``codesynapse-pump`` (built by scripts/setup.sh) or pump.py."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return "?"
+    return "native codesynapse-pump" if argv0.endswith(b"codesynapse-pump") else "pump.py"
+
+
 def _memory(pids: list[int]) -> dict[str, Any]:
     """Median of 3 samples of the summed RSS / PSS of ``pids`` and their descendants."""
     rs, ps, counts = [], [], []
@@ -227,6 +236,7 @@ def run_daemon_bench(corpus_path: Path, corpus_name: str, *, clients: int = CLIE
         say(f"daemon ({phase}): {clients} clients: {many['rssBytes'] / 2**20:.0f} MiB RSS, "
             f"ratio {many['rssBytes'] / one['rssBytes']:.3f}")
         out["proxyRssBytes"] = int(statistics.median(rss_bytes(s.proc.pid) for s in serves))
+        out["pump"] = _pump_kind(serves[0].proc.pid)
         out["daemonRssBytes"] = sum(rss_bytes(p) for p in tree(dpid))
         return one, many, dpid
 
@@ -341,8 +351,8 @@ def daemon_markdown(r: dict[str, Any]) -> str:
              f"{mib(r['noShareOne']['pssBytes'])} | |",
              "",
              f"* Target: {r['clients']} clients ≤ {r['targets']['ratio']} × 1 client (RSS summed over every "
-             f"CodeSynapse process). PSS ratio on the built index × {r['pssRatio']}; one proxy (the slim pump) "
-             f"{mib(r['proxyRssBytes'])} MiB RSS, the daemon {mib(r['daemonRssBytes'])} MiB with "
+             f"CodeSynapse process). PSS ratio on the built index × {r['pssRatio']}; one proxy ({r.get('pump', 'the slim pump')}) "
+             f"{r['proxyRssBytes'] / 2**20:,.1f} MiB RSS, the daemon {mib(r['daemonRssBytes'])} MiB with "
              f"{r['clients']} clients.",
              "",
              "| request | via proxy p50 / p95 ms | direct p50 / p95 ms | proxy adds (p50) |",

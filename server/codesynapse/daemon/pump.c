@@ -54,7 +54,11 @@ static void put(buf *b, const char *s, size_t n) {
 
 static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
 
-static void drop(buf *b, size_t n) { memmove(b->p, b->p + n, b->n - n); b->n -= n; }
+static void drop(buf *b, size_t n) {
+    memmove(b->p, b->p + n, b->n - n);
+    b->n -= n;
+    if (!b->n && b->cap > HIGH_WATER) { free(b->p); *b = (buf){0}; } /* a big frame's memory goes back */
+}
 
 static char *copy(const char *s, size_t n) { char *d = xrealloc(NULL, n + 1); memcpy(d, s, n); d[n] = 0; return d; }
 
