@@ -95,3 +95,42 @@ async def test_unknown_anchor_is_invalid_params(client: LanguageClient):
     assert "entities[0].anchors[0]" in e.value.message and "no_such_thing" in e.value.message
     res = await request(client, "codesynapse/memory/recall", {"query": "x"})
     assert "x" not in [x["name"] for x in res["entries"]]  # nothing was written
+
+
+@pytest.mark.asyncio
+async def test_a_rename_in_place_is_re_anchored_and_facts_carry_anchors(client: LanguageClient, repo):
+    pricing = repo / "shop" / "pricing.py"
+    uri = pricing.as_uri()
+    await ask(client, "codesynapse/memory/remember", {
+        "entities": [{"name": "discount decision", "anchors": ["shop.pricing.apply_discount"]}],
+        "facts": [{"subject": "tax rounding decision", "predicate": "implemented_by", "object": "tax helper",
+                   "anchors": ["shop.pricing.with_tax"]}]})
+    res = await ask(client, "codesynapse/memory/recall", {"query": "tax rounding decision"})
+    (fa,) = next(f for f in res["facts"] if f["predicate"] == "implemented_by")["anchors"]
+    assert (fa["qualifiedName"], fa["path"], fa["line"]) == ("shop.pricing.with_tax", "shop/pricing.py", 11)
+    with pytest.raises(JsonRpcInvalidParams) as e:
+        await request(client, "codesynapse/memory/remember", {"facts": [
+            {"subject": "a", "predicate": "uses", "object": "b", "anchors": ["shop.pricing.nope"]}]})
+    assert "facts[0].anchors[0]" in e.value.message
+
+    # renamed in the editor (didChange), then saved (didSave): same body, new name
+    text = pricing.read_text()
+    renamed = text.replace("def apply_discount(", "def discount_price(")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=renamed)]))
+    pricing.write_text(renamed)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def moved():
+        (a,) = await anchor_of(client, "discount decision")
+        return a if a.get("status") == "moved" else None
+
+    got = await eventually(moved)
+    assert (got["qualifiedName"], got["line"]) == ("shop.pricing.discount_price", 6)
+    assert got["previous"] == "shop.pricing.apply_discount @ shop/pricing.py:6"
+    card = await ask(client, "codesynapse/symbolCard", {"selector": "shop.pricing.with_tax"})
+    assert {"fact": "tax rounding decision implemented_by tax helper",
+            "symbol": "shop.pricing.with_tax"} in card["memory"]["entries"]
