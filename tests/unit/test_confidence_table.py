@@ -31,7 +31,7 @@ def test_the_context_answers_leave_out_the_resolvers_values():
 
 def test_the_extension_fills_in_the_same_values():
     ts = (REPO / "editor-client" / "src" / "protocol.ts").read_text(encoding="utf-8")
-    body = re.search(r"export const DEFAULT_CONFIDENCE[^=]*=\s*\{(.*?)\};", ts, re.S)
+    body = re.search(r"export const DEFAULT_CONFIDENCE[^=]*=\s*\{(.*?)\};", ts, re.DOTALL)
     assert body, "DEFAULT_CONFIDENCE not found in editor-client/src/protocol.ts"
     copy = {k: float(v) for k, v in re.findall(r"(\w+):\s*([0-9.]+)", body.group(1))}
     assert copy == TABLE

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Protocol
 
 import pytest
-
 from codesynapse.graph.depmodel import DependencyStore
 from codesynapse.graph.hugegraph import HugeGraphStore
 from codesynapse.graph.neo4j import Neo4jGraphStore
@@ -17,6 +16,7 @@ from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
 from codesynapse.memory.neo4j_store import Neo4jMemoryStore
 from codesynapse.memory.sqlite_store import SqliteMemoryStore
 from codesynapse.memory.store import MemoryStore
+
 from tests.contract.support import signature_differences
 
 CASES = [(GraphStore, s) for s in (SqliteGraphStore, Neo4jGraphStore, HugeGraphStore)] + \
