@@ -227,7 +227,27 @@ class MemoryStore(Protocol):
         ...
 
     def update_anchors(self, scope: Scope, anchors: Sequence[AnchorRecord]) -> None:
-        """Write location and status of these anchors (by id; tenant and namespace bound)."""
+        """Write location, content hash and status of these anchors (by id; tenant and
+        namespace bound)."""
+        ...
+
+    # fact anchors: the same records, whose ``entity_id`` is the fact's id (stores that have
+    # them say ``supports_fact_anchors = True``); ``anchors_to_check`` returns them too
+    def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
+                         now: str) -> None:
+        """Replace the anchors of the live fact ``fact_id`` visible to the scope, in its
+        visibility (StoreError when there is no such fact)."""
+        ...
+
+    def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
+        """The anchors of these live visible facts (both endpoints live and visible), by fact
+        id, in insertion order."""
+        ...
+
+    def facts_anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100
+                          ) -> list[tuple[AnchorRecord, FactRecord]]:
+        """(anchor, fact) for anchors whose current qualified name is in ``qnames``, of live
+        facts visible to the scope with both endpoints; newest fact first."""
         ...
 
     # change feed
