@@ -199,7 +199,7 @@ def renamed_from(sym: Any, a: AnchorRecord, read: Callable[[str], list[bytes]]) 
     A rename with any other change does not match (the anchor is then ``removed``)."""
     if not sym.name or not a.name:
         return False
-    body = next((b for b in map(lambda src: definition_bytes(sym, src), read(sym.path)) if b is not None), None)
+    body = next((b for b in (definition_bytes(sym, src) for src in read(sym.path)) if b is not None), None)
     if body is None:
         return False
     pat = re.compile(rb"(?<![\w$])" + re.escape(sym.name.encode()) + rb"(?![\w$])")
@@ -222,7 +222,7 @@ def file_reader(root: Path | str, overlays: Callable[[], dict[str, bytes]] | Non
         if overlays is not None:
             try:
                 buf = overlays().get(rel)
-            except Exception:  # no indexer (yet): the disk only
+            except AttributeError:  # no indexer (yet): the disk only
                 buf = None
             if buf is not None:
                 out.append(buf)
