@@ -478,7 +478,7 @@ def test_a_burst_of_edits_never_leaks_into_another_connections_answers(repo, dat
                 while not done.is_set():
                     answers.append(_card(b, "with_tax"))
                     answers.append(b.request("codesynapse/search", {"query": "burst_fn"}))
-            except BaseException as e:  # reported below
+            except Exception as e:  # reported below
                 errors.append(e)
 
         t = threading.Thread(target=ask)

@@ -69,39 +69,36 @@ class _SocketWriter:
 class ConnectionLive:
     """One connection's handle on the shared live updater (``ls.live`` on the daemon).
 
-    The index is one, so an unsaved buffer is applied to it for every connection (the most
-    recent edit from any connection wins). What is per connection: which buffers this
-    connection holds unsaved, so that when it saves or closes one, or disconnects, a buffer
-    of the same file still unsaved in another connection is applied again instead of the
-    disk; and its findings listeners, removed when it disconnects. Everything else is the
-    shared updater's."""
+    Its unsaved buffers are its own (``buffers``: path -> bytes): an answer to this
+    connection reflects them and the disk for every other file, never another connection's
+    buffers (``daemon.views.Views``: the index is switched to the asking connection's view
+    when it reflects another). Its findings listeners are removed when it disconnects.
+    Everything else is the shared updater's."""
 
     def __init__(self, shared, host: Host):
         self._shared = shared
         self._host = host
-        self.buffers: dict[str, tuple[int, str]] = {}  # rel -> (edit sequence, text)
+        self.buffers: dict[str, bytes] = {}
         self._subs: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shared, name)
 
+    def reading(self):
+        """The context an answer of this connection runs in (its own view of the index)."""
+        return self._host.views.reading(self)
+
     def buffer_opened(self, rel: str, text: str) -> None:
         self._shared.buffer_opened(rel, text)
 
     def buffer_changed(self, rel: str, text: str) -> None:
-        self.buffers[rel] = (self._host.next_edit(), text)
-        self._shared.buffer_changed(rel, text)
+        self._host.views.edit(self, rel, text)
 
     def buffer_saved(self, rel: str) -> None:
-        self.buffers.pop(rel, None)
-        self._shared.buffer_saved(rel)
-        self._host.reapply(rel)
+        self._host.views.saved(self, rel)
 
     def buffer_closed(self, rel: str) -> None:
-        if self.buffers.pop(rel, None) is None:
-            return  # nothing of this connection's in the index
-        if not self._host.reapply(rel):
-            self._shared.buffer_closed(rel)
+        self._host.views.closed(self, rel)
 
     def disk_changed(self, rel: str) -> None:
         self._shared.disk_changed(rel)
@@ -117,8 +114,7 @@ class ConnectionLive:
         for fn in self._subs:
             self._shared.unsubscribe(fn)
         self._subs = []
-        for rel in list(self.buffers):
-            self.buffer_closed(rel)
+        self._host.views.gone(self)
 
 
 def _daemon_protocol():
@@ -157,7 +153,7 @@ class Host:
         self.ready = threading.Event()
         self._app_lock = threading.Lock()
         self._indexing = False
-        self._edits = 0
+        self.views = None  # daemon.views.Views over the shared live updater
         self.servers: list[Any] = []  # initialized connections (CodeSynapseServer)
         self._servers_lock = threading.Lock()
         self.connections = 0
@@ -201,27 +197,12 @@ class Host:
             from codesynapse.lsp.progress import start_indexing
 
             start_indexing(ls)  # this connection sees the progress
+            from codesynapse.daemon.views import Views
+
             self.live = ls.live
             self.live.on_policy = self._policy_changed
+            self.views = Views(self.live)
         ls.live = ConnectionLive(self.live, self)
-
-    def next_edit(self) -> int:
-        with self._servers_lock:
-            self._edits += 1
-            return self._edits
-
-    def reapply(self, rel: str) -> bool:
-        """Apply again the most recent unsaved buffer of ``rel`` that a connection still
-        holds; False when none does."""
-        best = None
-        for ls in self._servers():
-            held = getattr(ls.live, "buffers", {}).get(rel)
-            if held is not None and (best is None or held[0] > best[0]):
-                best = held
-        if best is None:
-            return False
-        self.live.buffer_changed(rel, best[1])
-        return True
 
     def _policy_changed(self, diagnostics) -> None:
         from codesynapse.lsp.documents import publish_policy_diagnostics
@@ -319,7 +300,7 @@ class Host:
             log.debug("thread pool shutdown", exc_info=True)
         if isinstance(ls.live, ConnectionLive):
             try:
-                ls.live.close()  # its unsaved buffers leave the index (or another connection's apply)
+                ls.live.close()  # its unsaved buffers leave the index
             except Exception:
                 log.exception("closing a connection's buffers")
         if ls.session is not None:

@@ -23,7 +23,7 @@ from codesynapse.errors import CodeSynapseError, DeadlineExceeded
 from codesynapse.lsp import context, documents, lifecycle, memory, navigation, subsessions
 from codesynapse.lsp.errors import JsonRpcRequestFailed, to_jsonrpc
 from codesynapse.lsp.rpc import CodeSynapseProtocol, read_frames
-from codesynapse.methods import call_method
+from codesynapse.methods import METHODS, call_method
 from codesynapse.scope import Scope
 from codesynapse.settings import Settings, load_settings
 
@@ -138,9 +138,11 @@ class CodeSynapseServer(LanguageServer):
         budget = DEADLINE_S + 0.5 - (loop.time() - started if started is not None else 0.0)
         if budget <= 0:
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S))
+        m = METHODS.get(method)
+        fn = self._in_view(call_method) if m is not None and m.reads == "graph" else call_method
         try:
             return await asyncio.wait_for(
-                loop.run_in_executor(self.thread_pool, call_method, app, method, params, self.scope), budget)
+                loop.run_in_executor(self.thread_pool, fn, app, method, params, self.scope), budget)
         except asyncio.TimeoutError as e:
             from codesynapse import metrics
 
@@ -159,7 +161,19 @@ class CodeSynapseServer(LanguageServer):
         def read():
             with self.app.store.snapshot():
                 return fn(*args)
-        return await self.run_sync(read)
+        return await self.run_sync(self._in_view(read))
+
+    def _in_view(self, fn):
+        """On the shared daemon, ``fn`` runs on an index that reflects this connection's
+        unsaved buffers and the disk for every other file (daemon/views.py)."""
+        reading = getattr(self.live, "reading", None) if self.host is not None else None
+        if reading is None:
+            return fn
+
+        def run(*args):
+            with reading():
+                return fn(*args)
+        return run
 
     async def run_sync(self, fn, *args) -> Any:
         loop = asyncio.get_running_loop()

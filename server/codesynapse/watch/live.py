@@ -19,6 +19,8 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any
 
 from codesynapse.extract.languages import BY_NAME, detect
 from codesynapse.extract.manifests import is_dependency_file
@@ -49,6 +51,11 @@ class LiveUpdater:
         self.on_policy = on_policy
         self.q: queue.Queue = queue.Queue(maxsize=QUEUE_MAX)
         self.overlays: dict[str, bytes] = {}
+        # the files whose content in the index is an unsaved buffer (path -> those bytes); every
+        # other file is the disk. The shared daemon compares it with a connection's buffers
+        # (daemon/views.py), and sets ``gate``: a context manager taken around each batch.
+        self.in_index: dict[str, bytes] = {}
+        self.gate: Callable[[dict[str, str]], Any] | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._overflow = threading.Event()
@@ -226,7 +233,9 @@ class LiveUpdater:
             except queue.Empty:
                 if self._overflow.is_set():
                     self._overflow.clear()
-                    if not self._safe(self.app.index):
+                    with self._gate({rel: "disk" for rel in self.in_index}):
+                        ok = self._safe(self._full_index)
+                    if not ok:
                         self._overflow.set()  # the store is still failing: catch up later
                         self._pause()
                 continue
@@ -248,7 +257,9 @@ class LiveUpdater:
                     break
                 batch[rel] = kind
             self.app.pending = self.q.qsize() + len(batch)
-            if self._safe(self._apply, batch):
+            with self._gate(batch):
+                ok = self._safe(self._apply, batch)
+            if ok:
                 self._backoff = 0.0
             else:
                 # the store refused the batch (Neo4j down, disk full): keep the changes and retry
@@ -260,6 +271,13 @@ class LiveUpdater:
             with self.applied:
                 self.generation += 1
                 self.applied.notify_all()
+
+    def _gate(self, batch: dict[str, str]):
+        return self.gate(batch) if self.gate is not None else nullcontext()
+
+    def _full_index(self) -> None:
+        self.app.index()  # from the disk: no buffer is in the index after it
+        self.in_index.clear()
 
     def _safe(self, fn, *args) -> bool:
         try:
@@ -275,6 +293,9 @@ class LiveUpdater:
 
     def _apply(self, batch: dict[str, str]) -> None:
         app = self.app
+        ov = dict(self.overlays)  # one version of the buffers for the whole batch
+        paths = list(batch)
+        batch = dict(batch)
         if POLICY_FILE in batch:
             batch.pop(POLICY_FILE)
             self._reload_policy()
@@ -292,8 +313,8 @@ class LiveUpdater:
             if policy is not None and policy.excluded(rel):
                 deleted.append(rel)
                 continue
-            if kind == "overlay" and rel in self.overlays:
-                data = self.overlays[rel]
+            if kind == "overlay" and rel in ov:
+                data = ov[rel]
                 overlays[rel] = data
                 changed.append(Candidate(rel, spec.name, len(data), -1))
                 continue
@@ -305,9 +326,9 @@ class LiveUpdater:
                 continue
             except OSError:
                 continue
-            if rel in self.overlays:  # an open unsaved buffer wins over the disk
-                overlays[rel] = self.overlays[rel]
-                changed.append(Candidate(rel, spec.name, len(self.overlays[rel]), -1))
+            if rel in ov:  # an open unsaved buffer wins over the disk
+                overlays[rel] = ov[rel]
+                changed.append(Candidate(rel, spec.name, len(ov[rel]), -1))
                 continue
             max_bytes = getattr(policy, "max_file_bytes", 1_048_576) if policy is not None else 1_048_576
             if st.st_size > max_bytes:
@@ -326,6 +347,11 @@ class LiveUpdater:
             if sv is not None:  # the dense leg's vectors of these files (once started: context/dense.py)
                 sv.update_paths({c.path for c in changed} | set(deleted) | {f.path for f in skipped})
             self._tell({c.path for c in changed} | set(deleted))
+        for rel in paths:  # the batch is in: each of its files is its buffer's content, or the disk
+            if rel in ov:
+                self.in_index[rel] = ov[rel]
+            else:
+                self.in_index.pop(rel, None)
 
     def _apply_dependencies(self, paths: list[str], policy) -> None:
         """Manifests, lockfiles and the policy's SARIF files among ``paths``: modules and
@@ -354,3 +380,4 @@ class LiveUpdater:
             app.policy = policy
             app.indexer.policy = policy
             app.index()  # walk + plan: newly excluded files leave, newly included ones enter
+            self.in_index.clear()  # from the disk; this batch's buffers are applied after it
