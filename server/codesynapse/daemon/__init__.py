@@ -12,7 +12,8 @@ API for code that extends a connection (sub-sessions, the MCP bridge):
 * Every LSP connection is a ``lsp.server.CodeSynapseServer`` (``ls``) with ``ls.app`` (the
   shared App), ``ls.scope`` (its immutable Scope), ``ls.live`` (the live updater; on the
   daemon a ``daemon.host.ConnectionLive``: the shared updater plus this connection's unsaved
-  buffers and listeners),
+  buffers and listeners; ``daemon.views.Views``, ``Host.views``, runs each graph answer on
+  the index as the asking connection's own unsaved buffers and the disk make it),
   ``ls.host`` (the ``daemon.host.Host``, None in one-process mode) and ``ls.session``.
 * ``ls.session`` is a ``daemon.session.Session``, made on ``initialize`` in both modes:
   ``.scope``, ``.app``, ``.client_name`` / ``.client_version``, ``.children`` (a list a

@@ -84,6 +84,11 @@ class Views:
     @contextmanager
     def reading(self, conn) -> Iterator[None]:
         """Run one answer of ``conn`` on an index that reflects ``conn``'s view."""
+        if not self.live.worker_started:
+            # the first index is still being built from the disk: no buffer is applied before
+            # it is in (a switch now could be overwritten by the walk); answers read the disk
+            yield
+            return
         want = dict(conn.buffers)
         while True:
             with self._cond:

@@ -56,6 +56,7 @@ class LiveUpdater:
         # (daemon/views.py), and sets ``gate``: a context manager taken around each batch.
         self.in_index: dict[str, bytes] = {}
         self.gate: Callable[[dict[str, str]], Any] | None = None
+        self.worker_started = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._overflow = threading.Event()
@@ -167,6 +168,7 @@ class LiveUpdater:
             self._threads.append(w)
 
     def start_worker(self) -> None:
+        self.worker_started = True  # the first index is in: buffers may be applied from now on
         t = threading.Thread(target=self._worker, name="codesynapse-live", daemon=True)
         t.start()
         self._threads.append(t)
