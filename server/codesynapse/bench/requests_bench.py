@@ -389,5 +389,7 @@ def ledger_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
                   f"summed measured request time {r['sumOnMs']:.1f} ms on, {r['sumOffMs']:.1f} ms off ({pct(total)}). "
                   "Target (issue 20 #1): counting ≤ 5% of a request's time — "
                   f"{met(mix is not None and mix <= 5)} over the mix (direct); per type see the direct column "
-                  "(a sub-millisecond answer can exceed 5% with the same absolute cost)."]
+                  "(a sub-millisecond answer can exceed 5% with the same absolute cost). A paired difference above "
+                  "the direct cost is indirect cost (e.g. allocation and garbage collection) plus load noise, not "
+                  "separated here. indexStatus is not counted by the ledger (its direct cost is the early return)."]
     return "\n".join(lines)
