@@ -161,6 +161,9 @@ class App:
         self.store = self._open_store()
         self.indexer = self._make_indexer()
         self.open_buffers: set[str] = set()  # relpaths with unsaved overlays in the index
+        # the asking connection's own unsaved buffers while it reads (shared daemon: the index may
+        # hold, or be about to hold, another connection's; an answer names only the asker's)
+        self.asking = threading.local()
         self.last_update: float | None = None
         self._closing = threading.Event()
         self._head: tuple[float, str | None, bool | None] | None = None
@@ -293,6 +296,10 @@ class App:
             self._head = (now, self.workspace.git_head(), self.workspace.git_dirty())
         return self._head[1], self._head[2]
 
+    def _open_buffers_of_asker(self) -> set[str]:
+        own = getattr(self.asking, "buffers", None)
+        return set(self.open_buffers) if own is None else set(own)
+
     def freshness(self) -> dict[str, Any]:
         commit, dirty = self._git_state()
         state, error, failures, pending = self.index_state.snapshot()
@@ -307,7 +314,7 @@ class App:
             "state": state,
             "indexedCommit": commit or "",
             "dirty": bool(dirty) if dirty is not None else False,
-            "openBuffers": sorted(self.open_buffers),
+            "openBuffers": sorted(self._open_buffers_of_asker()),
             "pending": pending,
             "lastUpdate": dt.datetime.fromtimestamp(last, dt.timezone.utc).isoformat() if last else "",
             "policyFingerprint": getattr(self.policy, "fingerprint", ""),

@@ -170,9 +170,16 @@ class CodeSynapseServer(LanguageServer):
         if reading is None:
             return fn
 
+        own = set(getattr(self.live, "buffers", {}))  # taken on the event loop, which edits them
+
         def run(*args):
-            with reading():
-                return fn(*args)
+            asking = self.app.asking  # freshness names this connection's buffers only
+            asking.buffers = own
+            try:
+                with reading():
+                    return fn(*args)
+            finally:
+                asking.buffers = None
         return run
 
     async def run_sync(self, fn, *args) -> Any:
