@@ -29,6 +29,8 @@ type Snapshot struct{}
 
 func (s *Snapshot) View() *View { return nil }
 
+func Fresh() *Snapshot { return nil }
+
 type Other struct{}
 
 func (o *Other) View() *View { return nil }
@@ -93,6 +95,26 @@ func (c *completer) shadowed(deps anotherType) {
 	run(func(deps commandDeps) {
 		deps.snapshot.View()
 	})
+}
+
+func (c *completer) copied() {
+	run(func(deps commandDeps) {
+		snapshot := deps.snapshot
+		snapshot.View()
+	})
+	s := c.snapshot
+	s.View()
+	m := c.byName
+	m.View()
+}
+
+type holder struct {
+	snapshot *cache.Snapshot
+}
+
+func (h *holder) swap() {
+	h.snapshot = cache.Fresh()
+	h.snapshot.View()
 }
 
 func (c *completer) untyped() {
@@ -163,6 +185,14 @@ def test_a_closures_typed_parameter_types_its_fields(tmp_path):
     finally:
         store.close()
     assert calls[(f"{MOD}/server.completer.command", "deps.snapshot.View")] == (SNAP, "inferred", 0.85)
+    # a local copied from a field (in a closure, of a struct of this file; in the method, of
+    # one declared in another file) takes the field's type; a map field's copy none
+    copied = f"{MOD}/server.completer.copied"
+    assert calls[(copied, "snapshot.View")] == (SNAP, "inferred", 0.85)
+    assert calls[(copied, "s.View")] == (SNAP, "inferred", 0.8)
+    assert calls[(copied, "m.View")] == ("", "unresolved", 0.0)
+    # an assignment to a field leaves it the type its struct declares
+    assert calls[(f"{MOD}/server.holder.swap", "h.snapshot.View")] == (SNAP, "inferred", 0.85)
     # ``deps`` is also the method's parameter of another type, or a local of no known type:
     # the name gets no type (receiver types are per function, not per block)
     assert calls[(f"{MOD}/server.completer.shadowed", "deps.snapshot.View")] == ("", "unresolved", 0.0)

@@ -674,7 +674,7 @@ class Resolver:
         # the receiver is a struct's field (``c.snapshot.View()``): the type the field declares
         fld = parse_field_hint(hint) if hint else None
         if fld is not None:
-            if len(parts) < 3:
+            if len(parts) < 2:
                 return UNRESOLVED
             t = self.field_type(caller, fld, fi)
             if t is None:

@@ -26,7 +26,7 @@ from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
 from codesynapse.extract.lang._filecache import per_file
-from codesynapse.extract.model import RETURN_HINT, ImportRef, field_hint, return_hint
+from codesynapse.extract.model import FIELD_HINT, RETURN_HINT, ImportRef, field_hint, return_hint
 
 _TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
 _TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
@@ -429,11 +429,27 @@ class GoHooks(LanguageHooks):
         recv = callee.rsplit(".", 1)[0] if "." in callee else ""
         if recv and recv in hints:
             inner = hints[recv]
-            if inner.startswith(RETURN_HINT):
+            if inner.startswith((RETURN_HINT, FIELD_HINT)):
                 return ""
         elif callee.split(".", 1)[0] in names:
             return ""
         return return_hint(callee, inner)
+
+    def _field_value(self, root: Node, val: Node, src: bytes, hints: dict[str, str]) -> str:
+        """``snapshot := deps.snapshot``: the type of a field of a name hinted with a type (a
+        struct of this file: the field's type; else a field hint the resolver reads)."""
+        if val.type != "selector_expression":
+            return ""
+        operand, fld = val.child_by_field_name("operand"), val.child_by_field_name("field")
+        if operand is None or fld is None or operand.type != "identifier":
+            return ""
+        owner = hints.get(text(operand, src), "")
+        if not owner or not _TYPE.match(owner):
+            return ""
+        fields = per_file(src, "go.structs", lambda: self._structs(root, src))
+        if owner in fields:
+            return fields[owner].get(text(fld, src), "")
+        return self.field_hint(owner, text(fld, src))
 
     def field_hint(self, owner: str, field: str) -> str:
         """The hint of receiver ``x.field`` when ``x`` is hinted ``owner`` (a type name) and the
@@ -461,7 +477,7 @@ class GoHooks(LanguageHooks):
             recv = callee.rsplit(".", 1)[0]
             if recv in hints:
                 inner = hints[recv]
-                if inner.startswith(RETURN_HINT):
+                if inner.startswith((RETURN_HINT, FIELD_HINT)):
                     return ""
             elif recv.split(".", 1)[0] in declared:
                 return ""  # a parameter or local of unknown type
@@ -480,7 +496,7 @@ class GoHooks(LanguageHooks):
             declared.add(var)
             if not var or var == "_" or var in conflicts:
                 return
-            if not typ or not (_TYPE.match(typ) or typ.startswith(RETURN_HINT)):
+            if not typ or not (_TYPE.match(typ) or typ.startswith((RETURN_HINT, FIELD_HINT))):
                 if var in hints:
                     conflicts.add(var)
                     del hints[var]
@@ -521,7 +537,10 @@ class GoHooks(LanguageHooks):
                     pass  # ``x += 1`` and the like bind no value of another type
                 elif len(lefts) == len(rights):
                     for lnode, rnode in zip(lefts, rights):
+                        if lnode.type == "selector_expression":
+                            continue  # ``v.snapshot = ...``: a field keeps the type its struct declares
                         put(text(lnode, src), self._value_type(root, rnode, src)
+                            or self._field_value(root, rnode, src, hints)
                             or self._return_hint(rnode, src, hints, declared, 0))
                 else:
                     # ``cmd, rest, err := c.Find(args)``: each name takes its result's type when
@@ -529,6 +548,8 @@ class GoHooks(LanguageHooks):
                     # else the type the called function declares for that result (return hint)
                     types = self._call_results(root, rights[0], src, hints) if len(rights) == 1 else []
                     for i, lnode in enumerate(lefts):
+                        if lnode.type == "selector_expression":
+                            continue  # ``v.snapshot, ok = ...``: as above
                         typ = types[i] if len(types) == len(lefts) else ""
                         if not typ and len(rights) == 1 and not types:
                             typ = self._return_hint(rights[0], src, hints, declared, i)
@@ -567,6 +588,10 @@ class GoHooks(LanguageHooks):
                             if var in declared and var not in hints:
                                 conflicts.add(var)
                             put(var, typ)
+                    # and its locals (``snapshot := deps.snapshot``), by the same rules
+                    body = c.child_by_field_name("body")
+                    if body is not None:
+                        stack.append(body)
         # the fields of parameters and locals whose struct is declared in this file, as for the
         # receiver's (``req.snapshot.View()`` with ``req *request``)
         receivers = {v for v, _ in recv_fields}
