@@ -26,7 +26,13 @@ from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, squash, text
 from codesynapse.extract.lang._filecache import per_file
-from codesynapse.extract.model import FIELD_HINT, RETURN_HINT, ImportRef, field_hint, return_hint
+from codesynapse.extract.model import (
+    FIELD_HINT,
+    RETURN_HINT,
+    ImportRef,
+    field_hint,
+    return_hint,
+)
 
 _TEST = re.compile(r"^(Test|Benchmark|Example|Fuzz)([A-Z0-9_].*)?$")
 _TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
