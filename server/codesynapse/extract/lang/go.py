@@ -13,7 +13,10 @@ receiver, typed parameters, ``var x T``, ``x := T{}`` / ``&T{}``, ``x := NewT()`
 function is declared in the same file with a named result type, and ``recv.field`` when the
 receiver's struct is declared in the same file; package-level ``var x = &T{}`` / ``var x T``
 of the same file when no parameter or local shadows ``x`` (``DefaultClient.Get`` in
-``http.Get``).
+``http.Get``). A closure's typed parameters and locals count as its function's. A struct's
+signature lists its named fields of a named type (``type S struct {view *View; a, b pkg.T}``):
+``x.field`` (and ``y := x.field``) with ``x`` of a struct declared in another file gets a field
+hint (``->field.Owner``) the resolver reads that list for; an assignment to a field binds nothing.
 """
 
 from __future__ import annotations
