@@ -224,3 +224,22 @@ def test_a_change_to_the_structs_file_alone_moves_the_calls(tmp_path):
         assert full.dump() == updated
     finally:
         full.close()
+
+
+def test_field_types_read_from_struct_signatures():
+    from codesynapse.graph.resolve import SymbolIndex
+
+    idx = SymbolIndex()
+    # build-tagged twins declaring the field alike agree; a field cut by the cap is not read
+    idx.add_file("a_linux.go", "m", "go", [("m.S", "struct", "", "type S struct {v *View; a, b pkg.X}")], [])
+    idx.add_file("a_windows.go", "m", "go", [("m.S", "struct", "", "type S struct {v *View}")], [])
+    idx.add_file("b.go", "m", "go", [("m.T", "struct", "", "type T struct {c *Y; d Zlong…")], [])
+    assert idx.field_of("m.S", "v") == ("a_linux.go", "*View")
+    assert idx.field_of("m.S", "b") == ("a_linux.go", "pkg.X")
+    assert idx.field_of("m.T", "c") == ("b.go", "*Y")
+    assert idx.field_of("m.T", "d") is None
+    # twins that disagree declare nothing
+    idx.add_file("a_windows.go", "m", "go", [("m.S", "struct", "", "type S struct {v *Other}")], [])
+    assert idx.field_of("m.S", "v") is None
+    idx.remove_file("a_windows.go")
+    assert idx.field_of("m.S", "v") == ("a_linux.go", "*View")

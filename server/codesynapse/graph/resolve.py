@@ -436,8 +436,11 @@ class SymbolIndex:
     def field_of(self, qname: str, field: str) -> tuple[str, str] | None:
         """(path of the declaring file, declared type as written) of field ``field`` of the Go
         struct ``qname``; None when no file declares it or files declare it differently."""
-        found = {(p, f[field]) for p, f in self.fields.get(qname, {}).items() if field in f}
-        return next(iter(found)) if len(found) == 1 else None
+        by_path = {p: f[field] for p, f in self.fields.get(qname, {}).items() if field in f}
+        if len(set(by_path.values())) != 1:
+            return None
+        path = min(by_path)  # files declaring it alike (build-tagged twins): the first
+        return path, by_path[path]
 
     def names_returning(self, names: set[str]) -> set[str]:
         """Short names of the functions and methods whose declared results name one of
