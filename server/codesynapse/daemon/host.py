@@ -287,10 +287,17 @@ class Host:
                 self._arm_grace()
 
     def _end_connection(self, ls) -> None:
-        """A connection ended: its session (memory, children) closes; the shared App stays."""
-        with self._servers_lock:
-            if ls in self.servers:
-                self.servers.remove(ls)
+        """A connection ended: its session (memory, children) closes; the shared App stays.
+        It leaves indexStatus's client list last, once its session memory is gone (a client
+        that can no longer see it can count on that)."""
+        try:
+            self._close_connection(ls)
+        finally:
+            with self._servers_lock:
+                if ls in self.servers:
+                    self.servers.remove(ls)
+
+    def _close_connection(self, ls) -> None:
         try:
             ls._stop_event.set()
             pool = getattr(ls, "_thread_pool", None)
