@@ -20,9 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from codesynapse.daemon import proxy, pump
-from tests.reliability.test_daemon import ENV, client, daemon_pids, init, stop_daemons, wait_until
+
+from tests.reliability.test_daemon import (
+    client,
+    daemon_pids,
+    init,
+    stop_daemons,
+    wait_until,
+)
 from tests.reliability.test_security import FIXTURES
 
 SOURCE = Path(pump.__file__).with_name("pump.c")
