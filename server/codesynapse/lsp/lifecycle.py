@@ -75,11 +75,6 @@ def register(server) -> None:
         problem = metrics.start(settings.metrics_port, ls.app)  # opt-in; a port in use is a warning
         if problem:
             ls.app_notices.append(("warning", f"CodeSynapse: {problem}"))
-        from codesynapse import metrics
-
-        problem = metrics.start(settings.metrics_port, ls.app)  # opt-in; a port in use is a warning
-        if problem:
-            ls.app_notices.append(("warning", f"CodeSynapse: {problem}"))
         ls.scope = make_connection_scope(ls, settings)
         if handle is not None:  # the sub-session's scope, or InvalidParams: initialize fails
             try:
