@@ -110,7 +110,7 @@ def _scan(answer: Any, seen: set[bytes]) -> tuple[list[bytes], int]:
         o = stack.pop()
         if isinstance(o, dict):
             if "qualifiedName" in o:
-                enc = _encode({k: v for k, v in o.items() if k not in _VOLATILE})
+                enc = _encode({k: v for k, v in o.items() if k not in _VOLATILE} if not _VOLATILE.isdisjoint(o) else o)
                 d = hashlib.blake2b(enc, digest_size=12).digest()
                 if d in seen:
                     hit += len(enc)
@@ -122,15 +122,17 @@ def _scan(answer: Any, seen: set[bytes]) -> tuple[list[bytes], int]:
     return digests, hit
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
-    """One answer."""
+    """One answer. Until its raw estimates are computed it keeps only what the worker needs to
+    make the ``baselines.Request`` (``request``: method, params, kind, earlier memory turns), not
+    the answer or a Request object: a session may keep ``WAITING_MAX`` of them."""
 
     method: str
     returned: int  # tokens of the response
     cache_hit: int  # tokens of cards/sites the session had already received
     at: float
-    request: Any = None  # baselines.Request until the raw estimates are computed
+    request: tuple | None = None  # (method, params, kind, turns) until the raw estimates are computed
     raw_a: int | None = None
     raw_b: int | None = None
     files_a: int = 0
@@ -240,8 +242,6 @@ class SessionLedger:
         return m, u
 
     def record(self, method: str, params: Any, answer: Any) -> Row:
-        from codesynapse.bench.baselines import Request
-
         returned = _est(response_bytes(answer))
         with self.lock:
             digests, hit_bytes = _scan(answer, self.seen)
@@ -250,8 +250,7 @@ class SessionLedger:
                 self.seen.update(digests[:room])
             hit = min(_est(hit_bytes), returned) if hit_bytes else 0
             kind = "recall" if method == "codesynapse/memory/recall" else ""
-            req = Request(method=method, params=params if isinstance(params, dict) else {}, kind=kind,
-                          requests=list(self.turns) if kind else [])
+            req = (method, params if isinstance(params, dict) else {}, kind, tuple(self.turns) if kind else ())
             if method in _MEMORY_TURNS:
                 self.turns.append({"method": method, "params": params})
             row = Row(method=method, returned=returned, cache_hit=hit, at=time.time(), request=req)
@@ -444,7 +443,7 @@ class LedgerBook:
                         return
                     row = led.waiting.popleft()
                 try:  # the files as they are now: a text read for an earlier answer may have changed since
-                    a, b, fa, fb = self._estimate(row.request, self._corpus())
+                    a, b, fa, fb = self._estimate(_request(row.request), self._corpus())
                 except Exception:  # counted without a raw estimate rather than retried for ever
                     log.warning("ledger: the raw estimate of a %s answer failed", row.method, exc_info=True)
                     a = b = fa = fb = 0
@@ -468,6 +467,14 @@ class LedgerBook:
             merge_totals(self.totals_path, delta, new_session)
         except OSError as e:
             log.warning("ledger: the workspace totals could not be written (%s)", e)
+
+
+def _request(pending: tuple):
+    """The ``baselines.Request`` of a row's pending (method, params, kind, turns)."""
+    from codesynapse.bench.baselines import Request
+
+    method, params, kind, turns = pending
+    return Request(method=method, params=params, kind=kind, requests=list(turns))
 
 
 TEXT_CACHE_MAX = 128 << 20  # bytes of file text the raw estimates keep between answers
