@@ -514,13 +514,21 @@ describe('CodeSynapse extension in VS Code 1.100 (code-server)', { timeout: 15 *
       assert.ok(figures.tokens > 0, JSON.stringify(figures));
       assert.ok([figures.avoidedA, figures.avoidedB, figures.cacheHit].every(Number.isInteger), JSON.stringify(figures));
       assert.match(await strip.innerText(), /^Session · \d+ answers/);
-      // the tooltip says the same figures
-      await page.locator('#workbench\\.parts\\.statusbar .statusbar-item', { hasText: 'CodeSynapse:' }).first().hover();
+      // the tooltip says the same figures as the strip. The session goes on answering meanwhile
+      // (CodeLens, hover), so both are read again until one reading of each agrees.
       const hover = page.locator('.workbench-hover, .monaco-hover', { hasText: 'Session savings' }).first();
-      await hover.waitFor({ state: 'visible', timeout: 15_000 });
-      const tip = await hover.innerText();
+      const tip = await waitFor('the tooltip and the strip to show the same session figures', async () => {
+        await page.mouse.move(900, 450);
+        await page.locator('#workbench\\.parts\\.statusbar .statusbar-item', { hasText: 'CodeSynapse:' }).first().hover();
+        await hover.waitFor({ state: 'visible', timeout: 15_000 });
+        const text = await hover.innerText();
+        const tokens = Number(await strip.getAttribute('data-tokens'));
+        const answers = Number(await strip.getAttribute('data-answers'));
+        return text.includes(`returned ${tokens.toLocaleString('en-US')} tokens`)
+          && text.includes(`Session savings (${answers} answers):`) ? text : null;
+      }, { timeout: 30_000 });
       assert.match(tip, /Session savings \(\d+ answers\):/);
-      assert.match(tip, new RegExp(`returned ${figures.tokens.toLocaleString('en-US')} tokens`));
+      assert.match(tip, /returned [\d,]+ tokens/);
       assert.match(tip, /avoided vs \(a\) files behind the answers: -?[\d,]+/);
       assert.match(tip, /avoided vs \(b\) grep \+ files opened: -?[\d,]+/);
       assert.match(tip, /cache-hit \(repeats of earlier answers\): [\d,]+ tokens/);
