@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from codesynapse.daemon import proxy, pump
 
-from tests.reliability.test_daemon import (
+from tests.reliability.test_daemon import (  # noqa: F401  (repo, data: the daemon tests' fixtures)
     client,
     daemon_pids,
+    data,
     init,
-    stop_daemons,
+    repo,
     wait_until,
 )
-from tests.reliability.test_security import FIXTURES
 
 SOURCE = Path(pump.__file__).with_name("pump.c")
 CC = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
@@ -188,20 +188,6 @@ def test_the_proxy_finds_the_pump_next_to_the_interpreter(tmp_path, monkeypatch)
     assert proxy.native_pump() == str(built)
     monkeypatch.setenv("CODESYNAPSE_PUMP", "python")
     assert proxy.native_pump() is None
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "python_repo", root)
-    return root
-
-
-@pytest.fixture
-def data(tmp_path):
-    d = tmp_path / "data"
-    yield d
-    stop_daemons(d)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.mcp_client import call, call_error, mcp_session
 from tests.reliability.rawlsp import RpcError
-from tests.reliability.test_daemon import ENV, client, daemon_pids, init, session_rows, stop_daemons, wait_until
-from tests.reliability.test_security import FIXTURES, _everything, _ids, _remember_all
+from tests.reliability.test_daemon import (  # noqa: F401  (repo, data: the daemon tests' fixtures)
+    ENV,
+    client,
+    daemon_pids,
+    data,
+    init,
+    repo,
+    session_rows,
+    wait_until,
+)
+from tests.reliability.test_security import _everything, _ids, _remember_all
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "python_repo", root)
-    return root
-
-
-@pytest.fixture
-def data(tmp_path):
-    d = tmp_path / "data"
-    yield d
-    stop_daemons(d)
 
 
 def _refused(fn, code: int = -32602) -> RpcError:
