@@ -18,11 +18,11 @@ from typing import Any
 from codesynapse.context.retrieval import RetrievalConfig
 from codesynapse.errors import CodeSynapseError, StoreError, StoreUnavailable
 from codesynapse.extract import incremental
-from codesynapse.graph.indexer import IndexReport, Indexer, Progress
 from codesynapse.graph.model import GraphStats
-from codesynapse.graph.sqlite import open_sqlite_graph
-from codesynapse.graph.store import GraphStore
+from codesynapse.index.indexer import Indexer, IndexReport, Progress
 from codesynapse.settings import Settings, load_settings
+from codesynapse.store.graph import GraphStore
+from codesynapse.store.sqlite.graph import open_sqlite_graph
 from codesynapse.workspace import Workspace, open_workspace
 
 log = logging.getLogger(__name__)
@@ -40,12 +40,12 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
     """The workspace's graph store. A damaged SQLite file is moved aside and a fresh one
     created; what the user should know about that is appended to ``notices``."""
     if settings.backend == "neo4j":
-        from codesynapse.graph.neo4j import Neo4jGraphStore
+        from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
         return Neo4jGraphStore(settings.neo4j_uri, ws.graph_id, user=settings.neo4j_user,
                                password=settings.neo4j_password)
     if settings.backend == "hugegraph":
-        from codesynapse.graph.hugegraph import HugeGraphStore
+        from codesynapse.store.hugegraph.graph import HugeGraphStore
 
         return HugeGraphStore(settings.hugegraph_url, ws.graph_id, graph=settings.hugegraph_graph,
                               user=settings.hugegraph_user, password=settings.hugegraph_password)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
-from codesynapse.graph.sqlite import SqliteGraphStore
-from codesynapse.memory.sqlite_store import SqliteMemoryStore
 from tests.contract.support import BACKENDS, unique
 
 
@@ -29,10 +29,10 @@ def graph_store_class(backend: str) -> type:
     if backend == "sqlite":
         return SqliteGraphStore
     if backend == "hugegraph":
-        from codesynapse.graph.hugegraph import HugeGraphStore
+        from codesynapse.store.hugegraph.graph import HugeGraphStore
 
         return HugeGraphStore
-    from codesynapse.graph.neo4j import Neo4jGraphStore
+    from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
     return Neo4jGraphStore
 
@@ -80,11 +80,11 @@ def make_graph_store(backend: str, neo4j_uri: str, hugegraph_url: str, tmp_path,
         if backend == "sqlite":
             store = SqliteGraphStore(tmp_path / "graph.sqlite3", gid)
         elif backend == "hugegraph":
-            from codesynapse.graph.hugegraph import HugeGraphStore
+            from codesynapse.store.hugegraph.graph import HugeGraphStore
 
             store = HugeGraphStore(hugegraph_url, gid)
         else:
-            from codesynapse.graph.neo4j import Neo4jGraphStore
+            from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
             store = Neo4jGraphStore(neo4j_uri, gid)
         opened.append(store)
@@ -107,11 +107,11 @@ def memory_store(backend: str, neo4j_uri: str, hugegraph_url: str, tmp_path) -> 
     if backend == "sqlite":
         store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
     elif backend == "hugegraph":
-        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+        from codesynapse.store.hugegraph.memory import HugeGraphMemoryStore
 
         store = HugeGraphMemoryStore(hugegraph_url)
     else:
-        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
+        from codesynapse.store.neo4j.memory import Neo4jMemoryStore
 
         store = Neo4jMemoryStore(neo4j_uri)
     yield store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from codesynapse.graph.hugegraph import index_key
+from codesynapse.store.hugegraph.graph import index_key
 
 PLANT = """
 graph.addVertex(T.label, 'mem_entity', T.id, e.id, 'eid', e.id, 'tenant_id', e.tenant, 'ns', e.namespace,

@@ -74,7 +74,7 @@ def lite_and_neo4j(neo4j_server, tmp_path_factory):
     try:
         yield lite, neo
     finally:
-        from codesynapse.graph.neo4j import Neo4jGraphStore
+        from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
         store = Neo4jGraphStore(neo4j_server.uri, neo["status"]["graphId"])
         store.delete_graph()

@@ -6,11 +6,24 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
-from codesynapse.extract.model import CallSite, FileExtraction, ImportRef, Inherit, Symbol
+from codesynapse.extract.model import (
+    CallSite,
+    FileExtraction,
+    ImportRef,
+    Inherit,
+    Symbol,
+)
 from codesynapse.graph.model import FileRow, GraphStats, Resolution
-from codesynapse.graph.store import SCHEMA_VERSION, GraphStore
-from tests.contract.graphdata import A, B, CALL_TARGETS, DUMP, INHERIT_TARGETS, write_sample
+from codesynapse.store.graph import SCHEMA_VERSION, GraphStore
+
+from tests.contract.graphdata import (
+    CALL_TARGETS,
+    DUMP,
+    INHERIT_TARGETS,
+    A,
+    B,
+    write_sample,
+)
 
 
 @pytest.fixture
@@ -455,7 +468,7 @@ def small_batches(monkeypatch):
     """Shrink the Neo4j adapter's batch sizes so that a few thousand rows cross every
     boundary (statement chunks, insert_calls transactions, pages, calls_touching chunks);
     SQLite's own chunk (300 names) is crossed as it is."""
-    from codesynapse.graph import neo4j
+    from codesynapse.store.neo4j import graph as neo4j
 
     monkeypatch.setattr(neo4j, "CHUNK", 500)
     monkeypatch.setattr(neo4j, "CALLS_PER_TX", 1_000)

@@ -10,13 +10,13 @@ import shutil
 import time
 
 import pytest
-
 from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.extract.model import CallSite, FileExtraction, Symbol
-from codesynapse.graph import hugegraph
-from codesynapse.graph.hugegraph import GremlinClient, HugeGraphStore
 from codesynapse.graph.model import Resolution
-from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+from codesynapse.store.hugegraph import graph as hugegraph
+from codesynapse.store.hugegraph.graph import GremlinClient, HugeGraphStore
+from codesynapse.store.hugegraph.memory import HugeGraphMemoryStore
+
 from tests.contract.graphdata import DUMP, write_sample
 from tests.contract.support import unique
 from tests.contract.test_graph_store import HOSTILE

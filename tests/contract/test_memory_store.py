@@ -6,10 +6,9 @@ sessions that use identical names."""
 from __future__ import annotations
 
 import pytest
-
 from codesynapse.errors import StoreError
-from codesynapse.memory.store import MemoryStore, TodoItem
 from codesynapse.scope import Scope
+from codesynapse.store.memory import MemoryStore, TodoItem
 
 T0 = "2026-01-01T00:00:00.000Z"
 T1 = "2026-01-02T00:00:00.000Z"
@@ -473,7 +472,7 @@ def test_session_owners_and_the_purge_of_sessions_whose_process_is_gone(m, sc):
 # ---- anchors (issue 25) -----------------------------------------------------------------------
 
 def spec(qname, path="pkg/mod.py", h="h1", line=3):
-    from codesynapse.memory.store import AnchorSpec
+    from codesynapse.store.memory import AnchorSpec
 
     return AnchorSpec(qname=qname, name=qname.rsplit(".", 1)[-1], path=path, hash=h, kind="function", line=line)
 

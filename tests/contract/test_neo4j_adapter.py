@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from codesynapse.errors import StoreError, StoreUnavailable
-from codesynapse.graph.neo4j import Neo4jGraphStore, lucene_query, query_terms
-from codesynapse.memory.neo4j_store import Neo4jMemoryStore
+from codesynapse.store.neo4j.graph import Neo4jGraphStore, lucene_query, query_terms
+from codesynapse.store.neo4j.memory import Neo4jMemoryStore
+
 from tests.contract.graphdata import write_sample
 from tests.contract.support import unique
 from tests.contract.test_graph_store import HOSTILE

@@ -15,10 +15,10 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from codesynapse.graph.integrity import check_graph
-from codesynapse.graph.sqlite import SqliteGraphStore
-from codesynapse.graph.store import GraphStore, StoreCapabilities
+from codesynapse.store.graph import GraphStore, StoreCapabilities
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+
 from tests.contract.graphdata import A, B
 
 
@@ -193,7 +193,7 @@ def test_a_write_inside_a_snapshot_is_made_and_seen(graph_store):
 
 _CHILD = """
 import sys
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 from tests.contract.graphdata import A
 store = SqliteGraphStore(sys.argv[1], sys.argv[2])
 with store.transaction():

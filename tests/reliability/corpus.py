@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 from codesynapse.app import App
-from codesynapse.graph.sqlite import SqliteGraphStore
 from codesynapse.settings import load_settings
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 from codesynapse.workspace import open_workspace
 
 

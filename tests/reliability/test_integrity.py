@@ -8,12 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from codesynapse.app import App
 from codesynapse.graph.integrity import check_graph, check_memory, diff_dumps
-from codesynapse.memory.sqlite_store import SqliteMemoryStore
 from codesynapse.scope import make_scope
 from codesynapse.settings import load_settings
+from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

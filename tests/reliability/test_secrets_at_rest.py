@@ -28,11 +28,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from codesynapse.app import App
 from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
-from tests.reliability.test_security import FIXTURES, POLICY, SECRETS, corpus_lines, remember_params
+
+from tests.reliability.test_security import (
+    FIXTURES,
+    POLICY,
+    SECRETS,
+    corpus_lines,
+    remember_params,
+)
 
 # the token of the clone's remote URL (https://deploy:<token>@github.com/…)
 REMOTE_TOKEN = "ghp_4kT9wQ2zL7xN5cV8bM3jH6fD1sA0pR2yU4iO"
@@ -173,7 +179,7 @@ def _neo4j_strings(uri: str) -> str:
 
 
 def _hugegraph_strings(url: str) -> str:
-    from codesynapse.graph.hugegraph import GremlinClient
+    from codesynapse.store.hugegraph.graph import GremlinClient
 
     client = GremlinClient(url, timeout=120.0)
     out: list[str] = []

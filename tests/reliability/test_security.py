@@ -296,8 +296,8 @@ def test_a_kept_extraction_holds_no_secret_and_no_source(tmp_path):
     (extract/incremental.py, ``<data dir>/kept``): decompressed, it holds no planted value and
     none of the file's code, only what the graph holds (names, signatures, redacted summaries)."""
     from codesynapse.extract import incremental
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
+    from codesynapse.index.indexer import Indexer
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
 
     planted = (FIXTURES / "secrets" / "settings.py").read_text() + "\n\n" + \
         (FIXTURES / "secrets" / "prose" / "ops_notes.py").read_text()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 
 def _index(root: Path, tmp: Path):

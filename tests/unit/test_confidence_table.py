@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 from codesynapse.context import service
-from codesynapse.graph import confidence, resolve
+from codesynapse.graph import confidence
+from codesynapse.index import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = {"local": 1.0, "import": 0.95, "module": 0.95, "self": 0.95, "super": 0.9, "inferred": 0.85,

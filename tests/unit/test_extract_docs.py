@@ -10,11 +10,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from codesynapse.extract import extract_source
 from codesynapse.extract.docs import MAX_KEYS
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "docs_repo"
 VALUES = ("hunter2", "8080", "notes:hunter2", "0 3 * * *", "/etc/notes", "sk_live_51Habcdefghijklmnopqrstuv",

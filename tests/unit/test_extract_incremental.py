@@ -16,10 +16,8 @@ from dataclasses import replace as replace_dc
 from pathlib import Path
 
 import pytest
+from codesynapse.extract import content_hash, extract_source, incremental
 from msgspec.structs import replace
-
-from codesynapse.extract import content_hash, extract_source
-from codesynapse.extract import incremental
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # large files of different shapes: a test module, a module of classes, a module of functions
@@ -35,8 +33,8 @@ def _files() -> list[Path]:
 
 def _indexed(tmp_path: Path, rel: str, text: str, keep_dir: Path | None = None):
     """A repository holding one file, indexed into SQLite: (root, store, indexer)."""
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
+    from codesynapse.index.indexer import Indexer
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -49,8 +47,8 @@ def _indexed(tmp_path: Path, rel: str, text: str, keep_dir: Path | None = None):
 
 def _full_dump(tmp_path: Path, root: Path):
     """What a full index of ``root`` stores."""
-    from codesynapse.graph.indexer import Indexer
-    from codesynapse.graph.sqlite import SqliteGraphStore
+    from codesynapse.index.indexer import Indexer
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
 
     full_store = SqliteGraphStore(tmp_path / "full.db", "g")
     Indexer(root, full_store, None, workers=1).index_tree()

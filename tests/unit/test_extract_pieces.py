@@ -9,10 +9,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from codesynapse.extract import docs, engine, extract_source
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 
 def _functions(n: int) -> bytes:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 MOD = "example.com/g"
 
@@ -227,7 +227,7 @@ def test_a_change_to_the_structs_file_alone_moves_the_calls(tmp_path):
 
 
 def test_field_types_read_from_struct_signatures():
-    from codesynapse.graph.resolve import SymbolIndex
+    from codesynapse.index.resolve import SymbolIndex
 
     idx = SymbolIndex()
     # build-tagged twins declaring the field alike agree; a field cut by the cap is not read

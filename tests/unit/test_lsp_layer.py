@@ -14,5 +14,5 @@ def test_standard_lsp_handlers_do_not_touch_the_store():
     reaches = [(n.lineno, ast.unparse(n)) for n in ast.walk(tree)
                if isinstance(n, ast.Attribute) and n.attr in ("store", "_ctx")]
     imports = [(n.lineno, n.module) for n in ast.walk(tree)
-               if isinstance(n, ast.ImportFrom) and n.module in ("codesynapse.methods", "codesynapse.graph.store")]
+               if isinstance(n, ast.ImportFrom) and n.module in ("codesynapse.methods", "codesynapse.store.graph")]
     assert reaches == [] and imports == []

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import inspect
 
-from codesynapse.memory import exact, hugegraph_store, neo4j_store, sqlite_store
-from codesynapse.memory.store import EntityRecord
+from codesynapse.memory import exact
+from codesynapse.store.hugegraph import memory as hugegraph_store
+from codesynapse.store.memory import EntityRecord
+from codesynapse.store.neo4j import memory as neo4j_store
+from codesynapse.store.sqlite import memory as sqlite_store
 
 
 def rec(id_: str, name: str, *, aliases: tuple[str, ...] = (), session: str = "") -> EntityRecord:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from codesynapse.errors import StoreError
-from codesynapse.memory.sqlite_store import SqliteMemoryStore
-from codesynapse.memory.store import MemoryStore, TodoItem
 from codesynapse.scope import Scope
+from codesynapse.store.memory import MemoryStore, TodoItem
+from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
 T0 = "2026-01-01T00:00:00.000Z"
 T1 = "2026-01-02T00:00:00.000Z"

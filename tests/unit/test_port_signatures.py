@@ -8,14 +8,14 @@ from typing import Protocol
 
 import pytest
 from codesynapse.graph.depmodel import DependencyStore
-from codesynapse.graph.hugegraph import HugeGraphStore
-from codesynapse.graph.neo4j import Neo4jGraphStore
-from codesynapse.graph.sqlite import SqliteGraphStore
-from codesynapse.graph.store import GraphStore
-from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
-from codesynapse.memory.neo4j_store import Neo4jMemoryStore
-from codesynapse.memory.sqlite_store import SqliteMemoryStore
-from codesynapse.memory.store import MemoryStore
+from codesynapse.store.graph import GraphStore
+from codesynapse.store.hugegraph.graph import HugeGraphStore
+from codesynapse.store.hugegraph.memory import HugeGraphMemoryStore
+from codesynapse.store.memory import MemoryStore
+from codesynapse.store.neo4j.graph import Neo4jGraphStore
+from codesynapse.store.neo4j.memory import Neo4jMemoryStore
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
 from tests.contract.support import signature_differences
 

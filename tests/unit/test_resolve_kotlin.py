@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "kotlin_repo"
 P = "com.acme.tasks"

@@ -10,9 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "resolution_py"
 

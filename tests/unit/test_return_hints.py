@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

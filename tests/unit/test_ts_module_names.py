@@ -10,10 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from codesynapse.extract import extract_source
-from codesynapse.graph.indexer import Indexer
-from codesynapse.graph.sqlite import SqliteGraphStore
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 FILES = {
     "package.json": json.dumps({"private": True, "workspaces": ["packages/*"]}),  # no name: passed over

@@ -48,8 +48,8 @@ from typing import Any
 
 from codesynapse.errors import InvalidParams, StoreError
 from codesynapse.memory.models import MAX_ANCHORS, AnchorOut, AnchorPosition
-from codesynapse.memory.store import AnchorRecord, AnchorSpec, MemoryStore
 from codesynapse.scope import Scope
+from codesynapse.store.memory import AnchorRecord, AnchorSpec, MemoryStore
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from codesynapse.memory.store import EntityRecord
+from codesynapse.store.memory import EntityRecord
 
 
 def exact_terms(terms: Iterable[str]) -> list[str]:

@@ -27,17 +27,17 @@ from codesynapse.memory.embedder import (
     default_model_spec,
 )
 from codesynapse.memory.hybrid import NativeHybridIndex
+from codesynapse.memory.owner import owner_alive, process_owner
 from codesynapse.memory.service import (
     MemoryService,
     MemorySettings,
     VectorsAttachment,
     settings_from_dict,
 )
-from codesynapse.memory.owner import owner_alive, process_owner
-from codesynapse.memory.sqlite_store import SqliteMemoryStore
-from codesynapse.memory.store import MemoryStore
 from codesynapse.memory.vectors import MilvusVectors
 from codesynapse.scope import Scope
+from codesynapse.store.memory import MemoryStore
+from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +163,11 @@ def open_memory(data_dir: Path, scope: Scope,
 def open_store(s: MemorySettings, data_dir: Path) -> MemoryStore:
     """The memory store the settings name (SQLite: ``memory.sqlite3`` in ``data_dir``)."""
     if s.graph_store == "neo4j":
-        from codesynapse.memory.neo4j_store import Neo4jMemoryStore
+        from codesynapse.store.neo4j.memory import Neo4jMemoryStore
 
         return Neo4jMemoryStore(s.neo4j_uri, user=s.neo4j_user, password=s.neo4j_password)
     if s.graph_store == "hugegraph":
-        from codesynapse.memory.hugegraph_store import HugeGraphMemoryStore
+        from codesynapse.store.hugegraph.memory import HugeGraphMemoryStore
 
         return HugeGraphMemoryStore(s.hugegraph_url, graph=s.hugegraph_graph, user=s.hugegraph_user,
                                     password=s.hugegraph_password)

@@ -37,7 +37,6 @@ from typing import Any
 
 from codesynapse.errors import StoreError
 from codesynapse.memory.lexical import entity_texts, tokenize
-from codesynapse.memory.store import EntityRecord
 from codesynapse.memory.vectors import (
     ENTITY_ID,
     OUTPUT_FIELDS,
@@ -51,6 +50,7 @@ from codesynapse.memory.vectors import (
     scope_filter,
 )
 from codesynapse.scope import Scope
+from codesynapse.store.memory import EntityRecord
 
 log = logging.getLogger(__name__)
 

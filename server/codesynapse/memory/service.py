@@ -40,7 +40,12 @@ from typing import Any, TypeVar
 import msgspec
 
 from codesynapse.context.budget import tokens_for
-from codesynapse.errors import CodeSynapseError, DeadlineExceeded, InvalidParams, StoreError
+from codesynapse.errors import (
+    CodeSynapseError,
+    DeadlineExceeded,
+    InvalidParams,
+    StoreError,
+)
 from codesynapse.memory.anchors import hydrate, resolve_anchors
 from codesynapse.memory.embedder import (
     Embedder,
@@ -72,9 +77,9 @@ from codesynapse.memory.models import (
     RememberResult,
 )
 from codesynapse.memory.rrf import RRF_K, rrf
-from codesynapse.memory.store import EntityRecord, FactRecord, MemoryStore, TodoItem
 from codesynapse.memory.vectors import MilvusVectors, VectorRow, VectorsUnavailable
 from codesynapse.scope import Scope
+from codesynapse.store.memory import EntityRecord, FactRecord, MemoryStore, TodoItem
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from codesynapse.extract.manifests import is_dependency_file
 from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.findings.sarif import watched as sarif_watched
 from codesynapse.graph.deps import sync_paths as sync_dependency_paths
-from codesynapse.graph.indexer import Candidate
 from codesynapse.graph.model import FileRow
+from codesynapse.index.indexer import Candidate
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.memory.exact import exact_terms, rank_exact
-from codesynapse.memory.store import (
+from codesynapse.scope import Scope
+from codesynapse.store.memory import (
     AnchorRecord,
     AnchorSpec,
     EntityRecord,
@@ -27,7 +28,6 @@ from codesynapse.memory.store import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
 

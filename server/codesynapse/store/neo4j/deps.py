@@ -22,7 +22,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from codesynapse.extract.manifests import Requirement
-from codesynapse.graph.depmodel import LEVELS, FindingRow, FindingRun, ManifestRow, RequirementRow
+from codesynapse.graph.depmodel import (
+    LEVELS,
+    FindingRow,
+    FindingRun,
+    ManifestRow,
+    RequirementRow,
+)
 from codesynapse.graph.model import ImportRow
 
 DEPS_SCHEMA = (

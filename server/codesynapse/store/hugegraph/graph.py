@@ -58,10 +58,19 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
-from codesynapse.graph.neo4j import _fold_tokens, query_terms
-from codesynapse.graph.sqlite import _head, name_terms
-from codesynapse.graph.hugegraph_deps import DEPS_LABELS, HugeGraphDepsMixin, deps_schema_lines
-from codesynapse.graph.store import SCHEMA_VERSION, SERVER_CAPABILITIES, base_keys, module_keys
+from codesynapse.store.graph import (
+    SCHEMA_VERSION,
+    SERVER_CAPABILITIES,
+    base_keys,
+    module_keys,
+)
+from codesynapse.store.hugegraph.deps import (
+    DEPS_LABELS,
+    HugeGraphDepsMixin,
+    deps_schema_lines,
+)
+from codesynapse.store.neo4j.graph import _fold_tokens, query_terms
+from codesynapse.store.sqlite.graph import _head, name_terms
 
 log = logging.getLogger(__name__)
 

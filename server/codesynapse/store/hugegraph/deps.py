@@ -26,7 +26,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from codesynapse.extract.manifests import Requirement
-from codesynapse.graph.depmodel import LEVELS, FindingRow, FindingRun, ManifestRow, RequirementRow
+from codesynapse.graph.depmodel import (
+    LEVELS,
+    FindingRow,
+    FindingRun,
+    ManifestRow,
+    RequirementRow,
+)
 from codesynapse.graph.model import ImportRow
 
 _KEYS = {
@@ -159,12 +165,12 @@ class HugeGraphDepsMixin:
     graph_id: str
 
     def _manifest_id(self, path: str) -> str:
-        from codesynapse.graph.hugegraph import vertex_id
+        from codesynapse.store.hugegraph.graph import vertex_id
 
         return vertex_id("cmf", self.graph_id, path)
 
     def _run_id(self, tool: str) -> str:
-        from codesynapse.graph.hugegraph import vertex_id
+        from codesynapse.store.hugegraph.graph import vertex_id
 
         return vertex_id("cfr", self.graph_id, tool)
 

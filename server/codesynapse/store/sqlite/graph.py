@@ -38,8 +38,13 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
-from codesynapse.graph.store import FULL_CAPABILITIES, SCHEMA_VERSION, base_keys, module_keys
-from codesynapse.graph.sqlite_deps import DEPS_SCHEMA, SqliteDepsMixin
+from codesynapse.store.graph import (
+    FULL_CAPABILITIES,
+    SCHEMA_VERSION,
+    base_keys,
+    module_keys,
+)
+from codesynapse.store.sqlite.deps import DEPS_SCHEMA, SqliteDepsMixin
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +293,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                     # the index is derived data: rebuild it rather than refuse to start
                     log.warning("index schema version %s != %s: rebuilding the index", version, SCHEMA_VERSION)
                     self._drop_all(conn)
-                conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: graph/sqlite_deps.py
+                conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: store/sqlite/deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
         except (sqlite3.Error, StoreError) as e:

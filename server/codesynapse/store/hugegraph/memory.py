@@ -1,4 +1,4 @@
-"""MemoryStore on Apache HugeGraph 1.5, over Gremlin (the transport of graph/hugegraph.py).
+"""MemoryStore on Apache HugeGraph 1.5, over Gremlin (the transport of store/hugegraph/graph.py).
 
 Model, in the seed's HugeGraph vocabulary (labels and property keys are constants; every
 value is a Gremlin binding):
@@ -32,10 +32,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from codesynapse.errors import StoreError
-from codesynapse.graph.hugegraph import IN_CHUNK, GremlinClient, ensure_schema, index_key, vertex_id
 from codesynapse.memory.exact import exact_terms, rank_exact
-from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
-from codesynapse.memory.store import (
+from codesynapse.scope import Scope
+from codesynapse.store.hugegraph.graph import (
+    IN_CHUNK,
+    GremlinClient,
+    ensure_schema,
+    index_key,
+    vertex_id,
+)
+from codesynapse.store.memory import (
     AnchorRecord,
     AnchorSpec,
     EntityRecord,
@@ -43,7 +49,7 @@ from codesynapse.memory.store import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.scope import Scope
+from codesynapse.store.sqlite.memory import new_anchor_id, new_entity_id, new_fact_id
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from codesynapse.errors import StoreError
-from codesynapse.graph.neo4j import check_uri, ensure_schema, translate_error
 from codesynapse.memory.exact import exact_terms, rank_exact
-from codesynapse.memory.sqlite_store import new_anchor_id, new_entity_id, new_fact_id
-from codesynapse.memory.store import (
+from codesynapse.scope import Scope
+from codesynapse.store.memory import (
     AnchorRecord,
     AnchorSpec,
     EntityRecord,
@@ -45,7 +44,8 @@ from codesynapse.memory.store import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.scope import Scope
+from codesynapse.store.neo4j.graph import check_uri, ensure_schema, translate_error
+from codesynapse.store.sqlite.memory import new_anchor_id, new_entity_id, new_fact_id
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.graph import deps
 from codesynapse.graph.model import FileRow, Resolution
-from codesynapse.graph.resolve import Resolver, SymbolIndex
-from codesynapse.graph.store import GraphStore, base_keys, module_keys
+from codesynapse.index.resolve import Resolver, SymbolIndex
+from codesynapse.store.graph import GraphStore, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,13 @@ import time
 from collections.abc import Iterable, Sequence
 
 from codesynapse.extract.manifests import Requirement
-from codesynapse.graph.depmodel import LEVELS, FindingRow, FindingRun, ManifestRow, RequirementRow
+from codesynapse.graph.depmodel import (
+    LEVELS,
+    FindingRow,
+    FindingRun,
+    ManifestRow,
+    RequirementRow,
+)
 from codesynapse.graph.model import ImportRow
 
 DEPS_SCHEMA = """

@@ -50,11 +50,16 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
+from codesynapse.store.graph import (
+    SCHEMA_VERSION,
+    SERVER_CAPABILITIES,
+    base_keys,
+    module_keys,
+)
+from codesynapse.store.neo4j.deps import DEPS_LABELS, DEPS_SCHEMA, Neo4jDepsMixin
 
 # One definition of "name terms" and of a callee's head for both backends.
-from codesynapse.graph.sqlite import _CAMEL, _head, name_terms
-from codesynapse.graph.neo4j_deps import DEPS_LABELS, DEPS_SCHEMA, Neo4jDepsMixin
-from codesynapse.graph.store import SCHEMA_VERSION, SERVER_CAPABILITIES, base_keys, module_keys
+from codesynapse.store.sqlite.graph import _CAMEL, _head, name_terms
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Indexing: the indexer, the resolver, the live updater and the index state they share."""

@@ -1,0 +1,1 @@
+"""The embedded default: the code graph and memory in one SQLite file per workspace."""
