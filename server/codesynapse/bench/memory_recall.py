@@ -28,6 +28,7 @@ after its debounce) to the anchor marked ``changed``. Percentiles are nearest-ra
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import random
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 
 SPEC = Path(__file__).resolve().parents[3] / "fixtures" / "workloads" / "memory_recall.yaml"
 K = 8
+HELD_OUT = "paraphrase (heldout)"
 TARGETS = {"paraphraseRecall8": 0.95, "exactRecall8": 0.99, "stale": 0, "foreign": 0,
            "saveToStaleP95Ms": 100.0, "warmHybridP95Ms": 150.0, "lexicalP95MigrationMs": 50.0}
 
@@ -151,6 +153,16 @@ def load_spec(path: Path = SPEC) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
+def paraphrase_half(note: str, spec: dict[str, Any]) -> str:
+    """The tune / held-out split of the paraphrase queries, by note (both paraphrases of a
+    note fall in the same half, so no held-out note was seen while tuning): the first 8 hex
+    digits of sha256(salt + note) mod 2, 0 → ``tune``, 1 → ``heldout`` (``paraphrase_split``
+    in the spec). Fixed before any tuning; quality levers are judged on ``tune`` only and the
+    target is reported on ``heldout``."""
+    salt = spec.get("paraphrase_split", {}).get("salt", "paraphrase:")
+    return "tune" if int(hashlib.sha256((salt + note).encode()).hexdigest()[:8], 16) % 2 == 0 else "heldout"
+
+
 def _camel(ws: Sequence[str]) -> str:
     return "".join(w.capitalize() for w in ws)
 
@@ -220,7 +232,9 @@ def build_workload(spec: dict[str, Any], n: int) -> dict[str, Any]:
     for e in rares:
         queries.append({"cat": "rare", "q": f"why do we see {e['name']} in production", "want": e["name"]})
     for note, p1, p2 in PARAPHRASES:
-        queries += [{"cat": "paraphrase", "q": p1, "want": note}, {"cat": "paraphrase", "q": p2, "want": note}]
+        half = paraphrase_half(note, spec)
+        queries += [{"cat": "paraphrase", "q": p1, "want": note, "half": half},
+                    {"cat": "paraphrase", "q": p2, "want": note, "half": half}]
     for name, _, mixed in MIXED:
         queries.append({"cat": "mixed", "q": mixed, "want": name})
         queries.append({"cat": "mixed", "q": f"where is the {name} code", "want": name})
@@ -278,19 +292,8 @@ def _quality(names_by_q: list[tuple[dict[str, Any], list[str], list[str]]]) -> d
     foreign entities returned."""
     cats: dict[str, dict[str, Any]] = {}
     for qd, names, ids_foreign in names_by_q:
-        c = cats.setdefault(qd["cat"], {"queries": 0, "positive": 0, "hit1": 0, "hit8": 0, "rr": 0.0,
-                                        "stale": 0, "foreign": 0})
-        c["queries"] += 1
-        c["foreign"] += len(ids_foreign)
-        if qd.get("forgotten") and qd["forgotten"] in names:
-            c["stale"] += 1
-        if qd["want"] is not None:
-            c["positive"] += 1
-            if qd["want"] in names[:1]:
-                c["hit1"] += 1
-            if qd["want"] in names[:K]:
-                c["hit8"] += 1
-                c["rr"] += 1.0 / (names.index(qd["want"]) + 1)
+        for cat in [qd["cat"]] + ([f"{qd['cat']} ({qd['half']})"] if qd.get("half") else []):
+            _grade(cats, cat, qd, names, ids_foreign)
     out = {}
     for cat, c in cats.items():
         p = c["positive"]
@@ -298,6 +301,23 @@ def _quality(names_by_q: list[tuple[dict[str, Any], list[str], list[str]]]) -> d
                     "recall@8": c["hit8"] / p if p else None, "mrr": c["rr"] / p if p else None,
                     "stale": c["stale"], "foreign": c["foreign"]}
     return out
+
+
+def _grade(cats: dict[str, dict[str, Any]], cat: str, qd: dict[str, Any], names: list[str],
+           ids_foreign: list[str]) -> None:
+    c = cats.setdefault(cat, {"queries": 0, "positive": 0, "hit1": 0, "hit8": 0, "rr": 0.0,
+                              "stale": 0, "foreign": 0})
+    c["queries"] += 1
+    c["foreign"] += len(ids_foreign)
+    if qd.get("forgotten") and qd["forgotten"] in names:
+        c["stale"] += 1
+    if qd["want"] is not None:
+        c["positive"] += 1
+        if qd["want"] in names[:1]:
+            c["hit1"] += 1
+        if qd["want"] in names[:K]:
+            c["hit8"] += 1
+            c["rr"] += 1.0 / (names.index(qd["want"]) + 1)
 
 
 def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_path: Path = SPEC,
@@ -473,13 +493,17 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
             log.info("recall bench %s done", mode)
         other_session_svc.close()
         app.close()
-        q_tot = {m: {"stale": sum(c["stale"] for c in r["quality"].values()),
-                     "foreign": sum(c["foreign"] for c in r["quality"].values())} for m, r in results.items()}
+        # the split halves are sub-categories of "paraphrase": counted once in the totals
+        q_tot = {m: {"stale": sum(c["stale"] for k, c in r["quality"].items() if " (" not in k),
+                     "foreign": sum(c["foreign"] for k, c in r["quality"].items() if " (" not in k)}
+                 for m, r in results.items()}
         lex_p95 = results["lexical"]["warm"]["1"]["p95"]
         hy = results["rrf"]
         met = {
-            "paraphraseRecall8(rrf)": (hy["quality"]["paraphrase"]["recall@8"] or 0) >= TARGETS["paraphraseRecall8"],
-            "paraphraseRecall8(native)": (results["native"]["quality"]["paraphrase"]["recall@8"] or 0)
+            # judged on the held-out half only (the tune half was looked at while improving)
+            "paraphraseRecall8(rrf, held out)": (hy["quality"][HELD_OUT]["recall@8"] or 0)
+            >= TARGETS["paraphraseRecall8"],
+            "paraphraseRecall8(native, held out)": (results["native"]["quality"][HELD_OUT]["recall@8"] or 0)
             >= TARGETS["paraphraseRecall8"],
             "exactRecall8(rrf)": (hy["quality"]["exact"]["recall@8"] or 0) >= TARGETS["exactRecall8"],
             "exactRecall8(native)": (results["native"]["quality"]["exact"]["recall@8"] or 0) >= TARGETS["exactRecall8"],
