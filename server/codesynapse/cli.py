@@ -88,9 +88,32 @@ def _print_summary(s: dict) -> None:
     out.write(f"  index: {s['dataDir']}\n")
 
 
+def cmd_publish(args) -> int:
+    """``index --publish``: build the shared base graph of the repository's HEAD on the team's
+    graph server (docs/TEAM.md) when no one has; prints {"base", "commit", "status"}."""
+    from codesynapse.store.team import base_graph_id, publish_base, supports_team
+    from codesynapse.workspace import open_workspace
+
+    settings = _settings(args)
+    if not supports_team(settings):
+        sys.stderr.write("--publish needs the neo4j backend with team graphs on (CODESYNAPSE_BACKEND=neo4j)\n")
+        return 2
+    ws = open_workspace(args.path, settings.data_dir or None)
+    commit = ws.git_head()
+    if not commit:
+        sys.stderr.write(f"{ws.root} has no commit to publish\n")
+        return 2
+    status = publish_base(settings, ws.root, ws.identity, ws.graph_id, commit, progress=_Bar())
+    json.dump({"base": base_graph_id(ws.graph_id, commit), "commit": commit, "status": status}, sys.stdout)
+    sys.stdout.write("\n")
+    return 0 if status != "busy" else 1
+
+
 def cmd_index(args) -> int:
     from codesynapse.app import App
 
+    if getattr(args, "publish", False):
+        return cmd_publish(args)
     app = App(args.path, _settings(args))
     try:
         report = app.index(_Bar())
@@ -326,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--vectors", action="store_true",
                     help="also compute the dense leg's symbol vectors before exiting (the daemon computes "
                          "them in the background; this takes much longer than the index itself)")
+    sp.add_argument("--publish", action="store_true",
+                    help="build the shared base graph of HEAD's committed tree on the team's graph server "
+                         "(neo4j; docs/TEAM.md) when no one has, and exit")
     common(sp)
     sp.set_defaults(func=cmd_index)
 

@@ -37,6 +37,10 @@ class Settings(msgspec.Struct, kw_only=True):
     # unresolved call sites named like a symbol are listed (callGraph, cards, incoming calls, references)
     unresolved_candidates: bool = True
     metrics_port: int = 0  # Prometheus text on 127.0.0.1:<port>/metrics (codesynapse/metrics.py); 0: off
+    # on Neo4j, a git checkout answers from the shared base graph of its HEAD plus its own local
+    # overlay (store/team.py, docs/TEAM.md); off: one graph per repository identity
+    team_graphs: bool = True
+    team_lease_s: int = 120  # seconds: a base builder's lock lease, renewed while it builds
 
 
 _ENV = {
@@ -57,6 +61,8 @@ _ENV = {
     "symbol_vectors": "CODESYNAPSE_SYMBOL_VECTORS",
     "unresolved_candidates": "CODESYNAPSE_UNRESOLVED_CANDIDATES",
     "metrics_port": "CODESYNAPSE_METRICS_PORT",
+    "team_graphs": "CODESYNAPSE_TEAM_GRAPHS",
+    "team_lease_s": "CODESYNAPSE_TEAM_LEASE_S",
 }
 
 _CHOICES = {"backend": ("sqlite", "neo4j", "hugegraph"), "embedder": ("minilm-int8", "none", "off", "")}

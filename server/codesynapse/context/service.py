@@ -86,6 +86,9 @@ def answer_freshness(f: dict[str, Any]) -> dict[str, Any]:
         out["indexedCommit"] = f["indexedCommit"]
     if f.get("dirty"):
         out["dirty"] = True
+    if "baseCommit" in f:  # a team graph (docs/TEAM.md): the shared base and the checkout's own files
+        out["baseCommit"] = f["baseCommit"]
+        out["overlayFiles"] = f.get("overlayFiles", 0)
     if f.get("openBuffers"):
         out["openBuffers"] = f["openBuffers"]
     if f.get("pending"):

@@ -1,0 +1,273 @@
+"""A team on one graph server (docs/TEAM.md): one shared, immutable base graph per
+(repository identity, commit), and each checkout's own changes in a local overlay.
+
+- ``base_graph_id(graph_id, commit)``: the base's graph id, ``<identity graph id>@<commit>``.
+- ``publish_base``: build the base of a commit from the committed tree (``git archive``,
+  never the working tree) under a server-side lock (``BaseLock``: one lock node per base with
+  an owner and a lease, created by MERGE on a uniqueness constraint; the builder renews the
+  lease while it works). The ``base_complete`` meta is written last: readers ignore a base
+  without it, and a builder that takes over an expired lock first removes what a dead
+  builder left. A complete base is never written again.
+- ``TeamGraphStore``: the checkout's CompositeGraphStore (store/composite.py) over the base of
+  its HEAD and its overlay (``overlay.db`` in the checkout's data folder). Before each index
+  (``prepare_index``) it moves to the base of the current HEAD, building that base when no
+  one has, or waiting while another builder does.
+
+Only Neo4j carries bases for now; other backends keep one graph per identity.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from codesynapse.errors import StoreError
+from codesynapse.store.composite import BASE_COMMIT, CompositeGraphStore
+from codesynapse.store.graph import SCHEMA_VERSION, GraphStore
+
+log = logging.getLogger(__name__)
+
+COMPLETE = "base_complete"  # meta key of a base graph, "1" once every row is written
+LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLock) REQUIRE n.graph_id IS UNIQUE",)
+WAIT_POLL_S = 0.5
+
+
+def base_graph_id(graph_id: str, commit: str) -> str:
+    return f"{graph_id}@{commit}"
+
+
+def supports_team(settings) -> bool:
+    return settings.backend == "neo4j" and getattr(settings, "team_graphs", True)
+
+
+def _git_bytes(root: Path, *args: str, timeout: float = 120.0) -> bytes | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], check=False, capture_output=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def export_commit(root: Path, commit: str, dest: Path) -> None:
+    """Write the tree of ``commit`` (its committed content, not the working tree) to ``dest``."""
+    data = _git_bytes(root, "archive", "--format=tar", commit)
+    if data is None:
+        raise StoreError(f"git archive {commit} failed in {root}")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def changed_since(root: Path, commit: str) -> set[str] | None:
+    """Tracked paths whose working-tree content differs from ``commit`` (None: git failed)."""
+    out = _git_bytes(root, "diff", "--name-only", "--no-renames", "-z", commit, "--")
+    if out is None:
+        return None
+    return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def clean_paths(root: Path, commit: str, base: GraphStore) -> dict[str, tuple[int, int]]:
+    """Base paths the checkout holds exactly as committed: path -> (size, mtime_ns) of the
+    local file. Nothing is clean when git cannot say."""
+    changed = changed_since(root, commit)
+    if changed is None:
+        return {}
+    out = {}
+    for f in base.files():
+        if f.path in changed:
+            continue
+        try:
+            st = os.stat(root / f.path)
+        except OSError:
+            continue
+        out[f.path] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+# -- the server side (Neo4j) ----------------------------------------------------------------------
+def open_base(settings, graph_id: str):
+    from codesynapse.store.neo4j.graph import Neo4jGraphStore, ensure_schema
+
+    store = Neo4jGraphStore(settings.neo4j_uri, graph_id, user=settings.neo4j_user,
+                            password=settings.neo4j_password)
+    ensure_schema(store._driver, store.database, LOCK_SCHEMA)
+    return store
+
+
+def is_complete(store: GraphStore) -> bool:
+    return store.get_meta(COMPLETE) == "1"
+
+
+class BaseLock:
+    """One builder per base: a ``CsBaseLock`` node (unique by graph id) naming its owner and
+    the time its lease ends. A lock whose lease ended (its builder died) may be taken over."""
+
+    def __init__(self, store, lease_s: float):
+        self.store = store
+        self.graph_id = store.graph_id
+        self.lease_s = lease_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def acquire(self) -> bool:
+        now = time.time()
+        g, o, exp = self.graph_id, self.owner, now + self.lease_s
+
+        def work(tx):
+            # MERGE on the unique key makes one node whoever comes first; the write (l.seen)
+            # takes the node's lock before the owner and lease are read, so two takers of an
+            # expired lock are serialized
+            rec = tx.run(
+                "MERGE (l:CsBaseLock {graph_id: $g}) ON CREATE SET l.owner = $o, l.expires = $exp "
+                "SET l.seen = $now "
+                "WITH l, (l.owner = $o OR l.expires < $now) AS mine "
+                "SET l.owner = CASE WHEN mine THEN $o ELSE l.owner END, "
+                "    l.expires = CASE WHEN mine THEN $exp ELSE l.expires END "
+                "RETURN mine", g=g, o=o, exp=exp, now=now).single()
+            return bool(rec["mine"])
+
+        return self.store._write("base lock", work)
+
+    def renew(self) -> bool:
+        def work(tx):
+            rec = tx.run("MATCH (l:CsBaseLock {graph_id: $g, owner: $o}) SET l.expires = $exp RETURN count(l) AS n",
+                         g=self.graph_id, o=self.owner, exp=time.time() + self.lease_s).single()
+            return rec["n"] > 0
+
+        return self.store._write("base lock renew", work)
+
+    def release(self) -> None:
+        self.store._write("base lock release", lambda tx: tx.run(
+            "MATCH (l:CsBaseLock {graph_id: $g, owner: $o}) DELETE l", g=self.graph_id, o=self.owner).consume())
+
+
+def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str, *, wait_s: float = 600.0,
+                 progress=None) -> str:
+    """Make the base of ``commit`` exist: ``"exists"`` (complete already, or completed by
+    another builder while this one waited), ``"built"`` (by this call), or ``"busy"``
+    (another builder still holds the lock after ``wait_s``)."""
+    from codesynapse.app import load_policy_for
+    from codesynapse.index.indexer import Indexer
+
+    gid = base_graph_id(graph_id, commit)
+    store = open_base(settings, gid)
+    lock = BaseLock(store, float(getattr(settings, "team_lease_s", 120.0)))
+    try:
+        deadline = time.monotonic() + wait_s
+        while not lock.acquire():
+            if is_complete(store):
+                return "exists"
+            if time.monotonic() > deadline:
+                return "busy"
+            time.sleep(WAIT_POLL_S)
+        stop = threading.Event()
+        renewer = None
+        try:
+            if is_complete(store):
+                return "exists"
+            # what a dead builder left (never visible: not complete) goes first
+            store.delete_graph()
+            store.set_meta({"schema_version": str(SCHEMA_VERSION)})
+
+            def renew() -> None:
+                while not stop.wait(lock.lease_s / 3):
+                    try:
+                        if not lock.renew():
+                            log.warning("base %s: the build lock was taken over", gid)
+                    except StoreError:
+                        log.warning("base %s: renewing the build lock failed", gid, exc_info=True)
+
+            renewer = threading.Thread(target=renew, name="base-lock-renew", daemon=True)
+            renewer.start()
+            t0 = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="codesynapse-base-") as tmp:
+                tree = Path(tmp) / "tree"
+                tree.mkdir()
+                export_commit(root, commit, tree)
+                policy, _ = load_policy_for(tree)
+                report = Indexer(tree, store, policy, workers=settings.workers).index_tree(progress)
+            store.set_meta({"identity": identity, "commit": commit, "built_at": str(time.time()),
+                            "policy_fingerprint": getattr(policy, "fingerprint", "")})
+            store.set_meta({COMPLETE: "1"})  # last: the base is visible from here on
+            log.info("base %s built: %d files in %.1f s", gid, report.files, time.perf_counter() - t0)
+            return "built"
+        finally:
+            stop.set()
+            if renewer is not None:
+                renewer.join(timeout=5)
+            lock.release()
+    finally:
+        store.close()
+
+
+# -- the checkout side ------------------------------------------------------------------------------
+class TeamGraphStore(CompositeGraphStore):
+    """The checkout's composite store, following its HEAD from base to base."""
+
+    def __init__(self, settings, ws, overlay: GraphStore):
+        self.settings = settings
+        self.workspace = ws
+        self._empty_path = ws.data_dir / "team-empty-base.db"
+        commit = ws.git_head() or ""
+        base, attached = self._base_for(commit)
+        super().__init__(base, overlay, base_commit=attached,
+                         clean=clean_paths(ws.root, attached, base) if attached else {})
+        if overlay.get_meta(BASE_COMMIT) != attached:
+            self.reset_overlay(self.base, attached, self.clean)
+
+    def _empty(self) -> GraphStore:
+        from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+        return SqliteGraphStore(self._empty_path, self.workspace.graph_id)
+
+    def _base_for(self, commit: str) -> tuple[GraphStore, str]:
+        """(the complete base of ``commit``, commit) or (an empty store, "") when there is none."""
+        if commit:
+            store = open_base(self.settings, base_graph_id(self.workspace.graph_id, commit))
+            if is_complete(store):
+                return store, commit
+            store.close()
+        return self._empty(), ""
+
+    def prepare_index(self, progress=None, wait_s: float = 600.0) -> dict[str, Any]:
+        """Before an index: stand on the base of the current HEAD (built now when no one has;
+        while another builder holds it past ``wait_s``, the overlay answers alone)."""
+        ws = self.workspace
+        head = ws.git_head() or ""
+        if not head or head == self.base_commit:
+            return {"base": self.base_commit, "status": "current"}
+        status = publish_base(self.settings, ws.root, ws.identity, ws.graph_id, head, wait_s=wait_s,
+                              progress=progress)
+        if status == "busy":
+            log.warning("base %s is being built by another process; this checkout indexes on its own meanwhile",
+                        head[:12])
+            return {"base": self.base_commit, "status": status}
+        base, attached = self._base_for(head)
+        self.reset_overlay(base, attached, clean_paths(ws.root, attached, base) if attached else {})
+        return {"base": attached, "status": status}
+
+
+def open_team_store(settings, ws, notices: list[str] | None = None) -> GraphStore | None:
+    """The checkout's TeamGraphStore, or None when the workspace has no commit (no git, or an
+    empty repository): such a checkout keeps the one graph per identity."""
+    from codesynapse.store.sqlite.graph import open_sqlite_graph
+
+    if not ws.git_head():
+        return None
+    overlay, notice = open_sqlite_graph(ws.data_dir / "overlay.db", ws.graph_id)
+    if notice and notices is not None:
+        notices.append(notice)
+    try:
+        return TeamGraphStore(settings, ws, overlay)
+    except BaseException:
+        overlay.close()
+        raise

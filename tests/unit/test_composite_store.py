@@ -1,0 +1,126 @@
+"""The composite store of a team checkout (store/composite.py) on two real SQLite stores: the
+base built from a commit's tree (``git archive``, as store/team.py publishes it) and the
+checkout's overlay. Whatever the checkout changed, the composite answers exactly what a full
+index of the working tree holds (``dump``), while the indexer parses only the changed files
+and never writes the base."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.composite import OVERLAY_IDS, CompositeGraphStore
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+from codesynapse.store.team import clean_paths, export_commit
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(cwd), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+    (root / "shop" / "refunds.py").write_text(
+        "from shop.payment import pay_for\n\n\ndef refund(items):\n    return pay_for(items)\n")
+    (root / "shop" / "gone.py").write_text("from shop.cart import Cart\n\n\nclass OldCart(Cart):\n    pass\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c1")
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def build_base(tmp_path: Path, root: Path, commit: str) -> SqliteGraphStore:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    export_commit(root, commit, tree)
+    base = SqliteGraphStore(tmp_path / "base.db", "g@" + commit)
+    Indexer(tree, base, workers=1).index_tree()
+    return base
+
+
+def full_dump(tmp_path: Path, root: Path, name: str = "full") -> dict:
+    """What a plain SQLite index of the working tree holds."""
+    store = SqliteGraphStore(tmp_path / f"{name}.db", name)
+    try:
+        Indexer(root, store, workers=1).index_tree()
+        return store.dump()
+    finally:
+        store.close()
+
+
+def composite(tmp_path: Path, root: Path, commit: str, base: SqliteGraphStore) -> CompositeGraphStore:
+    overlay = SqliteGraphStore(tmp_path / "overlay.db", "g")
+    return CompositeGraphStore(base, overlay, base_commit=commit, clean=clean_paths(root, commit, base))
+
+
+def test_unchanged_checkout_parses_nothing_and_equals_a_full_index(tmp_path, repo):
+    root, commit = repo
+    base = build_base(tmp_path, root, commit)
+    before = base.dump()
+    comp = composite(tmp_path, root, commit, base)
+    report = Indexer(root, comp, workers=1).index_tree()
+    assert report.parsed == 0
+    assert comp.overlay_files() == 0
+    assert comp.dump() == full_dump(tmp_path, root)
+    assert base.dump() == before
+    comp.close()
+
+
+def test_changes_shadow_the_base_and_equal_a_full_index(tmp_path, repo):
+    root, commit = repo
+    base = build_base(tmp_path, root, commit)
+    before = base.dump()
+    # pay_for is removed (refunds.py, unchanged, calls it: its base call row is re-resolved in
+    # the overlay), a new file and function, a deleted file with a subclass
+    pay = root / "shop" / "payment.py"
+    text = pay.read_text()
+    start = text.index("def pay_for")
+    pay.write_text(text[:start] + "def settle(items):\n    return len(items)\n")
+    (root / "shop" / "wip.py").write_text("def alice_private_refund(order):\n    return order\n")
+    (root / "shop" / "gone.py").unlink()
+    comp = composite(tmp_path, root, commit, base)
+    report = Indexer(root, comp, workers=1).index_tree()
+    assert report.parsed == 2  # payment.py and wip.py; every other file comes from the base
+    assert comp.overlay_files() == 3
+    full = full_dump(tmp_path, root)
+    assert comp.dump() == full
+    assert base.dump() == before  # the base is never written
+
+    assert comp.symbols_by_qname("shop.payment.pay_for") == []
+    assert comp.callers("shop.payment.pay_for") == [] and comp.count_callers("shop.payment.pay_for") == 0
+    assert comp.file("shop/gone.py") is None and comp.symbols_by_qname("shop.gone.OldCart") == []
+    assert comp.subtypes("shop.cart.Cart") == [r for r in comp.inherits() if r.target == "shop.cart.Cart"]
+    wip = comp.symbols_by_qname("shop.wip.alice_private_refund")
+    assert len(wip) == 1 and wip[0].id >= OVERLAY_IDS
+    assert comp.symbol_by_id(wip[0].id) == wip[0]
+    assert [s.qname for s, _ in comp.search("alice_private_refund", 5)][:1] == ["shop.wip.alice_private_refund"]
+    stats = comp.stats()
+    assert (stats.files, stats.symbols, stats.calls) == (
+        len([f for f in full["files"] if f[6] != "skipped"]), len(full["symbols"]), len(full["calls"]))
+    comp.close()
+
+
+def test_the_overlay_follows_later_edits_and_a_revert(tmp_path, repo):
+    root, commit = repo
+    base = build_base(tmp_path, root, commit)
+    comp = composite(tmp_path, root, commit, base)
+    ix = Indexer(root, comp, workers=1)
+    ix.index_tree()
+    cart = root / "shop" / "cart.py"
+    original = cart.read_text()
+    cart.write_text(original + "\n\ndef bob_private_discount(cart):\n    return cart\n")
+    assert ix.index_tree().parsed == 1
+    assert comp.dump() == full_dump(tmp_path, root, "edited")
+    cart.write_text(original)
+    ix.index_tree()
+    assert comp.symbols_by_qname("shop.cart.bob_private_discount") == []
+    assert comp.dump() == full_dump(tmp_path, root, "reverted")
+    comp.close()
