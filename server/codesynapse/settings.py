@@ -37,6 +37,9 @@ class Settings(msgspec.Struct, kw_only=True):
     # unresolved call sites named like a symbol are listed (callGraph, cards, incoming calls, references)
     unresolved_candidates: bool = True
     metrics_port: int = 0  # Prometheus text on 127.0.0.1:<port>/metrics (codesynapse/metrics.py); 0: off
+    # index.memoryBudget (MB): what a full index or catch-up may hold beside its symbol table
+    # (call sites held for resolution, the resolver's name cache; index/indexer.py MemoryLimits)
+    memory_budget_mb: int = 1024
     # on Neo4j, a git checkout answers from the shared base graph of its HEAD plus its own local
     # overlay (store/team.py, docs/TEAM.md); off: one graph per repository identity
     team_graphs: bool = True
@@ -61,6 +64,7 @@ _ENV = {
     "symbol_vectors": "CODESYNAPSE_SYMBOL_VECTORS",
     "unresolved_candidates": "CODESYNAPSE_UNRESOLVED_CANDIDATES",
     "metrics_port": "CODESYNAPSE_METRICS_PORT",
+    "memory_budget_mb": "CODESYNAPSE_MEMORY_BUDGET_MB",
     "team_graphs": "CODESYNAPSE_TEAM_GRAPHS",
     "team_lease_s": "CODESYNAPSE_TEAM_LEASE_S",
 }
@@ -71,7 +75,8 @@ _CAMEL = {"dataDir": "data_dir", "neo4jUri": "neo4j_uri", "neo4jUser": "neo4j_us
           "hugegraphUrl": "hugegraph_url", "hugegraphGraph": "hugegraph_graph", "hugegraphUser": "hugegraph_user",
           "debounceMs": "debounce_ms", "sessionLabel": "session_label", "nativeHybrid": "native_hybrid",
           "symbolVectors": "symbol_vectors", "findingsDiagnostics": "findings_diagnostics",
-          "unresolvedCandidates": "unresolved_candidates", "metricsPort": "metrics_port"}
+          "unresolvedCandidates": "unresolved_candidates", "metricsPort": "metrics_port",
+          "memoryBudget": "memory_budget_mb", "index.memoryBudget": "memory_budget_mb"}
 
 
 # The initializationOptions a client may set (package.json: ``codesynapse.initializationOptions``),
@@ -106,6 +111,8 @@ def _coerce(name: str, raw: Any, default: Any) -> Any:
             raise ValueError("expected 0..10000")
         if name == "metrics_port" and not 0 <= v <= 65_535:
             raise ValueError("expected 0 (off) or a port 1..65535")
+        if name == "memory_budget_mb" and not 64 <= v <= 1_048_576:
+            raise ValueError("expected 64..1048576 (MB)")
         return v
     if not isinstance(raw, str):
         raise ValueError("expected a string")
