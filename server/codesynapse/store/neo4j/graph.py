@@ -31,15 +31,13 @@ out, transient) or ``StoreError`` (everything else), always ``from e``.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from codesynapse.errors import StoreError, StoreUnavailable
+from codesynapse.errors import StoreError
 from codesynapse.extract.model import CallSite, FileExtraction
 from codesynapse.graph.model import (
     CallRow,
@@ -57,9 +55,15 @@ from codesynapse.store.graph import (
     module_keys,
 )
 from codesynapse.store.neo4j.deps import DEPS_LABELS, DEPS_SCHEMA, Neo4jDepsMixin
+from codesynapse.store.neo4j.driver import (
+    check_uri,
+    driver_errors,
+    ensure_schema,
+    translate_error,
+)
+from codesynapse.store.text import callee_head, fold_tokens, name_terms, query_terms
 
-# One definition of "name terms" and of a callee's head for both backends.
-from codesynapse.store.sqlite.graph import _CAMEL, _head, name_terms
+_fold_tokens = fold_tokens  # hugegraph/graph.py's old import; goes once it imports store.text
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,6 @@ BATCH_KEYS = 1_000  # keys per batch read (symbols_by_qnames, callers_many, …)
 CALLS_PER_TX = 10_000  # call sites per insert_calls transaction (Neo4j bounds transaction memory)
 PAGE = 5_000  # rows per page of the all_* iterators (each page is its own short transaction)
 FULLTEXT_INDEX = "cs_symbol_text"
-MAX_QUERY_TERMS = 256  # × 3 fields stays under Lucene's 1024-clause limit
 NO_LIMIT = 2**62
 
 _SCHEMA = (
@@ -101,7 +104,7 @@ _SCHEMA = (
     "CREATE INDEX cs_inherit_base_name IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.base_name)",
     "CREATE INDEX cs_inherit_base_head IF NOT EXISTS FOR (n:CsInherit) ON (n.graph_id, n.base_head)",
     # whitespace analyzer: the fields hold tokens this module already split and folded,
-    # so Lucene tokenizes exactly like the query side (see _fold_tokens)
+    # so Lucene tokenizes exactly like the query side (see store/text.py fold_tokens)
     "CREATE FULLTEXT INDEX cs_symbol_text IF NOT EXISTS FOR (n:CsSymbol) "
     "ON EACH [n.ft_name, n.ft_qname, n.ft_terms] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace', `fulltext.eventually_consistent`: false}}",
@@ -143,32 +146,6 @@ _CALL_ORDER = " ORDER BY c.path, c.line, c.col, c.callee, c.id"
 
 # ---- search terms -------------------------------------------------------------------------
 
-def _fold(token: str) -> str:
-    """Lower-case and strip diacritics (FTS5 unicode61 folds case and removes diacritics)."""
-    decomposed = unicodedata.normalize("NFKD", token)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
-
-
-def _fold_tokens(text: str) -> str:
-    """Word tokens (letters, digits, underscore — unicode61 with tokenchars '_'), folded,
-    space-separated: what the full-text fields hold."""
-    return " ".join(_fold(t) for t in re.findall(r"\w+", text))
-
-
-def query_terms(text: str) -> list[str]:
-    """The terms of a free-text query, as SQLite's FTS5 query builds them: every word token
-    (at most 32) plus its camel-case parts when it has several; folded, de-duplicated."""
-    toks = [t for t in re.split(r"[^\w]+", text) if t]
-    terms: list[str] = []
-    for t in toks[:32]:
-        terms.append(t)
-        low = [m.group(0).lower() for m in _CAMEL.finditer(t)]
-        if len(low) > 1:
-            terms.extend(low)
-    folded = [_fold(t) for t in terms]
-    return [t for t in dict.fromkeys(folded) if t and re.fullmatch(r"\w+", t)][:MAX_QUERY_TERMS]
-
-
 def lucene_query(text: str) -> str:
     """A Lucene query over the three fields with FTS5's column weights (4, 2, 1). Terms are
     \\w+ only, so quoting them is enough; the whole string travels as a parameter."""
@@ -176,71 +153,6 @@ def lucene_query(text: str) -> str:
     for t in query_terms(text):
         clauses += [f'ft_name:"{t}"^4', f'ft_qname:"{t}"^2', f'ft_terms:"{t}"']
     return " OR ".join(clauses)
-
-
-# ---- error translation --------------------------------------------------------------------
-
-def translate_error(e: Exception, what: str) -> StoreError:
-    from neo4j import exceptions as nx
-
-    msg = f"neo4j {what} failed: {e.__class__.__name__}: {e}"
-    code = getattr(e, "code", "") or ""
-    if isinstance(e, (nx.ServiceUnavailable, nx.SessionExpired, nx.ConnectionAcquisitionTimeoutError,
-                      nx.TransientError, nx.DatabaseUnavailable)):
-        return StoreUnavailable(msg)
-    if "TransactionTimedOut" in code or "Timeout" in code:
-        return StoreUnavailable(msg)
-    if isinstance(e, nx.AuthError):
-        return StoreError(f"neo4j {what}: authentication failed (check CODESYNAPSE_NEO4J_USER/_PASSWORD): {e}")
-    return StoreError(msg)
-
-
-BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
-
-
-def check_uri(uri: str) -> None:
-    """Only Bolt URIs with a host: ``bolt://`` (one server) or ``neo4j://`` (routing)."""
-    from urllib.parse import urlsplit
-
-    if not uri:
-        raise StoreError("the neo4j backend needs a URI (CODESYNAPSE_NEO4J_URI, e.g. bolt://host:7687)")
-    try:
-        parts = urlsplit(uri)
-        host = parts.hostname
-    except ValueError as e:
-        raise StoreError(f"invalid neo4j URI {uri!r}: {e}") from e
-    if parts.scheme not in BOLT_SCHEMES or not host:
-        raise StoreError(f"invalid neo4j URI {uri!r}: expected {' or '.join(BOLT_SCHEMES[::3])}://host[:port] "
-                         f"(schemes: {', '.join(BOLT_SCHEMES)})")
-
-
-def ensure_schema(driver, database: str | None, statements: Sequence[str]) -> int:
-    """Create the named constraints and indexes that do not exist yet (one ``SHOW`` round
-    trip when all do); wait for new indexes to come online. Returns how many were created."""
-    from neo4j.exceptions import ClientError
-
-    existing = {rec["name"] for q in ("SHOW CONSTRAINTS YIELD name", "SHOW INDEXES YIELD name")
-                for rec in driver.execute_query(q, database_=database).records}
-    created = 0
-    for stmt in statements:
-        m = re.match(r"CREATE (?:FULLTEXT )?(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS", stmt)
-        if m is None or m.group(1) in existing:
-            continue
-        try:
-            driver.execute_query(stmt, database_=database)
-            created += 1
-        except ClientError as e:  # another process created the same rule meanwhile
-            if "EquivalentSchemaRuleAlreadyExists" not in (e.code or "") and "already exists" not in str(e):
-                raise
-    if created:
-        driver.execute_query("CALL db.awaitIndexes(300)", database_=database)
-    return created
-
-
-def _driver_errors() -> tuple[type[BaseException], ...]:
-    from neo4j import exceptions as nx
-
-    return (nx.Neo4jError, nx.DriverError)
 
 
 # ---- the store ----------------------------------------------------------------------------
@@ -265,7 +177,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         self.write_timeout = write_timeout
         self._tx_lock = threading.RLock()
         self._local = threading.local()  # the session of a thread's snapshot() block
-        self._errors = _driver_errors()
+        self._errors = driver_errors()
         auth = (user, password) if password else None
         try:
             self._driver = GraphDatabase.driver(
@@ -418,7 +330,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
     @staticmethod
     def _call_row(path: str, c: CallSite, r: Resolution) -> list[Any]:
         """A call site in ``_CALL_PROPS`` order (without its id, appended later)."""
-        return [path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+        return [path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
                 r.target, r.resolution, float(r.confidence)]
 
@@ -465,7 +377,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
                 terms = name_terms(s.name, s.qname)
                 syms.append([fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col,
                              s.end_col, s.hash, s.summary, s.parent, bool(s.is_test), bool(s.exported), fx.language,
-                             _fold_tokens(s.name), _fold_tokens(s.qname), _fold_tokens(terms)])
+                             fold_tokens(s.name), fold_tokens(s.qname), fold_tokens(terms)])
             for i, c in enumerate(fx.calls if with_calls else ()):
                 calls.append(self._call_row(fx.path, c, call_targets.get((fx.path, i), unresolved)))
             for i, im in enumerate(fx.imports):

@@ -44,8 +44,8 @@ from codesynapse.store.memory import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.store.neo4j.graph import check_uri, ensure_schema, translate_error
-from codesynapse.store.sqlite.memory import new_anchor_id, new_entity_id, new_fact_id
+from codesynapse.store.neo4j.driver import check_uri, ensure_schema, translate_error
+from codesynapse.store.rows import anchor_rows, by_owner, new_entity_id, new_fact_id
 
 log = logging.getLogger(__name__)
 
@@ -599,26 +599,35 @@ class Neo4jMemoryStore:
 
     def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
                     now: str) -> None:
-        rows = [{"id": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
-                 "kind": a.kind, "line": a.line, "position": i} for i, a in enumerate(anchors)]
+        self._set_owner_anchors(
+            "set_anchors", scope, "entity", entity_id, anchors, now,
+            owner="MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n}) "
+                  f"WHERE {_E_VIS} RETURN e.session AS session",
+            create="MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n, session: $s}) UNWIND $rows AS r "
+                   "CREATE (e)-[:ANCHOR]->")
+
+    def _set_owner_anchors(self, what: str, scope: Scope, kind: str, owner_id: str,
+                           anchors: Sequence[AnchorSpec], now: str, *, owner: str, create: str) -> None:
+        """Replace the anchors of a live visible entity or fact (``owner`` finds its session)
+        with ``anchors``, in the owner's own session; ``create`` is the pattern up to the new
+        anchor node (an entity's anchors hang off an ANCHOR edge, a fact's stand alone)."""
+        rows = anchor_rows(anchors)
 
         def work(tx) -> None:
             self._lock(tx, scope)
-            e = tx.run("MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n}) "
-                       f"WHERE {_E_VIS} RETURN e.session AS session", _p(scope, id=entity_id)).single()
-            if e is None:
-                raise StoreError(f"no live entity {entity_id} in this scope")
-            p = {"t": scope.tenant, "n": scope.namespace, "s": e["session"], "id": entity_id, "rows": rows,
+            o = tx.run(owner, _p(scope, id=owner_id)).single()
+            if o is None:
+                raise StoreError(f"no live {kind} {owner_id} in this scope")
+            p = {"t": scope.tenant, "n": scope.namespace, "s": o["session"], "id": owner_id, "rows": rows,
                  "now": now}
             tx.run("MATCH (a:CsMemAnchor {entity_id: $id, tenant: $t, namespace: $n, session: $s}) DETACH DELETE a",
                    p).consume()
-            tx.run("MATCH (e:CsMemEntity {id: $id, tenant: $t, namespace: $n, session: $s}) UNWIND $rows AS r "
-                   "CREATE (e)-[:ANCHOR]->(:CsMemAnchor {id: r.id, entity_id: $id, tenant: $t, namespace: $n, "
+            tx.run(create + "(:CsMemAnchor {id: r.id, entity_id: $id, tenant: $t, namespace: $n, "
                    "session: $s, qname: r.qname, name: r.name, path: r.path, hash: r.hash, kind: r.kind, "
                    "line: r.line, status: '', status_at: '', previous: '', created_at: $now, position: r.position})",
                    p).consume()
 
-        self._write("set_anchors", work)
+        self._write(what, work)
 
     # the anchor's entity: live, in the anchor's tenant/namespace/session
     _A_OWNER = ("MATCH (e:CsMemEntity {id: a.entity_id, tenant: $t, namespace: $n}) "
@@ -634,27 +643,12 @@ class Neo4jMemoryStore:
 
     def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
                          now: str) -> None:
-        rows = [{"id": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
-                 "kind": a.kind, "line": a.line, "position": i} for i, a in enumerate(anchors)]
-
-        def work(tx) -> None:
-            self._lock(tx, scope)
-            f = tx.run("MATCH (:CsMemEntity {tenant: $t, namespace: $n})-[f:FACT {id: $id, tenant: $t, namespace: $n}]"
-                       "->(:CsMemEntity {tenant: $t, namespace: $n}) WHERE f.session IN $vis AND f.valid_to IS NULL "
-                       "RETURN f.session AS session", _p(scope, id=fact_id)).single()
-            if f is None:
-                raise StoreError(f"no live fact {fact_id} in this scope")
-            p = {"t": scope.tenant, "n": scope.namespace, "s": f["session"], "id": fact_id, "rows": rows,
-                 "now": now}
-            tx.run("MATCH (a:CsMemAnchor {entity_id: $id, tenant: $t, namespace: $n, session: $s}) DETACH DELETE a",
-                   p).consume()
-            tx.run("UNWIND $rows AS r "
-                   "CREATE (:CsMemAnchor {id: r.id, entity_id: $id, tenant: $t, namespace: $n, "
-                   "session: $s, qname: r.qname, name: r.name, path: r.path, hash: r.hash, kind: r.kind, "
-                   "line: r.line, status: '', status_at: '', previous: '', created_at: $now, position: r.position})",
-                   p).consume()
-
-        self._write("set_fact_anchors", work)
+        self._set_owner_anchors(
+            "set_fact_anchors", scope, "fact", fact_id, anchors, now,
+            owner="MATCH (:CsMemEntity {tenant: $t, namespace: $n})-[f:FACT {id: $id, tenant: $t, namespace: $n}]"
+                  "->(:CsMemEntity {tenant: $t, namespace: $n}) WHERE f.session IN $vis AND f.valid_to IS NULL "
+                  "RETURN f.session AS session",
+            create="UNWIND $rows AS r CREATE ")
 
     def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
         ids = list(dict.fromkeys(fact_ids))
@@ -666,10 +660,7 @@ class Neo4jMemoryStore:
                          f"WHERE {_FACT_VIS} "
                          "MATCH (a:CsMemAnchor {tenant: $t, namespace: $n, entity_id: x}) WHERE a.session = f.session "
                          f"RETURN {_ANCHOR} ORDER BY a.entity_id, a.position", _p(scope, ids=ids))
-        out: dict[str, list[AnchorRecord]] = {}
-        for r in rows:
-            out.setdefault(r["entity_id"], []).append(_anchor(r))
-        return out
+        return by_owner(_anchor(r) for r in rows)
 
     def facts_anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100
                           ) -> list[tuple[AnchorRecord, FactRecord]]:
@@ -694,10 +685,7 @@ class Neo4jMemoryStore:
                          f"WHERE {_E_VIS} MATCH (e)-[:ANCHOR]->(a:CsMemAnchor {{tenant: $t, namespace: $n}}) "
                          "WHERE a.session = e.session "
                          f"RETURN {_ANCHOR} ORDER BY a.entity_id, a.position", _p(scope, ids=ids))
-        out: dict[str, list[AnchorRecord]] = {}
-        for r in rows:
-            out.setdefault(r["entity_id"], []).append(_anchor(r))
-        return out
+        return by_owner(_anchor(r) for r in rows)
 
     def anchored_to(self, scope: Scope, qnames: Sequence[str], limit: int = 100) -> list[AnchorRecord]:
         names = list(dict.fromkeys(qnames))

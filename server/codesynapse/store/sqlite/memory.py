@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,12 @@ from codesynapse.store.memory import (
     FactRecord,
     TodoItem,
     UpsertOutcome,
+)
+from codesynapse.store.rows import (  # noqa: F401 (new_anchor_id: re-exported until hugegraph imports rows)
+    anchor_rows,
+    new_anchor_id,
+    new_entity_id,
+    new_fact_id,
 )
 
 log = logging.getLogger(__name__)
@@ -174,18 +179,6 @@ def _sessions(scope: Scope, durable_only: bool = False) -> tuple[str, str]:
 
 def _qmarks(n: int) -> str:
     return ",".join("?" * n)
-
-
-def new_entity_id() -> str:
-    return "mem_" + secrets.token_hex(12)
-
-
-def new_fact_id() -> str:
-    return "fact_" + secrets.token_hex(12)
-
-
-def new_anchor_id() -> str:
-    return "anc_" + secrets.token_hex(12)
 
 
 _ANCHOR_COLS = ("id, entity_id, session, qname, name, path, hash, kind, line, status, status_at, "
@@ -766,20 +759,26 @@ class SqliteMemoryStore:
 
     def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
                     now: str) -> None:
+        self._set_owner_anchors(scope, "memory_entities", "entity", entity_id, anchors, now)
+
+    def _set_owner_anchors(self, scope: Scope, table: str, what: str, owner_id: str,
+                           anchors: Sequence[AnchorSpec], now: str) -> None:
+        """Replace the anchors of a live visible entity or fact (``table``) with ``anchors``,
+        in the owner's own session."""
         with self._write() as c:
             row = c.one(
-                f"SELECT id, session FROM memory_entities e WHERE {_vis_by_id('e')} "
-                f"AND e.valid_to IS NULL AND e.id = ?", (*_vp(scope), entity_id))
+                f"SELECT id, session FROM {table} o WHERE {_vis_by_id('o')} "
+                f"AND o.valid_to IS NULL AND o.id = ?", (*_vp(scope), owner_id))
             if row is None:
-                raise StoreError(f"no live entity {entity_id} in this scope")
+                raise StoreError(f"no live {what} {owner_id} in this scope")
             session = row["session"]
             c.execute("DELETE FROM memory_anchors WHERE entity_id = ? AND tenant = ? AND namespace = ? "
-                      "AND session = ?", (entity_id, scope.tenant, scope.namespace, session))
+                      "AND session = ?", (owner_id, scope.tenant, scope.namespace, session))
             c.executemany(
                 f"INSERT INTO memory_anchors({_ANCHOR_COLS}, tenant, namespace, position) "
                 f"VALUES (?,?,?,?,?,?,?,?,?,'','','',?,?,?,?)",
-                [(new_anchor_id(), entity_id, session, a.qname, a.name, a.path, a.hash, a.kind, a.line,
-                  now, scope.tenant, scope.namespace, i) for i, a in enumerate(anchors)])
+                [(r["id"], owner_id, session, r["qname"], r["name"], r["path"], r["hash"], r["kind"], r["line"],
+                  now, scope.tenant, scope.namespace, r["position"]) for r in anchor_rows(anchors)])
 
     # an anchor is read only while its entity is live and visible (same tenant/namespace)
     _LIVE_OWNER = ("EXISTS (SELECT 1 FROM memory_entities e WHERE e.id = a.entity_id AND e.tenant = a.tenant "
@@ -791,20 +790,7 @@ class SqliteMemoryStore:
 
     def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
                          now: str) -> None:
-        with self._write() as c:
-            row = c.one(
-                f"SELECT id, session FROM memory_facts f WHERE {_vis_by_id('f')} "
-                f"AND f.valid_to IS NULL AND f.id = ?", (*_vp(scope), fact_id))
-            if row is None:
-                raise StoreError(f"no live fact {fact_id} in this scope")
-            session = row["session"]
-            c.execute("DELETE FROM memory_anchors WHERE entity_id = ? AND tenant = ? AND namespace = ? "
-                      "AND session = ?", (fact_id, scope.tenant, scope.namespace, session))
-            c.executemany(
-                f"INSERT INTO memory_anchors({_ANCHOR_COLS}, tenant, namespace, position) "
-                f"VALUES (?,?,?,?,?,?,?,?,?,'','','',?,?,?,?)",
-                [(new_anchor_id(), fact_id, session, a.qname, a.name, a.path, a.hash, a.kind, a.line,
-                  now, scope.tenant, scope.namespace, i) for i, a in enumerate(anchors)])
+        self._set_owner_anchors(scope, "memory_facts", "fact", fact_id, anchors, now)
 
     def fact_anchors_of(self, scope: Scope, fact_ids: Sequence[str]) -> dict[str, list[AnchorRecord]]:
         ids = list(dict.fromkeys(fact_ids))
