@@ -20,6 +20,7 @@ from codesynapse.errors import CodeSynapseError, StoreError, StoreUnavailable
 from codesynapse.extract import incremental
 from codesynapse.graph.model import GraphStats
 from codesynapse.index.indexer import Indexer, IndexReport, Progress
+from codesynapse.services import Services
 from codesynapse.settings import Settings, load_settings
 from codesynapse.store.graph import GraphStore
 from codesynapse.store.sqlite.graph import open_sqlite_graph
@@ -159,6 +160,9 @@ class App:
         self.notices: list[tuple[str, str]] = []
         self._store_lock = threading.Lock()
         self.store = self._open_store()
+        # every service a request reaches, built once here (services.py); the indexer tells
+        # its memory staleness hook about each update
+        self.services = Services(self)
         self.indexer = self._make_indexer()
         self.open_buffers: set[str] = set()  # relpaths with unsaved overlays in the index
         # the asking connection's own unsaved buffers while it reads (shared daemon: the index may
@@ -167,7 +171,6 @@ class App:
         self.last_update: float | None = None
         self._closing = threading.Event()
         self._head: tuple[float, str | None, bool | None] | None = None
-        self.services: dict[str, Any] = {}
         self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
         from codesynapse.context.dense import for_app
 
@@ -190,11 +193,9 @@ class App:
 
     # -- the graph store -------------------------------------------------------------------
     def _make_indexer(self) -> Indexer:
-        from codesynapse.memory.methods import anchor_hook
-
         ix = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
                      keep_dir=self.workspace.data_dir / "kept")
-        ix.listeners.append(anchor_hook(self))  # memory anchored to changed code is marked stale
+        ix.listeners.append(self.services.anchors)  # memory anchored to changed code is marked stale
         return ix
 
     def _open_store(self) -> GraphStore:
@@ -233,8 +234,7 @@ class App:
             except Exception as e:
                 raise StoreError(short_reason(e)) from e
             self.store = store
-            self.indexer = self._make_indexer()
-            self.services.pop("context", None)  # built on the stand-in
+            self.indexer = self._make_indexer()  # (the context service follows the store: Services.context)
             self._stats_cache = None
             log.info("the code index is open again: %s", getattr(store, "path", self.settings.backend))
 
@@ -372,25 +372,5 @@ class App:
         if self.symbol_vectors is not None:  # its thread reads the store: stopped first
             self.symbol_vectors.close()
         incremental.flush()  # live updates' extractions not written yet (extract/incremental.py)
-        for key, svc in list(self.services.items()):
-            # session memory is visible only to its session, a fresh one per connection (or per
-            # CLI run): once the session ends nothing can reach it again, so it is deleted
-            # (durable memory stays). A daemon killed before it closes leaves it unreachable.
-            if key.startswith("memory:") and hasattr(svc, "end_session"):
-                try:
-                    n = svc.end_session()
-                    if n:
-                        log.info("memory: %d session entities deleted with their session", n)
-                except Exception:  # closing must not mask the shutdown
-                    log.exception("ending the memory session")
-        for svc in list(self.services.values()):  # a close may add one (ledger → context)
-            close = getattr(svc, "close", None)
-            if close:
-                try:
-                    close()
-                except Exception:  # closing must not mask the shutdown
-                    log.exception("closing %s", svc)
-        hook = getattr(self, "_anchor_hook", None)
-        if hook is not None:  # its memory store
-            hook.close()
+        self.services.close()  # session memory ended, ledger settled, memory stores closed
         self.store.close()

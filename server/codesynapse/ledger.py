@@ -521,11 +521,8 @@ def estimate(app, req, corpus) -> tuple[int, int, int, int]:
     """(raw (a) tokens, raw (b) tokens, files (a), files (b)) of one request: the bytes of
     ``bench tokens``' baselines through the bytes/4 estimator."""
     from codesynapse.bench.baselines import raw_baselines
-    from codesynapse.context.service import ContextService
 
-    ctx = app.services.get("context")
-    if ctx is None:
-        ctx = app.services.setdefault("context", ContextService(app))
+    ctx = app.services.context
     with app.store.snapshot():
         _idents, a, b = raw_baselines(req, app, ctx, corpus)
     return _est(a.bytes), _est(b.bytes), len(a.files), len(b.files)
@@ -591,10 +588,3 @@ def workspace_totals(path) -> dict[str, Any]:
     return {"sessions": t["sessions"], "since": t["since"], "updated": t["updated"], "estimator": ESTIMATOR,
             "total": total.public(), "methods": {k: v.public() for k, v in sorted(t["methods"].items())}}
 
-
-def book(app) -> LedgerBook:
-    """The App's ledger book (made on first use; closed with the App's services)."""
-    b = app.services.get("ledger")
-    if b is None:
-        b = app.services.setdefault("ledger", LedgerBook(app))
-    return b

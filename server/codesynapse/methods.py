@@ -2,8 +2,9 @@
 ``codesynapse query``: both return exactly the same JSON.
 
 Each row maps a method name to the msgspec Struct its params decode into and the service
-call that answers it. Nothing registers itself by being imported: the table below is the
-whole list. ``call_method`` answers each graph request inside one read snapshot of the graph
+call that answers it through the App's typed services (``app.services``, services.py), with
+the request's Scope passed in. Nothing registers itself by being imported: the table below
+is the whole list. ``call_method`` answers each graph request inside one read snapshot of the graph
 store, so an answer built from several queries describes one version of the tree even while
 an update commits; memory requests read the memory store of a Scope instead.
 """
@@ -22,12 +23,11 @@ from codesynapse.codec import decode
 from codesynapse.context import models as cm
 from codesynapse.context.budget import MIN_TOKENS, dumps, finalize, normalize_max_tokens, tokens_for
 from codesynapse.context.deps import ModulesParams, modules_answer
-from codesynapse.context.service import DEFAULT_CONTEXT, DEFAULT_MINIMAL, ContextService
+from codesynapse.context.service import DEFAULT_CONTEXT, DEFAULT_MINIMAL
 from codesynapse.errors import BudgetError, CodeSynapseError, DeadlineExceeded, InvalidParams
 from codesynapse.ledger import LedgerParams
-from codesynapse.ledger import book as ledger_book
 from codesynapse.memory import models as mm
-from codesynapse.memory.methods import app_scope, memory_service
+from codesynapse.memory.anchors import answer_symbols, context_memory
 from codesynapse.policy.effects import PolicyEffectsParams, effects_answer
 from codesynapse.scope import Scope
 
@@ -44,16 +44,9 @@ class Method(NamedTuple):
     check: Callable[[Any], Any] | None = None  # validation beyond the Struct's types
 
 
-def _ctx(app) -> ContextService:
-    svc = app.services.get("context")
-    if svc is None:
-        svc = app.services["context"] = ContextService(app)
-    return svc
-
-
 def _context(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
     def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
-        return getattr(_ctx(app), method)(prm)
+        return getattr(app.services.context, method)(prm)
 
     run.__name__ = method
     return run
@@ -70,14 +63,10 @@ def _with_memory(method: str, default_tokens: int) -> Callable[[Any, Scope, Any]
     def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
         answer = ctx(app, scope, prm)
         try:
-            from codesynapse.memory.anchors import answer_symbols, context_memory
-            from codesynapse.memory.methods import anchor_hook
-
-            store = anchor_hook(app).store()
+            store = app.services.anchors.store()
             if store is None:
                 return answer
-            count, items = context_memory(store, scope if scope is not None else app_scope(app),
-                                          answer_symbols(answer), mm.MEMORY_NOTICE)
+            count, items = context_memory(store, scope, answer_symbols(answer), mm.MEMORY_NOTICE)
         except CodeSynapseError:  # memory unreadable: the code answer stands alone
             log.warning("memory of a context answer not read", exc_info=True)
             return answer
@@ -117,7 +106,7 @@ def _with_memory(method: str, default_tokens: int) -> Callable[[Any, Scope, Any]
 
 def _memory(method: str) -> Callable[[Any, Scope, Any], dict[str, Any]]:
     def run(app, scope: Scope, prm: Any) -> dict[str, Any]:
-        return msgspec.to_builtins(getattr(memory_service(app, scope), method)(prm))
+        return msgspec.to_builtins(getattr(app.services.memory(scope), method)(prm))
 
     run.__name__ = method
     return run
@@ -132,22 +121,22 @@ METHODS: dict[str, Method] = {
     "codesynapse/prContext": Method(cm.PrContextParams, _with_memory("pr_context", DEFAULT_CONTEXT)),
     "codesynapse/search": Method(cm.SearchParams, _context("search")),
     "codesynapse/snippet": Method(cm.SnippetParams, _context("snippet")),
-    "codesynapse/modules": Method(ModulesParams, lambda app, scope, prm: modules_answer(_ctx(app), prm)),
+    "codesynapse/modules": Method(ModulesParams, lambda app, scope, prm: modules_answer(app.services.context, prm)),
     "codesynapse/memory/remember": Method(mm.RememberParams, _memory("remember"), "memory", mm.validate_remember),
     "codesynapse/memory/recall": Method(mm.RecallParams, _memory("recall"), "memory", mm.validate_recall),
     "codesynapse/memory/forget": Method(mm.ForgetParams, _memory("forget"), "memory", mm.validate_forget),
     "codesynapse/memory/list": Method(mm.ListParams, _memory("list"), "memory", mm.validate_list),
     "codesynapse/policyEffects": Method(PolicyEffectsParams, lambda app, scope, prm: effects_answer(app)),
-    "codesynapse/ledger": Method(LedgerParams, lambda app, scope, prm: finalize(ledger_book(app).answer(scope, prm.last)),
+    "codesynapse/ledger": Method(LedgerParams, lambda app, scope, prm: finalize(app.services.ledger.answer(scope, prm.last)),
                                  "session"),
 }
 
 
 def _status(app, scope: Scope | None) -> dict[str, Any]:
     """app.status(), and over LSP the connected clients (name, version, session age; the
-    asking one marked ``self``; no session ids), from the server's ``clients`` service."""
+    asking one marked ``self``; no session ids), from the server's ``Services.clients``."""
     out = dict(app.status())
-    clients = app.services.get("clients")
+    clients = app.services.clients
     if clients is not None and scope is not None:
         out["clients"] = clients(scope)
     return out
@@ -155,14 +144,15 @@ def _status(app, scope: Scope | None) -> dict[str, Any]:
 
 def call_method(app, method: str, params: Any, scope: Scope | None = None) -> dict[str, Any]:
     """Answer ``method`` and count the answer in the ledger of its session. ``scope`` is the
-    LSP connection's; without one the App's own (one session per CLI process)."""
+    LSP connection's; without one the App's own (``Services.own_scope``: one session per CLI
+    process)."""
     m = METHODS.get(method)
     if m is None:
         raise InvalidParams("method", f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
-    scope = scope if scope is not None else app_scope(app)
+    scope = scope if scope is not None else app.services.own_scope
     if m.reads == "session":
         return m.call(app, scope, decode(params, m.params))
-    book = ledger_book(app)  # every answer is counted in the session's ledger (codesynapse/ledger.py)
+    book = app.services.ledger  # every answer is counted in the session's ledger (codesynapse/ledger.py)
     book.begin()
     t0 = time.perf_counter()
     try:
@@ -190,7 +180,7 @@ def _answer(app, m: Method, params: Any, scope: Scope) -> dict[str, Any]:
         m.check(prm)
     if m.reads == "memory":  # the memory store, not the graph
         return m.call(app, scope, prm)
-    with app.store.snapshot():  # every read of one answer sees one committed version of the graph
+    with app.services.snapshot():  # every read of one answer sees one committed version of the graph
         return m.call(app, scope, prm)
 
 

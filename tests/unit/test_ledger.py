@@ -131,9 +131,7 @@ def test_workspace_totals_add_up_across_sessions_without_session_ids(repo, tmp_p
             call_method(app, "codesynapse/symbolCard", {"selector": "shop.pricing.with_tax"})
             call_method(app, "codesynapse/callGraph", {"selector": "shop.pricing.with_tax"})
             led = call_method(app, "codesynapse/ledger", {})
-            from codesynapse.memory.methods import app_scope
-
-            scopes.append(app_scope(app))
+            scopes.append(app.services.own_scope)
         finally:
             app.close()
     out = subprocess.run([sys.executable, "-m", "codesynapse", "stats", "--root", str(repo), "--data-dir", str(data),
@@ -155,16 +153,14 @@ def test_workspace_totals_add_up_across_sessions_without_session_ids(repo, tmp_p
 def test_counting_switch_off_records_nothing_and_on_records_the_answer(repo, tmp_path):
     """The switch `bench requests --ledger-compare` flips (LedgerBook.counting): off, an answer
     and an error leave no ledger entry; back on, the next answer is counted."""
-    from codesynapse.ledger import book
-
     app = _app(repo, tmp_path / "data")
     try:
-        book(app).counting = False
+        app.services.ledger.counting = False
         call_method(app, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"})
         with pytest.raises(InvalidParams):
             call_method(app, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total", "bogus": 1})
         off = call_method(app, "codesynapse/ledger", {"last": 5})
-        book(app).counting = True
+        app.services.ledger.counting = True
         call_method(app, "codesynapse/callGraph", {"selector": "shop.cart.Cart.total", "direction": "callers"})
         on = call_method(app, "codesynapse/ledger", {"last": 5})
     finally:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from codesynapse.app import App
-from codesynapse.context.navigation import NavigationService
 from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
 
@@ -66,8 +65,7 @@ def _counts(tmp_path: Path, n: int) -> dict[str, Counter[str]]:
     try:
         app.index()
         store = CountingStore(app.store)
-        app.store = store
-        app.services.pop("context", None)  # the context service binds the store it was built with
+        app.store = store  # the context service follows (Services.context is built again on it)
         diff = "".join(f"--- a/{f}\n+++ b/{f}\n@@ -1,3 +1,3 @@\n" for f in
                        ["lib.py"] + [f"{'tests' if i % 2 else 'callers'}/{'test_' if i % 2 else 'use_'}{i}.py"
                                      for i in range(n)])
@@ -90,7 +88,7 @@ def _counts(tmp_path: Path, n: int) -> dict[str, Counter[str]]:
                 assert sum(1 for r in answer["related"] if r["role"] == "callee") == n
             out[kind] = Counter(store.calls)
         # the standard LSP features' reads (lsp/navigation.py converts what these return)
-        nav = NavigationService(app)
+        nav = app.services.navigation
         subject = nav.symbol("lib.target")
         for kind, read in (("incomingCalls", lambda: nav.incoming("lib.target")[0]),
                            ("outgoingCalls", lambda: nav.outgoing("lib.target")[0]),

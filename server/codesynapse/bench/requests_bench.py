@@ -240,7 +240,6 @@ def run_ledger_compare(args) -> dict[str, Any]:
     per type p50/p95 on and off and the overhead, plus the summed request time; the in-flight
     count (begin/end, which runs either way) is timed on its own."""
     from codesynapse.bench.corpora import resolve
-    from codesynapse.ledger import book
 
     quick = getattr(args, "quick", False)
     corpus = resolve((args.corpus or ["python-stdlib"])[0])
@@ -254,7 +253,7 @@ def run_ledger_compare(args) -> dict[str, Any]:
         say(f"requests --ledger-compare: index ready in {time.perf_counter() - t0:.1f} s ({rep.parsed} parsed)")
         kinds = request_kinds(app, random.Random(11), n)
         status = app.status()
-        ledger = book(app)
+        ledger = app.services.ledger
         for k, plist in kinds.items():  # warm-up: every subject once, so both sides see warm caches
             for p in plist:
                 _one(app, METHOD[k], p)
@@ -318,9 +317,8 @@ def _record_cost_us(app, ledger, kinds: dict[str, list[dict[str, Any]]]) -> dict
     """Median microseconds of counting one answer (``LedgerBook.record``, what the switch turns
     off), timed directly on each type's answers (obtained with counting off)."""
     from codesynapse.methods import call_method
-    from codesynapse.memory.methods import app_scope
 
-    scope = app_scope(app)
+    scope = app.services.own_scope
     out: dict[str, float] = {}
     for k, plist in kinds.items():
         samples = []

@@ -206,9 +206,7 @@ class Runner:
                 ev["ok"] = False
             _idents, a, b = raw_baselines(task, self.app, self.ctx, self.corpus)
             if error is None:  # the ledger's figures for the same answer, read before edits are undone
-                from codesynapse.ledger import book
-
-                last = book(self.app).answer(session, 1, deadline_s=60.0)["last"]
+                last = self.app.services.ledger.answer(session, 1, deadline_s=60.0)["last"]
                 ledger_row = last[0] if last and last[0]["method"] == task.method else None
                 if ledger_row is not None:  # the bench's baselines of the request alone (no workload additions)
                     ledger_row = {**ledger_row, "core": self._core(task)}

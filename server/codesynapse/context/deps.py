@@ -44,7 +44,7 @@ class ModulesParams(msgspec.Struct, kw_only=True, rename="camel", frozen=True, f
 
 
 # -- findings ---------------------------------------------------------------------------------
-def _stale(store, f: FindingRow, hashes: dict[str, str | None]) -> bool:
+def finding_stale(store, f: FindingRow, hashes: dict[str, str | None]) -> bool:
     if not f.path:
         return False
     if f.path not in hashes:
@@ -62,7 +62,7 @@ def finding_item(store, f: FindingRow, hashes: dict[str, str | None], with_path:
     if with_path and f.symbol:
         d["symbol"] = f.symbol
     d["message"] = f.message
-    if _stale(store, f, hashes):
+    if finding_stale(store, f, hashes):
         d["stale"] = True  # the file changed since the scan (absent: false)
     return d
 

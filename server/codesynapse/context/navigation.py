@@ -1,15 +1,19 @@
 """The standard LSP features' reads, as a service over the same store reads as the custom
 requests: workspace and document symbols, the symbol a position names, references, hover
-cards and call hierarchy. It speaks in graph rows (1-based lines, byte columns); the LSP
-layer (lsp/navigation.py) converts positions with the negotiated ``position_codec`` and
-builds the protocol types, and reads nothing from the store itself."""
+cards, call hierarchy and the findings published as diagnostics. It speaks in graph rows
+(1-based lines, byte columns); the LSP layer (lsp/navigation.py, lsp/findings.py) converts
+positions with the negotiated ``position_codec``, builds the protocol types and reads nothing
+from the store itself."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from codesynapse.context.deps import finding_stale
 from codesynapse.context.service import ContextService
+from codesynapse.graph.depmodel import FindingRow
+from codesynapse.graph.deps import supported
 from codesynapse.graph.model import CallRow, SymbolRow
 
 # call rows one references / call hierarchy answer reads: past it the answer says so (the LSP
@@ -34,25 +38,13 @@ class Group(NamedTuple):
     unresolved: bool  # name matches, not calls bound to the subject
 
 
-def context_service(app) -> ContextService:
-    """The App's one ContextService (built on first use; dropped by the App when its store
-    is reopened)."""
-    svc = app.services.get("context")
-    if svc is None:
-        svc = app.services["context"] = ContextService(app)
-    return svc
-
-
-def navigation_service(app) -> NavigationService:
-    svc = app.services.get("navigation")
-    if svc is None:
-        svc = app.services["navigation"] = NavigationService(app)
-    return svc
-
-
 class NavigationService:
-    def __init__(self, app):
+    """Built once by ``Services`` (``app.services.navigation``); ``context`` gives the App's
+    current ContextService (hover cards are its cards)."""
+
+    def __init__(self, app, context: Callable[[], ContextService]):
         self.app = app
+        self._context = context
 
     @property
     def store(self):
@@ -148,4 +140,17 @@ class NavigationService:
     # -- hover ---------------------------------------------------------------------------------------
     def card(self, s: SymbolRow) -> dict[str, Any]:
         """The symbol card hover shows (``HOVER_TOP`` of each list)."""
-        return context_service(self.app).card(s, top=HOVER_TOP)
+        return self._context().card(s, top=HOVER_TOP)
+
+    # -- findings ------------------------------------------------------------------------------------
+    def keeps_findings(self) -> bool:
+        """Whether the graph store keeps findings (SARIF results)."""
+        return supported(self.store)
+
+    def findings(self, rel: str, limit: int) -> list[tuple[FindingRow, bool]]:
+        """The findings of ``rel`` (at most ``limit``, most severe first), each with whether
+        it is stale (the file changed since the scan), read in one snapshot."""
+        store = self.store
+        hashes: dict[str, str | None] = {}
+        with store.snapshot():
+            return [(f, finding_stale(store, f, hashes)) for f in store.findings(rel, limit=limit)]

@@ -3,9 +3,9 @@
 A handle is an unguessable token (``csc_`` + 43 URL-safe characters, 256 bits) that names one
 child Scope the daemon made from its parent's (``scope.child_scope``: the parent's tenant,
 graph and namespace, a fresh session that reads the parent's session memory and writes its
-own). The registry lives in the daemon process, one per App (``app.services``), in memory
-only: a handle works for connections to the same daemon while its parent is connected, and
-means nothing anywhere else.
+own). The registry lives in the daemon process, one per App (``app.services.subsessions``),
+in memory only: a handle works for connections to the same daemon while its parent is
+connected, and means nothing anywhere else.
 
 * A new connection becomes the child by passing the handle at ``initialize``
   (``initializationOptions.sessionHandle``). A handle is used by one connection: once used,
@@ -162,15 +162,3 @@ class Children:
     def open_count(self, parent_session: str) -> int:
         with self._lock:
             return len(self._by_parent.get(parent_session, ()))
-
-
-_registry_lock = threading.Lock()
-
-
-def children_of(app: Any) -> Children:
-    """The App's registry (one per daemon App)."""
-    with _registry_lock:
-        reg = app.services.get("subsessions")
-        if reg is None:
-            reg = app.services["subsessions"] = Children()
-        return reg

@@ -175,7 +175,7 @@ class Host:
             if self.app is None:
                 self.app = App(root, settings)
                 self.root = _realpath(root)
-                self.app.services["clients"] = self.clients
+                self.app.services.clients = self.clients
                 return self.app, []
             app = self.app
         ignored = []

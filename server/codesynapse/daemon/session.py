@@ -6,7 +6,8 @@ connection ends (EOF, ``exit``, or the daemon stopping). Closing it
 
 1. runs the callbacks registered with ``on_close`` (newest first: sub-sessions close before
    their parent's memory goes), then
-2. deletes this session's memory (``MemoryService.end_session``) and closes its service.
+2. ends it in the App's services (``Services.end_session``): its ledger counts go to the
+   workspace totals, its session memory is deleted and its memory service closed.
 
 Durable memory stays. A session never hands out another session's id: ``client_entry``
 describes a client by name, version and age only.
@@ -67,22 +68,5 @@ class Session:
                 fn()
             except Exception:
                 log.exception("closing a session: a close callback failed")
-        ledger = self.app.services.get("ledger")  # its counts go to the workspace totals (codesynapse/ledger.py)
-        if ledger is not None:
-            try:
-                ledger.end_session(self.scope)
-            except Exception:
-                log.exception("ending the session's ledger")
-        svc = self.app.services.pop(f"memory:{self.scope.session}", None)
-        if svc is None:
-            return
-        try:
-            n = svc.end_session()
-            if n:
-                log.info("memory: %d session entities deleted with their session", n)
-        except Exception:
-            log.exception("ending the memory session")
-        try:
-            svc.close()
-        except Exception:
-            log.exception("closing the memory service of a session")
+        # its ledger counts go to the workspace totals; its session memory is deleted
+        self.app.services.end_session(self.scope)

@@ -14,9 +14,6 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from codesynapse.context.deps import _stale
-from codesynapse.graph.deps import supported
-
 log = logging.getLogger(__name__)
 
 MAX_PER_DOCUMENT = 500
@@ -26,28 +23,25 @@ _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.Diagnosti
 
 def enabled(ls) -> bool:
     app = getattr(ls, "app", None)
-    return app is not None and getattr(app.settings, "findings_diagnostics", True) and supported(app.store)
+    return (app is not None and getattr(app.settings, "findings_diagnostics", True)
+            and app.services.navigation.keeps_findings())
 
 
 def diagnostics_for(app, rel: str) -> list[types.Diagnostic]:
-    """The findings of ``rel`` as LSP diagnostics, most severe first."""
-    store = app.store
-    hashes: dict[str, str | None] = {}
+    """The findings of ``rel`` (NavigationService.findings) as LSP diagnostics, most severe first."""
     out = []
-    with store.snapshot():
-        rows = store.findings(rel, limit=MAX_PER_DOCUMENT)
-        for f in rows:
-            line = max(f.start_line - 1, 0)
-            if f.end_line and f.end_col:
-                end = types.Position(line=max(f.end_line - 1, line), character=f.end_col)
-            else:
-                end = types.Position(line=line + 1, character=0)  # the whole line
-            msg = f.message + (" (stale: the file changed since the scan)" if _stale(store, f, hashes) else "")
-            out.append(types.Diagnostic(
-                range=types.Range(start=types.Position(line=line, character=f.start_col if f.start_line else 0),
-                                  end=end),
-                message=msg, severity=_SEVERITY.get(f.level, types.DiagnosticSeverity.Warning),
-                code=f.rule_id or None, source=f"codesynapse/{f.tool}"))
+    for f, stale in app.services.navigation.findings(rel, MAX_PER_DOCUMENT):
+        line = max(f.start_line - 1, 0)
+        if f.end_line and f.end_col:
+            end = types.Position(line=max(f.end_line - 1, line), character=f.end_col)
+        else:
+            end = types.Position(line=line + 1, character=0)  # the whole line
+        msg = f.message + (" (stale: the file changed since the scan)" if stale else "")
+        out.append(types.Diagnostic(
+            range=types.Range(start=types.Position(line=line, character=f.start_col if f.start_line else 0),
+                              end=end),
+            message=msg, severity=_SEVERITY.get(f.level, types.DiagnosticSeverity.Warning),
+            code=f.rule_id or None, source=f"codesynapse/{f.tool}"))
     return out
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -89,7 +88,8 @@ def register(server) -> None:
         bind_child(ls)
         if ls.host is not None:
             ls.host.attach(ls)
-        ls.app.services.setdefault("clients", ls.clients)  # indexStatus' clients (methods.py)
+        if ls.app.services.clients is None:  # indexStatus' clients (methods.py); the daemon's are set
+            ls.app.services.clients = ls.clients
 
     @server.feature(types.INITIALIZED)
     def initialized(ls, params: types.InitializedParams):

@@ -21,8 +21,6 @@ def _scope(ls: Any):
     app = ls.require_app()
     if ls.scope is None:
         raise JsonRpcRequestFailed("the server has no scope yet (initialize first)")
-    # the CLI-style dispatch path of this App uses the same scope as the connection
-    app.services.setdefault("memory_scope", ls.scope)
     return app, ls.scope
 
 

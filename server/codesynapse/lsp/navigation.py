@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from codesynapse.context.navigation import SAFETY_CAP, Group, navigation_service
+from codesynapse.context.navigation import SAFETY_CAP, Group
 from codesynapse.graph.model import SymbolRow
 from codesynapse.lsp.errors import JsonRpcRequestFailed
 
@@ -167,7 +167,7 @@ def target_at(ls, uri: str, pos: types.Position) -> SymbolRow | None:
     word = word_at(ls, uri, pos, rel)
     if word is None:
         return None
-    return navigation_service(ls.app).target_at(rel, pos.line + 1, word)
+    return ls.app.services.navigation.target_at(rel, pos.line + 1, word)
 
 
 def card_markdown(card: dict) -> str:
@@ -200,7 +200,7 @@ def register(server) -> None:
 
         def run():
             pos = Positions(ls)
-            return [sym_info(ls, pos, r) for r in navigation_service(ls.app).workspace_symbols(params.query)]
+            return [sym_info(ls, pos, r) for r in ls.app.services.navigation.workspace_symbols(params.query)]
 
         return await ls.run_read(run)
 
@@ -213,7 +213,7 @@ def register(server) -> None:
             if rel is None:
                 return []
             pos = Positions(ls)
-            rows = navigation_service(ls.app).document_symbols(rel)
+            rows = ls.app.services.navigation.document_symbols(rel)
             nodes: dict[str, types.DocumentSymbol] = {}
             roots: list[types.DocumentSymbol] = []
             for r in rows:
@@ -252,7 +252,7 @@ def register(server) -> None:
             if params.context.include_declaration:
                 out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
             # the resolved call sites, then the unresolved ones named like it
-            calls = navigation_service(ls.app).references(s)
+            calls = ls.app.services.navigation.references(s)
             for c in calls.rows:
                 out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
                     c.path, c.line, c.col, c.callee)))
@@ -269,7 +269,7 @@ def register(server) -> None:
             s = target_at(ls, params.text_document.uri, params.position)
             if s is None:
                 return None
-            card = navigation_service(ls.app).card(s)
+            card = ls.app.services.navigation.card(s)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                             value=card_markdown(card)))
 
@@ -315,7 +315,7 @@ def register(server) -> None:
         def run():
             pos = Positions(ls)
             q = _qname(params.item)
-            groups, total = navigation_service(ls.app).incoming(q)
+            groups, total = ls.app.services.navigation.incoming(q)
             return [types.CallHierarchyIncomingCall(from_=caller_item(ls, pos, g, q), from_ranges=ranges(pos, g.rows))
                     for g in groups], _over_cap(f"incoming calls of {q}", total)
 
@@ -329,7 +329,7 @@ def register(server) -> None:
         def run():
             pos = Positions(ls)
             q = _qname(params.item)
-            groups, total = navigation_service(ls.app).outgoing(q)
+            groups, total = ls.app.services.navigation.outgoing(q)
             return [types.CallHierarchyOutgoingCall(to=item(ls, pos, g.symbol), from_ranges=ranges(pos, g.rows))
                     for g in groups], _over_cap(f"outgoing calls of {q}", total)
 

@@ -159,7 +159,7 @@ class CodeSynapseServer(LanguageServer):
         """``run_sync`` for a request that reads the graph: all of its reads see one committed
         version of it (the snapshot ``methods.call_method`` gives every custom request)."""
         def read():
-            with self.app.store.snapshot():
+            with self.app.services.snapshot():
                 return fn(*args)
         return await self.run_sync(self._in_view(read))
 

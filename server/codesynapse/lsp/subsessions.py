@@ -1,5 +1,5 @@
 """``codesynapse/session/child`` and the child side of ``initialize``: thin handlers over the
-daemon's sub-session registry (``daemon.children``).
+App's sub-session registry (``app.services.subsessions``, daemon/children.py).
 
 The request is about the asking connection's session itself (its children close with it),
 so it is answered here, from the connection, and not through the method table, which
@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from codesynapse.codec import decode
-from codesynapse.daemon.children import OPTION, ChildParams, children_of
+from codesynapse.daemon.children import OPTION, ChildParams
 from codesynapse.lsp.errors import JsonRpcRequestFailed
 from codesynapse.scope import Scope
 
@@ -33,7 +33,7 @@ def take_handle(options: Any) -> tuple[Any, Any]:
 def child_scope_for(ls: Any, handle: Any, base: Scope) -> Scope:
     """The Scope of the sub-session ``handle`` names, for a connection whose own would be
     ``base`` (InvalidParams for any handle that is not an open one of this daemon)."""
-    return children_of(ls.app).attach(handle, base)
+    return ls.app.services.subsessions.attach(handle, base)
 
 
 def bind(ls: Any) -> None:
@@ -41,7 +41,7 @@ def bind(ls: Any) -> None:
     and the client is told."""
     if ls.scope is None or not ls.scope.parent_session or ls.session is None:
         return
-    children_of(ls.app).bind(ls.scope, ls.session)
+    ls.app.services.subsessions.bind(ls.scope, ls.session)
 
     def told() -> None:
         from lsprotocol import types
@@ -62,6 +62,6 @@ def register(server: Any) -> None:
             if ls.session is None:
                 raise JsonRpcRequestFailed("the server has no session yet (initialize first)")
             prm = decode(params, ChildParams)
-            return children_of(ls.app).open(ls.session, prm.label)
+            return ls.app.services.subsessions.open(ls.session, prm.label)
 
         return await ls.run_sync(run)  # our errors become JSON-RPC errors there

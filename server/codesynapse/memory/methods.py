@@ -1,21 +1,22 @@
-"""The memory side of an App: its memory settings and one MemoryService per Scope, opened
-once and closed with the App. The requests themselves are rows of the table in
-``codesynapse.methods`` (the LSP connection passes its scope; the CLI uses ``app_scope``).
+"""The memory side of an App: its memory settings and the builders of its memory service
+per Scope and of its staleness hook. ``codesynapse.services.Services`` calls them (once each,
+and keeps what they build); the requests themselves are rows of the method table in
+``codesynapse.methods``. The memory factory is imported when a service is opened, not at
+start: it loads numpy and the embedder (a quarter of a second), which a CLI run that never
+asks memory does not need.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from codesynapse.memory.anchors import CodeView, StalenessHook
 from codesynapse.memory.service import MemoryService
 from codesynapse.scope import Scope, make_scope
 
 log = logging.getLogger(__name__)
-
-_lock = threading.Lock()
 
 
 def memory_settings(app: Any) -> dict[str, Any]:
@@ -48,55 +49,34 @@ def _policy_patterns(app: Any) -> Callable[[], tuple]:
     return lambda: tuple(getattr(getattr(app, "policy", None), "redact_patterns", None) or ())
 
 
-def memory_service(app: Any, scope: Scope) -> MemoryService:
-    """The MemoryService of ``scope``, opened once and closed with the App."""
-    key = f"memory:{scope.session}"
-    with _lock:
-        svc = app.services.get(key)
-        if svc is None:
-            from codesynapse.memory.factory import open_memory
+def open_memory_service(app: Any, scope: Scope) -> MemoryService:
+    """A new MemoryService of ``scope`` on the App's data folder, following its policy's
+    redaction patterns and reading its code graph (``Services.memory`` keeps one per session)."""
+    from codesynapse.memory.factory import open_memory
 
-            svc = open_memory(app.workspace.data_dir / "memory", scope, memory_settings(app))
-            svc.follow_redact_patterns(_policy_patterns(app))
-            svc.attach_code(code_view(app))
-            app.services[key] = svc
-        return svc
+    svc = open_memory(app.workspace.data_dir / "memory", scope, memory_settings(app))
+    svc.follow_redact_patterns(_policy_patterns(app))
+    svc.attach_code(code_view(app))
+    return svc
 
 
-def app_scope(app: Any) -> Scope:
-    """The scope of requests that come without a connection (the CLI): one fresh session
-    per App. The LSP server uses its connection scope instead."""
-    with _lock:
-        scope = app.services.get("memory_scope")
-        if scope is None:
-            scope = make_scope(app.settings.tenant, app.workspace.identity,
-                               getattr(app.settings, "session_label", ""))
-            app.services["memory_scope"] = scope
-        return scope
+def make_scope_for_app(app: Any) -> Scope:
+    """A fresh scope for requests that come without a connection (the CLI): the App's tenant
+    and namespace and a new session (``Services.own_scope`` keeps one per App)."""
+    return make_scope(app.settings.tenant, app.workspace.identity, getattr(app.settings, "session_label", ""))
 
 
-def code_view(app: Any) -> Any:
+def code_view(app: Any) -> CodeView:
     """The App's code side as memory sees it: its graph store (read at call time: the App
     may reopen it) and its workspace root."""
-    from codesynapse.memory.anchors import CodeView
-
     return CodeView(lambda: app.store, app.workspace.root)
 
 
-def anchor_hook(app: Any) -> Any:
-    """The App's one staleness hook (memory/anchors.py ``StalenessHook``): told by the
-    indexer after each committed update; it also lends its memory store to the memory
-    sections of context answers (every read binds the request's scope)."""
-    with _lock:
-        hook = getattr(app, "_anchor_hook", None)
-        if hook is None:
-            from codesynapse.memory.anchors import StalenessHook
-
-            hook = StalenessHook(lambda: _open_anchor_store(app), lambda: _namespace_scope(app),
-                                 lambda: app.store, app.workspace.root,
-                                 lambda: app.indexer.last_overlays)
-            app._anchor_hook = hook
-        return hook
+def open_anchor_hook(app: Any) -> StalenessHook:
+    """The App's staleness hook (``Services.anchors`` keeps the one); its memory store is
+    opened on first use."""
+    return StalenessHook(lambda: _open_anchor_store(app), lambda: _namespace_scope(app),
+                         lambda: app.store, app.workspace.root, lambda: app.indexer.last_overlays)
 
 
 def _namespace_scope(app: Any) -> Scope:
