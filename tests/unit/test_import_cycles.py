@@ -15,16 +15,10 @@ from pathlib import Path
 PACKAGE = "codesynapse"
 SRC = Path(__file__).resolve().parents[2] / "server" / PACKAGE
 
-# Known cycles, each wholly inside files that were being rewritten when this test was
-# written (issue 23); remove a row when its cycle is gone: the test fails on a row that no
-# longer names a cycle, so this list only shrinks.
-KNOWN: frozenset[frozenset[str]] = frozenset({
-    # HugeGraphDepsMixin's methods import vertex_id from the adapter that mixes them in
-    frozenset({"codesynapse.store.hugegraph.graph", "codesynapse.store.hugegraph.deps"}),
-    # bench accuracy renders the language-server section of accuracy_lsp, which scores with
-    # accuracy's functions (issue 18 #5, being written)
-    frozenset({"codesynapse.bench.accuracy", "codesynapse.bench.accuracy_lsp"}),
-})
+# Known cycles allowed for now: none (issue 23 removed the last two, store/hugegraph graph <->
+# deps and bench accuracy <-> accuracy_lsp). A row names a cycle as a set of modules; the test
+# fails on a row that no longer names a cycle, so this list only shrinks.
+KNOWN: frozenset[frozenset[str]] = frozenset()
 
 
 def module_names() -> dict[str, Path]:

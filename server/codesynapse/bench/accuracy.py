@@ -62,10 +62,12 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codesynapse.bench.accuracy_base import CorpusRun, micro, open_corpus_app, score
+from codesynapse.bench.accuracy_lsp import render_section
 from codesynapse.bench.report import say
 
 log = logging.getLogger(__name__)
@@ -126,34 +128,7 @@ def load_targets(path: Path | str) -> TargetList:
     return TargetList(str(data.get("corpus", "")), str(data.get("description", "") or "").strip(), out, str(path))
 
 
-# -- the arithmetic ---------------------------------------------------------------------------
-
-def ratio(num: int, den: int) -> float | None:
-    """num / den, or None ("not applicable") when den is 0."""
-    return None if den == 0 else num / den
-
-
-def score(ours: set[str], oracle: set[str], confirmed: set[str] = frozenset(),
-          excluded: set[str] = frozenset()) -> dict[str, Any]:
-    """Unit sets → counts. ``confirmed``: our units the oracle's goto confirmed although its
-    reference search missed them (true positives); ``excluded``: our units at the oracle's
-    blind spots (neither side)."""
-    tp_units = (ours & oracle) | (ours & set(confirmed))
-    fp_units = ours - tp_units - set(excluded)
-    fn_units = oracle - ours
-    tp, fp, fn = len(tp_units), len(fp_units), len(fn_units)
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn)}
-
-
-def micro(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Micro-average: precision and recall from summed tp/fp/fn."""
-    tp = fp = fn = 0
-    for r in rows:
-        tp += r["tp"]
-        fp += r["fp"]
-        fn += r["fn"]
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn)}
-
+# -- the arithmetic (score, micro: bench/accuracy_base.py) ------------------------------------
 
 def unit_key(path: str, line: int | None) -> str:
     return f"{path}:{MODULE_UNIT}" if line is None else f"{path}:{line}"
@@ -437,17 +412,6 @@ def _name_position(src_lines: list[str], line: int, col: int, name: str) -> tupl
 
 # -- running ---------------------------------------------------------------------------------------
 
-@dataclass
-class CorpusRun:
-    name: str
-    path: Path
-    version: str
-    exclude: tuple[str, ...] = ()
-    include: tuple[str, ...] = ()
-    skip_dirs: tuple[str, ...] = ("site-packages", "__pycache__")
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def _resolve_corpus(spec: str) -> CorpusRun:
     try:
         from codesynapse.bench.corpora import resolve
@@ -456,46 +420,6 @@ def _resolve_corpus(spec: str) -> CorpusRun:
         return CorpusRun(p.name, p, "directory", exclude=("site-packages/",))
     c = resolve(spec)
     return CorpusRun(c.name, Path(c.path), c.version, tuple(c.exclude), tuple(c.include))
-
-
-class _TinyPolicy:
-    """Used only when the policy package cannot build a policy: drop the skipped folders."""
-
-    max_file_bytes = 1_048_576
-    redact_patterns = ()
-    fingerprint = ""
-
-    def __init__(self, skip: Iterable[str]):
-        self.skip = set(skip)
-
-    def excluded(self, rel: str, is_dir: bool = False) -> str | None:
-        return "excluded" if any(part in self.skip for part in rel.split("/")) else None
-
-    def language_override(self, rel: str) -> str | None:
-        return None
-
-
-def open_corpus_app(corpus: CorpusRun, data_dir: Path):
-    """An App over the corpus whose index lives in ``data_dir``."""
-    try:
-        from codesynapse.bench.apps import open_app
-
-        return open_app(corpus.path, data_dir, corpus.exclude, corpus.include, watch=False)
-    except Exception as e:  # the policy package may still be in the making
-        log.warning("opening the corpus with a minimal policy (%s)", e)
-        import codesynapse.app as appmod
-        from codesynapse.settings import load_settings
-
-        original = appmod.load_policy_for
-        appmod.load_policy_for = lambda root, previous=None: (None, [])
-        try:
-            app = appmod.App(corpus.path, load_settings({"data_dir": str(data_dir), "watch": False}))
-        finally:
-            appmod.load_policy_for = original
-        pol = _TinyPolicy(corpus.skip_dirs)
-        app.policy = pol
-        app.indexer.policy = pol
-        return app
 
 
 def _targets_for(corpus: CorpusRun, targets_file: str | Path | None) -> Path:
@@ -1103,8 +1027,6 @@ def run_accuracy_cli(args) -> int:
     md = render_markdown(results, machine)
     lsp = out_dir / "accuracy-lsp.json"
     if lsp.exists():  # Go / TypeScript against their language servers (bench/accuracy_lsp.py)
-        from codesynapse.bench.accuracy_lsp import render_section
-
         md = md.rstrip("\n") + "\n\n" + render_section(json.loads(lsp.read_text(encoding="utf-8")))
     (out_dir / "ACCURACY.md").write_text(md, encoding="utf-8")
     say(f"wrote {out_dir / 'ACCURACY.md'} and {out_dir / 'accuracy.json'}")

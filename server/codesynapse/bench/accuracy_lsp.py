@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from codesynapse.bench.accuracy_base import CorpusRun, micro, open_corpus_app, score
+
 log = logging.getLogger(__name__)
 
 LANG_IDS = {"go": "go", "typescript": "typescript", "java": "java"}  # java: any LSP server with call hierarchy
@@ -267,9 +269,6 @@ def oracle_units(oracle: LspOracle, app, s, lang: str, cache: dict[str, list], u
 
 def run(lang: str, root: Path, oracle_argv: list[str], n: int, under: str, data_dir: Path,
         say=print) -> dict[str, Any]:
-    from codesynapse.bench.accuracy import micro, score
-    from codesynapse.bench.accuracy import CorpusRun, open_corpus_app
-
     app = open_corpus_app(CorpusRun(root.name, root, "directory"), data_dir)
     try:
         t0 = time.perf_counter()

@@ -34,6 +34,7 @@ from codesynapse.graph.depmodel import (
     RequirementRow,
 )
 from codesynapse.graph.model import ImportRow
+from codesynapse.store.hugegraph.ids import vertex_id
 
 _KEYS = {
     "ecosystem": "Text", "stamp": "Text", "lockfile": "Text", "notes": "Text", "req_count": "Int",
@@ -165,13 +166,9 @@ class HugeGraphDepsMixin:
     graph_id: str
 
     def _manifest_id(self, path: str) -> str:
-        from codesynapse.store.hugegraph.graph import vertex_id
-
         return vertex_id("cmf", self.graph_id, path)
 
     def _run_id(self, tool: str) -> str:
-        from codesynapse.store.hugegraph.graph import vertex_id
-
         return vertex_id("cfr", self.graph_id, tool)
 
     # -- modules ---------------------------------------------------------------------------

@@ -69,6 +69,7 @@ from codesynapse.store.hugegraph.deps import (
     HugeGraphDepsMixin,
     deps_schema_lines,
 )
+from codesynapse.store.hugegraph.ids import vertex_id
 from codesynapse.store.neo4j.graph import _fold_tokens, query_terms
 from codesynapse.store.sqlite.graph import _head, name_terms
 
@@ -212,12 +213,6 @@ def _error(what: str, url: str, status: int, raw: bytes) -> StoreError:
         err = StoreError(text)
     err.__cause__ = cause
     return err
-
-
-def vertex_id(kind: str, *parts: str) -> str:
-    """A deterministic vertex id (HugeGraph ids are at most 128 bytes; keys are not)."""
-    digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:40]
-    return f"{kind}:{digest}"
 
 
 # ---- schema -------------------------------------------------------------------------------------

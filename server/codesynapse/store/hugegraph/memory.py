@@ -39,8 +39,8 @@ from codesynapse.store.hugegraph.graph import (
     GremlinClient,
     ensure_schema,
     index_key,
-    vertex_id,
 )
+from codesynapse.store.hugegraph.ids import vertex_id
 from codesynapse.store.memory import (
     AnchorRecord,
     AnchorSpec,
