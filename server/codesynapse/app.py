@@ -42,6 +42,12 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
     created; what the user should know about that is appended to ``notices``."""
     if settings.backend == "neo4j":
         from codesynapse.store.neo4j.graph import Neo4jGraphStore
+        from codesynapse.store.team import open_team_store, supports_team
+
+        # a git checkout: the shared base of its HEAD + its own local overlay (docs/TEAM.md)
+        team = open_team_store(settings, ws, notices) if supports_team(settings) else None
+        if team is not None:
+            return team
 
         return Neo4jGraphStore(settings.neo4j_uri, ws.graph_id, user=settings.neo4j_user,
                                password=settings.neo4j_password)
@@ -247,6 +253,9 @@ class App:
         try:
             if isinstance(self.store, UnavailableGraphStore):
                 self._reopen_store()
+            prepare = getattr(self.store, "prepare_index", None)
+            if prepare is not None:  # a team graph moves to the base of the current HEAD first
+                prepare(progress)
             report = self.indexer.index_tree(progress)
             self.store.set_meta({
                 "policy_fingerprint": getattr(self.policy, "fingerprint", ""),
@@ -319,6 +328,9 @@ class App:
             "lastUpdate": dt.datetime.fromtimestamp(last, dt.timezone.utc).isoformat() if last else "",
             "policyFingerprint": getattr(self.policy, "fingerprint", ""),
         }
+        team = getattr(self.store, "team_freshness", None)
+        if team is not None:  # which shared base answered, and how many files are this checkout's own
+            out.update(team())
         if state == "failed":
             out["error"] = error
             out["failedAttempts"] = failures

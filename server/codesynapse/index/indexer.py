@@ -77,6 +77,35 @@ class IndexReport:
     lines: int = 0
 
 
+@dataclass
+class _UpdateRun:
+    """What one ``Indexer._update`` gathers while it runs, step to step."""
+
+    changed: list[Candidate]
+    force: set[str]  # files re-extracted because a package __init__.py came or went
+    stored: dict[str, FileRow]  # the stored rows of the update's paths
+    overlays: dict[str, bytes]
+    mtimes: dict[str, int]
+    removed: list[str]  # deleted and newly skipped files
+    affected: set[str] = field(default_factory=set)  # names whose resolution may move
+    changed_paths: list[str] = field(default_factory=list)  # files extracted and written
+    batch: list[tuple[FileExtraction, int]] = field(default_factory=list)  # waiting to be written
+    late_skips: list[FileRow] = field(default_factory=list)
+    # calls held back for resolution (bulk writes), and how many
+    deferred: list[tuple[str, list]] = field(default_factory=list)
+    deferred_n: int = 0
+    fresh: set[str] = field(default_factory=set)  # files whose calls went in resolved against this index
+    exports_changed: set[str] = field(default_factory=set)  # files whose symbols, bindings or module changed
+    vanished: set[str] = field(default_factory=set)  # indexed files that are skipped now
+    retargeted: set[str] = field(default_factory=set)  # bindings of live-written imports whose target changed
+    flushed: bool = False  # a bulk write happened
+    noted: dict[str, dict[tuple[str, str, str], Resolution]] = field(default_factory=dict)  # live resolutions
+    reused: set[str] = field(default_factory=set)  # live-written files whose calls re-used noted resolutions
+    # files whose star imports or module changed: what a bare name of theirs resolves to may
+    # change for any name, so none of their stored resolutions is re-used
+    unsettled: set[str] = field(default_factory=set)
+
+
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
     return policy.excluded(rel, is_dir=is_dir) if policy is not None else None
 
@@ -492,181 +521,205 @@ class Indexer:
                 log.warning("an index update listener failed", exc_info=True)
 
     def _update(self, changed, deleted, skipped, progress, overlays, report: IndexReport) -> IndexReport:
+        """One update, in one transaction: plan, drop what left, extract and write what
+        changed, re-resolve what it may move, remember the live-written resolutions."""
         with self.store.transaction():
             self._follow_store()
             self.load()
-            stored = self._stored(changed, deleted)
-            changed, force = self._with_package_moves(list(changed), deleted, stored)
-            mtimes = {c.path: c.mtime_ns for c in changed}
-            idx = self.index
-            affected: set[str] = set()
-            changed_paths: list[str] = []
-            removed = sorted(set(deleted) | {s.path for s in skipped})
+            run = self._plan_update(changed, deleted, skipped, overlays)
             self.store.set_meta({"resolution_pending": "1"})
-            for p in removed:
-                fi = idx.files.get(p)
-                if fi is not None:
-                    affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
-                idx.remove_file(p)
-                self._drop_inherits(p)
-            if deleted:
-                self.store.delete_files([p for p in deleted if p not in {s.path for s in skipped}])
-            if self.keep_dir:
-                for p in removed:
-                    incremental.discard(self.keep_dir, p)
-            batch: list[tuple[FileExtraction, int]] = []
-            late_skips: list[FileRow] = []
-            # Calls are held back and inserted once resolved (no second write), unless there
-            # are so many that memory matters: then they are written unresolved and fixed up.
-            deferred: list[tuple[str, list]] = []
-            deferred_n = 0
-            fresh: set[str] = set()  # files whose calls went in resolved against this update's index
-            exports_changed: set[str] = set()  # files whose symbols, bindings or module changed
-            vanished: set[str] = set()  # indexed files that are skipped now
-            retargeted: set[str] = set()  # bindings of live-written imports whose stored target changed
-
-            flushed = [False]
-            noted: dict[str, dict[tuple[str, str, str], Resolution]] = {}  # resolutions of live-written calls
-            reused: set[str] = set()  # live-written files whose calls re-used noted resolutions
-            # files whose star imports or module changed: what a bare name of theirs resolves to
-            # may change for any name, so none of their stored resolutions is re-used
-            unsettled: set[str] = set()
-
-            def flush(final: bool = False) -> None:
-                nonlocal batch, late_skips, deferred_n
-                if final and not flushed[0] and len(batch) <= LIVE_BATCH:
-                    # a small (live) update: its calls, imports and bases go in with their
-                    # resolution in the same write as its symbols, so no reader sees the file
-                    # without its edges; _resolve re-checks them once the bases are recomputed
-                    res = self.resolver
-                    imp_targets: dict[tuple[str, int], str] = {}
-                    for fx, _ in batch:
-                        before = {(im.module, im.name, im.alias, im.target) for im in self.store.imports(fx.path)}
-                        for i, im in enumerate(fx.imports):
-                            imp_targets[(fx.path, i)] = t = res.resolve_import(fx.path, im)
-                            if (im.module, im.name, im.alias, t) not in before:
-                                retargeted.add(im.binding)  # as _resolve's fixpoint does for a row it changes
-                    inh_targets = {(fx.path, i): res.resolve_base(fx.path, ih.child, ih.base)
-                                   for fx, _ in batch for i, ih in enumerate(fx.inherits)}
-                    # an incremental extraction of a file stored as its base version: only the
-                    # lines it replaced are written (its other calls keep their stored
-                    # resolution; _resolve re-checks those that name what changed)
-                    whole: list[tuple[FileExtraction, int]] = []
-                    write_delta = getattr(self.store, "write_delta", None)
-                    for fx, mtime in batch:
-                        if fx.delta is not None and write_delta is not None and write_delta(
-                                fx, mtime,
-                                {i: res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
-                                 for i, c in enumerate(fx.delta.calls)},
-                                {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
-                                {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))}):
-                            self._resolved.pop(fx.path, None)
-                            if fx.path not in unsettled:  # else _resolve re-resolves all its calls
-                                reused.add(fx.path)
-                                fresh.add(fx.path)
-                        else:
-                            whole.append((fx, mtime))
-                    batch = whole
-                    targets: dict[tuple[str, int], Resolution] = {}
-                    for fx, _ in batch:
-                        before = {} if fx.path in unsettled else self._resolved.get(fx.path) or {}
-                        now = noted[fx.path] = {}
-                        for i, c in enumerate(fx.calls):
-                            key = (c.caller, c.callee, c.receiver_hint)
-                            r = now.get(key) or before.get(key)
-                            if r is None:
-                                r = res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
-                            now[key] = targets[(fx.path, i)] = r
-                        if before:
-                            reused.add(fx.path)
-                    if batch or late_skips:
-                        self.store.write_files(batch, late_skips, call_targets=targets, inherit_targets=inh_targets,
-                                               import_targets=imp_targets, with_calls=True)
-                    fresh.update(fx.path for fx, _ in batch)
-                    batch, late_skips = [], []
-                    return
-                flushed[0] = True
-                for fx, _ in batch:
-                    self._resolved.pop(fx.path, None)
-                if batch or late_skips:
-                    defer = deferred_n < MAX_DEFERRED_CALLS
-                    self.store.write_files(batch, late_skips, with_calls=not defer)
-                    if defer:
-                        for fx, _ in batch:
-                            deferred.append((fx.path, fx.calls))
-                            deferred_n += len(fx.calls)
-                batch, late_skips = [], []
-
-            known = {p for p, f in stored.items() if f.status != "skipped"}
-            for r in self.extract(changed, progress, overlays, known):
-                if isinstance(r, FileRow):
-                    fi = idx.files.get(r.path)
-                    if fi is not None:
-                        affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
-                        idx.remove_file(r.path)
-                        self._drop_inherits(r.path)
-                        vanished.add(r.path)  # its module is gone from the graph, as if deleted
-                    late_skips.append(FileRow(path=r.path, language=r.language, size=r.size, hash=r.hash,
-                                              mtime_ns=mtimes.get(r.path, 0), status="skipped", reason=r.reason))
-                    continue
-                prev = stored.get(r.path)
-                if prev is not None and prev.hash == r.hash and prev.status != "skipped" and r.path not in force \
-                        and not (overlays and r.path in overlays) and r.path not in self._overlaid \
-                        and r.path not in self._suspect:
-                    report.unchanged += 1
-                    continue
-                self._overlaid.discard(r.path)
-                if overlays and r.path in overlays:
-                    self._overlaid.add(r.path)
-                old = idx.files.get(r.path)
-                old_state = _file_state(old) if old else None
-                idx.add_file(r.path, r.module, r.language,
-                             ((s.qname, s.kind, s.parent, s.signature) for s in r.symbols),
-                             r.imports)
-                names = _changed_names(old_state, idx.files[r.path])
-                if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
-                                              or old_state[4] != idx.files[r.path].module):
-                    unsettled.add(r.path)
-                affected |= names
-                if names or old_state is None:
-                    exports_changed.add(r.path)
-                changed_paths.append(r.path)
-                batch.append((r, mtimes.get(r.path, 0)))
-                if len(batch) >= WRITE_BATCH:
-                    flush()
+            self._drop_removed(run, deleted, skipped)
+            self._extract_and_write(run, progress, report)
             if skipped:
-                late_skips.extend(skipped)
-            flush(final=True)
-            affected |= retargeted
-            affected.discard("")
-            report.parsed = len(changed_paths)
+                run.late_skips.extend(skipped)
+            self._flush(run, final=True)
+            run.affected |= run.retargeted
+            run.affected.discard("")
+            report.parsed = len(run.changed_paths)
             report.deleted = len(deleted)
-            touched = set(changed_paths) | set(removed) | vanished
-            self._touched = (self._touched[0] | touched, self._touched[1] | _names_of(
-                q for p in changed_paths if p in idx.files for q, *_ in idx.files[p].symbols))
-            for p in removed:
-                self._resolved.pop(p, None)
-            for p in vanished:
-                self._resolved.pop(p, None)
-            rewritten = self._resolve(set(changed_paths), set(removed) | vanished, affected, deferred, fresh,
-                                      exports_changed, reused)
-            if rewritten is None:  # every resolution may have moved
-                self._resolved.clear()
-            else:
-                for p in rewritten:
-                    self._resolved.pop(p, None)
-                for p, memo in noted.items():
-                    if p not in rewritten:
-                        self._resolved[p] = memo
-                        self._resolved.move_to_end(p)
-                while len(self._resolved) > RESOLVED_FILES:
-                    self._resolved.popitem(last=False)
-            self._suspect -= {c.path for c in changed} | set(removed)
+            self._note_touched(run)
+            rewritten = self._resolve(set(run.changed_paths), set(run.removed) | run.vanished, run.affected,
+                                      run.deferred, run.fresh, run.exports_changed, run.reused)
+            self._remember_resolutions(run, rewritten)
+            self._suspect -= {c.path for c in run.changed} | set(run.removed)
             if not self._suspect:
                 self.store.set_meta({"resolution_pending": "0"})
-            if removed or report.unchanged < len(changed):  # something was written
+            if run.removed or report.unchanged < len(run.changed):  # something was written
                 self._stamp()
         return report
+
+    def _plan_update(self, changed, deleted, skipped, overlays) -> _UpdateRun:
+        """The update's stored rows and its files to extract (with the package moves)."""
+        stored = self._stored(changed, deleted)
+        changed, force = self._with_package_moves(list(changed), deleted, stored)
+        return _UpdateRun(changed=changed, force=force, stored=stored, overlays=overlays or {},
+                          mtimes={c.path: c.mtime_ns for c in changed},
+                          removed=sorted(set(deleted) | {s.path for s in skipped}))
+
+    def _forget_file(self, run: _UpdateRun, path: str) -> bool:
+        """Take ``path`` out of the in-memory index; its names become affected. True when
+        it was indexed."""
+        fi = self.index.files.get(path)
+        if fi is not None:
+            run.affected |= _names_of(q for q, _ in fi.symbols) | set(fi.bindings)
+        self.index.remove_file(path)
+        self._drop_inherits(path)
+        return fi is not None
+
+    def _drop_removed(self, run: _UpdateRun, deleted, skipped) -> None:
+        """Deleted and newly skipped files leave the index, the store and the keep."""
+        for p in run.removed:
+            self._forget_file(run, p)
+        if deleted:
+            self.store.delete_files([p for p in deleted if p not in {s.path for s in skipped}])
+        if self.keep_dir:
+            for p in run.removed:
+                incremental.discard(self.keep_dir, p)
+
+    def _extract_and_write(self, run: _UpdateRun, progress: Progress | None, report: IndexReport) -> None:
+        """Extract the changed files (streamed) into the in-memory index, writing them in
+        batches; a file whose bytes did not change is counted and left as stored."""
+        idx = self.index
+        overlays = run.overlays
+        known = {p for p, f in run.stored.items() if f.status != "skipped"}
+        for r in self.extract(run.changed, progress, overlays, known):
+            if isinstance(r, FileRow):
+                if idx.files.get(r.path) is not None:
+                    self._forget_file(run, r.path)
+                    run.vanished.add(r.path)  # its module is gone from the graph, as if deleted
+                run.late_skips.append(FileRow(path=r.path, language=r.language, size=r.size, hash=r.hash,
+                                              mtime_ns=run.mtimes.get(r.path, 0), status="skipped",
+                                              reason=r.reason))
+                continue
+            prev = run.stored.get(r.path)
+            if prev is not None and prev.hash == r.hash and prev.status != "skipped" and r.path not in run.force \
+                    and not (overlays and r.path in overlays) and r.path not in self._overlaid \
+                    and r.path not in self._suspect:
+                report.unchanged += 1
+                continue
+            self._overlaid.discard(r.path)
+            if overlays and r.path in overlays:
+                self._overlaid.add(r.path)
+            old = idx.files.get(r.path)
+            old_state = _file_state(old) if old else None
+            idx.add_file(r.path, r.module, r.language,
+                         ((s.qname, s.kind, s.parent, s.signature) for s in r.symbols),
+                         r.imports)
+            names = _changed_names(old_state, idx.files[r.path])
+            if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
+                                          or old_state[4] != idx.files[r.path].module):
+                run.unsettled.add(r.path)
+            run.affected |= names
+            if names or old_state is None:
+                run.exports_changed.add(r.path)
+            run.changed_paths.append(r.path)
+            run.batch.append((r, run.mtimes.get(r.path, 0)))
+            if len(run.batch) >= WRITE_BATCH:
+                self._flush(run)
+
+    def _flush(self, run: _UpdateRun, final: bool = False) -> None:
+        """Write the batch: a small (live) update, written once at the end, goes in with its
+        resolved edges (``_write_live``); a large one in bulk (``_write_bulk``)."""
+        if final and not run.flushed and len(run.batch) <= LIVE_BATCH:
+            self._write_live(run)
+        else:
+            self._write_bulk(run)
+        run.batch, run.late_skips = [], []
+
+    def _write_live(self, run: _UpdateRun) -> None:
+        """A small (live) update: its calls, imports and bases go in with their resolution in
+        the same write as its symbols, so no reader sees the file without its edges;
+        _resolve re-checks them once the bases are recomputed."""
+        res = self.resolver
+        imp_targets: dict[tuple[str, int], str] = {}
+        for fx, _ in run.batch:
+            before = {(im.module, im.name, im.alias, im.target) for im in self.store.imports(fx.path)}
+            for i, im in enumerate(fx.imports):
+                imp_targets[(fx.path, i)] = t = res.resolve_import(fx.path, im)
+                if (im.module, im.name, im.alias, t) not in before:
+                    run.retargeted.add(im.binding)  # as _resolve's fixpoint does for a row it changes
+        inh_targets = {(fx.path, i): res.resolve_base(fx.path, ih.child, ih.base)
+                       for fx, _ in run.batch for i, ih in enumerate(fx.inherits)}
+        whole = self._write_deltas(run, imp_targets, inh_targets)
+        targets: dict[tuple[str, int], Resolution] = {}
+        for fx, _ in whole:
+            before = {} if fx.path in run.unsettled else self._resolved.get(fx.path) or {}
+            now = run.noted[fx.path] = {}
+            for i, c in enumerate(fx.calls):
+                key = (c.caller, c.callee, c.receiver_hint)
+                r = now.get(key) or before.get(key)
+                if r is None:
+                    r = res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                now[key] = targets[(fx.path, i)] = r
+            if before:
+                run.reused.add(fx.path)
+        if whole or run.late_skips:
+            self.store.write_files(whole, run.late_skips, call_targets=targets, inherit_targets=inh_targets,
+                                   import_targets=imp_targets, with_calls=True)
+        run.fresh.update(fx.path for fx, _ in whole)
+
+    def _write_deltas(self, run: _UpdateRun, imp_targets, inh_targets) -> list[tuple[FileExtraction, int]]:
+        """An incremental extraction of a file stored as its base version: only the lines it
+        replaced are written (its other calls keep their stored resolution; _resolve
+        re-checks those that name what changed). Returns the files to write whole."""
+        res = self.resolver
+        whole: list[tuple[FileExtraction, int]] = []
+        write_delta = getattr(self.store, "write_delta", None)
+        for fx, mtime in run.batch:
+            if fx.delta is not None and write_delta is not None and write_delta(
+                    fx, mtime,
+                    {i: res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
+                     for i, c in enumerate(fx.delta.calls)},
+                    {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
+                    {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))}):
+                self._resolved.pop(fx.path, None)
+                if fx.path not in run.unsettled:  # else _resolve re-resolves all its calls
+                    run.reused.add(fx.path)
+                    run.fresh.add(fx.path)
+            else:
+                whole.append((fx, mtime))
+        return whole
+
+    def _write_bulk(self, run: _UpdateRun) -> None:
+        """Calls are held back and inserted once resolved (no second write), unless there
+        are so many that memory matters: then they are written unresolved and fixed up."""
+        run.flushed = True
+        for fx, _ in run.batch:
+            self._resolved.pop(fx.path, None)
+        if run.batch or run.late_skips:
+            defer = run.deferred_n < MAX_DEFERRED_CALLS
+            self.store.write_files(run.batch, run.late_skips, with_calls=not defer)
+            if defer:
+                for fx, _ in run.batch:
+                    run.deferred.append((fx.path, fx.calls))
+                    run.deferred_n += len(fx.calls)
+
+    def _note_touched(self, run: _UpdateRun) -> None:
+        """What the listeners are told once the update commits: files touched and the names
+        now in its changed files."""
+        idx = self.index
+        touched = set(run.changed_paths) | set(run.removed) | run.vanished
+        self._touched = (self._touched[0] | touched, self._touched[1] | _names_of(
+            q for p in run.changed_paths if p in idx.files for q, *_ in idx.files[p].symbols))
+        for p in run.removed:
+            self._resolved.pop(p, None)
+        for p in run.vanished:
+            self._resolved.pop(p, None)
+
+    def _remember_resolutions(self, run: _UpdateRun, rewritten: set[str] | None) -> None:
+        """Keep the live-written files' call resolutions for their next update (at most
+        RESOLVED_FILES files), except those ``_resolve`` rewrote."""
+        if rewritten is None:  # every resolution may have moved
+            self._resolved.clear()
+            return
+        for p in rewritten:
+            self._resolved.pop(p, None)
+        for p, memo in run.noted.items():
+            if p not in rewritten:
+                self._resolved[p] = memo
+                self._resolved.move_to_end(p)
+        while len(self._resolved) > RESOLVED_FILES:
+            self._resolved.popitem(last=False)
 
     def warm(self, rel: str, data: bytes) -> bool:
         """Prepare ``rel`` (opened in the editor with ``data``) for statement-level updates:
