@@ -1,0 +1,245 @@
+"""A team on one Neo4j (issue 26, docs/TEAM.md): clones of one remote share the base graph of
+their commit and keep their own uncommitted work in a local overlay.
+
+Every step is a real ``codesynapse`` process (``index``, ``index --publish``, ``query``),
+configured only through the environment, against the session's Neo4j 5.26; each test uses a
+remote URL of its own (so graph ids of its own) and removes its bases afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from codesynapse.scope import graph_id_for
+from codesynapse.store.team import COMPLETE, base_graph_id
+
+pytestmark = pytest.mark.neo4j
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
+ALICE_FN = "shop.payment.alice_private_refund"
+BOB_FN = "shop.cart.bob_private_discount"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(cwd), "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Team:
+    """An upstream repository, its clones (all with one remote URL) and the server."""
+
+    def __init__(self, tmp: Path, uri: str, remote: str, upstream: Path | None = None):
+        self.tmp, self.uri, self.remote = tmp, uri, remote
+        self.upstream = upstream or tmp / "upstream"
+        if upstream is None:
+            shutil.copytree(FIXTURE, self.upstream)
+            git(self.upstream, "init", "-q", "-b", "main")
+            git(self.upstream, "add", "-A")
+            git(self.upstream, "commit", "-qm", "c1")
+        self.graph_id = graph_id_for(remote)
+        self.commits: set[str] = set()
+
+    def clone(self, who: str) -> Path:
+        root = self.tmp / who
+        subprocess.run(["git", "clone", "-q", str(self.upstream), str(root)], check=True, capture_output=True)
+        git(root, "remote", "set-url", "origin", self.remote)
+        self.commits.add(git(root, "rev-parse", "HEAD"))
+        return root
+
+    def env(self, who: str, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CODESYNAPSE_")}
+        env.update(CODESYNAPSE_BACKEND="neo4j", CODESYNAPSE_NEO4J_URI=self.uri, CODESYNAPSE_WORKERS="1",
+                   CODESYNAPSE_DATA_DIR=str(self.tmp / f"data-{who}"), CODESYNAPSE_EMBEDDER="none",
+                   CODESYNAPSE_SYMBOL_VECTORS="0", **extra)
+        return env
+
+    def run(self, who: str, args: list[str], **extra: str) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "codesynapse", *args], env=self.env(who, **extra),
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+    def index(self, who: str) -> dict:
+        return self.run(who, ["index", str(self.tmp / who), "--json"])
+
+    def query(self, who: str, method: str, params: dict) -> dict:
+        return self.run(who, ["query", method, "--root", str(self.tmp / who), "--no-index", "--compact",
+                              "--params", json.dumps(params)])
+
+    def found(self, who: str, qname: str) -> bool:
+        return self.query(who, "codesynapse/symbolCard", {"selector": qname})["found"]
+
+    def base(self, commit: str):
+        from codesynapse.store.neo4j.graph import Neo4jGraphStore
+
+        return Neo4jGraphStore(self.uri, base_graph_id(self.graph_id, commit))
+
+    def cleanup(self) -> None:
+        for c in self.commits:
+            store = self.base(c)
+            try:
+                store.delete_graph()
+                store._write("drop lock", lambda tx, g=store.graph_id: tx.run(
+                    "MATCH (l:CsBaseLock {graph_id: $g}) DELETE l", g=g).consume())
+            finally:
+                store.close()
+
+
+@pytest.fixture
+def team(neo4j_server, tmp_path, request):
+    remote = f"https://git.example.invalid/team/{request.node.name}-{time.time_ns()}"  # no .git: the identity
+    t = Team(tmp_path, neo4j_server.uri, remote)
+    yield t
+    t.cleanup()
+
+
+def add_function(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.write_text(p.read_text() + "\n\n" + text)
+
+
+def test_alice_and_bob_each_see_only_their_own_uncommitted_work(team: Team):
+    alice, bob = team.clone("alice"), team.clone("bob")
+    add_function(alice, "shop/payment.py",
+                 'def alice_private_refund(order):\n    """Alice WIP: refunds without audit."""\n'
+                 '    return pay_for(order)\n')
+    add_function(bob, "shop/cart.py", "def bob_private_discount(cart):\n    return cart\n")
+    (bob / "tests" / "test_cart.py").unlink()  # Bob deletes a file he has not committed the deletion of
+
+    team.index("alice")
+    team.index("bob")
+    # the order that leaked before: Alice, Bob, Alice again, then both ask
+    assert team.found("alice", ALICE_FN)
+    team.index("alice")
+    assert team.found("alice", ALICE_FN) and not team.found("alice", BOB_FN)
+    assert team.found("bob", BOB_FN) and not team.found("bob", ALICE_FN)
+    hits = team.query("bob", "codesynapse/search", {"query": "alice_private_refund refunds without audit"})
+    assert ALICE_FN not in json.dumps(hits)
+    # Alice's callers of pay_for include her function; Bob's include neither it nor the deleted test
+    callers = team.query("alice", "codesynapse/callGraph", {"selector": "shop.payment.pay_for",
+                                                            "direction": "callers"})
+    names = {n["qualifiedName"] for n in callers["callers"]["nodes"]}
+    assert ALICE_FN in names and "test_cart.test_pay_for" in names
+    callers = team.query("bob", "codesynapse/callGraph", {"selector": "shop.payment.pay_for", "direction": "callers"})
+    assert {n["qualifiedName"] for n in callers.get("callers", {}).get("nodes", [])} == set()
+    assert team.found("alice", "test_cart.test_pay_for") and not team.found("bob", "test_cart.test_pay_for")
+
+    # one base on the server, holding the committed tree only
+    (commit,) = team.commits
+    base = team.base(commit)
+    try:
+        assert base.get_meta(COMPLETE) == "1"
+        assert base.symbols_by_qname(ALICE_FN) == [] and base.symbols_by_qname(BOB_FN) == []
+        assert base.file("tests/test_cart.py") is not None
+    finally:
+        base.close()
+    # the answers say which base and how many of the checkout's own files they used
+    card = team.query("alice", "codesynapse/symbolCard", {"selector": ALICE_FN})
+    assert card["provenance"]["freshness"]["baseCommit"] == commit
+    assert card["provenance"]["freshness"]["overlayFiles"] == 1
+    status = team.query("bob", "codesynapse/indexStatus", {})
+    assert (status["baseCommit"], status["overlayFiles"]) == (commit, 2)
+
+
+def test_a_second_checkout_at_the_same_commit_parses_no_file(team: Team):
+    team.clone("first")
+    team.clone("second")
+    first = team.index("first")
+    second = team.index("second")
+    assert first["files"] == second["files"] == 6
+    assert second["parsed"] == 0
+    q = ("codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout", "direction": "callees", "depth": 2})
+    answers = [team.query(who, *q) for who in ("first", "second")]
+    for a in answers:  # the stamps differ by their update time only
+        a["provenance"]["freshness"].pop("lastUpdate", None)
+    assert answers[0] == answers[1] and answers[0]["found"]
+
+
+def test_moving_head_to_a_published_commit_reuses_its_base(team: Team):
+    team.clone("dev")
+    team.index("dev")
+    add_function(team.upstream, "shop/pricing.py", "def loyalty_bonus(total):\n    return total\n")
+    git(team.upstream, "commit", "-qam", "c2")
+    ci = team.clone("ci")  # a CI job publishes the new commit
+    out = team.run("ci", ["index", str(ci), "--publish"])
+    assert out["status"] == "built"
+    git(team.tmp / "dev", "pull", "-q", "--ff-only", str(team.upstream), "main")
+    report = team.index("dev")
+    assert report["parsed"] == 0  # pricing.py changed, and comes from the new base
+    assert team.found("dev", "shop.pricing.loyalty_bonus")
+    status = team.query("dev", "codesynapse/indexStatus", {})
+    assert status["baseCommit"] == git(team.tmp / "dev", "rev-parse", "HEAD") and status["overlayFiles"] == 0
+
+
+def test_two_builders_race_for_one_commit(team: Team):
+    a, b = team.clone("a"), team.clone("b")
+    procs = [subprocess.Popen([sys.executable, "-m", "codesynapse", "index", str(root), "--publish"],
+                              env=team.env(who), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for who, root in (("a", a), ("b", b))]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        outs.append(json.loads(out)["status"])
+    assert sorted(outs) == ["built", "exists"]
+    (commit,) = team.commits
+    base = team.base(commit)
+    try:
+        assert base.get_meta(COMPLETE) == "1" and len(base.files()) == 6
+    finally:
+        base.close()
+
+
+def test_kill_9_mid_publish_leaves_no_visible_base(team: Team):
+    # enough files that the build is still writing when it is killed
+    for i in range(600):
+        (team.upstream / "shop" / f"gen_{i:03d}.py").write_text(
+            f"from shop.pricing import with_tax\n\n\ndef gen_{i}(x):\n    return with_tax(x) + {i}\n")
+    git(team.upstream, "add", "-A")
+    git(team.upstream, "commit", "-qm", "many")
+    root = team.clone("ci")
+    (commit,) = team.commits
+    env = team.env("ci", CODESYNAPSE_TEAM_LEASE_S="3")
+    proc = subprocess.Popen([sys.executable, "-m", "codesynapse", "index", str(root), "--publish"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    base = team.base(commit)
+    try:
+        deadline = time.monotonic() + 240
+        while not base.stats().files:  # the builder has written a first batch
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert base.get_meta(COMPLETE) is None
+        written = base.stats().files
+        assert written > 0
+
+        # a reader ignores the half base: it has no base yet and builds its own view
+        from codesynapse.settings import load_settings
+        from codesynapse.store.team import open_team_store
+        from codesynapse.workspace import open_workspace
+
+        settings = load_settings(env=env)
+        reader = open_team_store(settings, open_workspace(root, team.tmp / "reader-data"))
+        try:
+            assert reader.base_commit == "" and reader.files() == []
+        finally:
+            reader.close()
+
+        # the next builder takes the lock over once its lease ends, drops the half and builds
+        out = team.run("ci", ["index", str(root), "--publish"], CODESYNAPSE_TEAM_LEASE_S="3")
+        assert out["status"] == "built"
+        assert base.get_meta(COMPLETE) == "1" and base.stats().files == 606
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        base.close()
