@@ -6,6 +6,7 @@ other numbers; the expected ones are counted by hand below."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 
 import pytest
@@ -43,9 +44,9 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def _start(client: LanguageClient, root, encoding: str) -> str:
+async def _start(client: LanguageClient, root, encoding: str, policy: str = POLICY) -> str:
     (root / "sizes.py").write_text(SOURCE, encoding="utf-8")
-    (root / ".codesynapse.yaml").write_text(POLICY, encoding="utf-8")
+    (root / ".codesynapse.yaml").write_text(policy, encoding="utf-8")
     caps = client_capabilities("visual-studio-code")
     caps.general = types.GeneralClientCapabilities(position_encodings=[
         types.PositionEncodingKind(encoding), types.PositionEncodingKind.Utf16])
@@ -95,3 +96,30 @@ async def test_definition_references_and_call_hierarchy_in_the_negotiated_encodi
     diags = await eventually(published)
     assert [(d.message.split(";")[0], _span(d.range)) for d in diags] == [
         ("bogus: unknown key 'bogus'", (0, *POLICY_EXPECTED[encoding]))]
+
+
+# a SARIF result on the call of `größe` (line 6): SARIF columns are 1-based UTF-16 units (its
+# default columnKind): größe starts at unit 24 (column 25) and ends before unit 29 (column 30)
+SARIF = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "lint"}}, "results": [{
+    "ruleId": "L1", "level": "warning", "message": {"text": "a call of größe"},
+    "locations": [{"physicalLocation": {"artifactLocation": {"uri": "sizes.py"},
+                                        "region": {"startLine": 6, "startColumn": 25, "endLine": 6,
+                                                   "endColumn": 30}}}]}]}]}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8"])
+async def test_findings_diagnostics_in_the_negotiated_encoding(client, tmp_path, encoding):
+    """A finding's SARIF columns reach the client in its encoding: the same span as the call
+    site above (UTF-8: each emoji 4 bytes, größe 7), not the UTF-16 numbers passed through."""
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "lint.sarif").write_text(json.dumps(SARIF), encoding="utf-8")
+    uri = await _start(client, tmp_path, encoding, policy='findings: ["reports/*.sarif"]\n')
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=SOURCE)))
+
+    async def published():
+        return client.diagnostics.get(uri) or None
+
+    diags = await eventually(published)
+    assert [(d.source, d.code, _span(d.range)) for d in diags] == [
+        ("codesynapse/lint", "L1", (5, *EXPECTED[encoding][1]))]

@@ -3,6 +3,8 @@ method table (``codesynapse.methods``); the memory rows are lsp/memory.py's."""
 
 from __future__ import annotations
 
+import asyncio
+
 from codesynapse.methods import METHODS
 
 
@@ -15,8 +17,6 @@ def register(server) -> None:
 def _register_one(server, name: str) -> None:
     @server.feature(name)
     async def handler(ls, params):
-        import asyncio
-
         started = asyncio.get_running_loop().time()  # the deadline counts the wait for the index too
         ls.require_app()  # without a workspace there is no index to wait for
         if name != "codesynapse/indexStatus":
@@ -28,8 +28,6 @@ def _register_one(server, name: str) -> None:
 
 async def _wait_ready(ls, timeout: float = 9.0) -> None:
     """Requests that arrive during the first index wait for it, within the deadline."""
-    import asyncio
-
     if ls.ready.is_set():
         return
     loop = asyncio.get_running_loop()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from codesynapse import metrics
+from codesynapse.app import short_reason
+from codesynapse.daemon.session import Session
 from codesynapse.lsp.errors import to_jsonrpc
 from codesynapse.lsp.subsessions import bind as bind_child
 from codesynapse.lsp.subsessions import child_scope_for, take_handle
@@ -38,8 +42,6 @@ def make_connection_scope(ls, settings=None) -> Scope:
 def register(server) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls, params: types.InitializeParams):
-        import asyncio
-
         try:
             ls.loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -60,8 +62,6 @@ def register(server) -> None:
         try:
             ls.app, ignored = ls.open_app(root, settings)
         except Exception as e:  # initialize answers; each request then names the cause
-            from codesynapse.app import short_reason
-
             ls.init_error = f"the workspace could not be opened: {short_reason(e)}"
             log.debug("opening the workspace failed", exc_info=True)  # the notice below is logged
             ls.app_notices.append(("error", f"CodeSynapse: {ls.init_error}. Check the data folder "
@@ -69,8 +69,6 @@ def register(server) -> None:
             return
         ls.app_notices.extend(ls.app.notices)
         ls.app_notices.extend(("warning", f"CodeSynapse: {p}") for p in ignored)
-        from codesynapse import metrics
-
         problem = metrics.start(settings.metrics_port, ls.app)  # opt-in; a port in use is a warning
         if problem:
             ls.app_notices.append(("warning", f"CodeSynapse: {problem}"))
@@ -81,8 +79,6 @@ def register(server) -> None:
             except Exception as e:
                 ls.scope = None
                 raise to_jsonrpc(e) from e
-        from codesynapse.daemon.session import Session
-
         info = params.client_info
         ls.session = Session(ls.app, ls.scope, info.name if info else "", (info.version or "") if info else "")
         bind_child(ls)

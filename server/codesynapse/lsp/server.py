@@ -11,17 +11,21 @@ import asyncio
 import logging
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
-from codesynapse import __version__
+from codesynapse import __version__, logsetup, metrics
+from codesynapse.app import App
 from codesynapse.errors import CodeSynapseError, DeadlineExceeded
 from codesynapse.lsp import context, documents, lifecycle, memory, navigation, subsessions
 from codesynapse.lsp.errors import JsonRpcRequestFailed, to_jsonrpc
+from codesynapse.lsp.progress import start_indexing
 from codesynapse.lsp.rpc import CodeSynapseProtocol, read_frames
 from codesynapse.methods import METHODS, call_method
 from codesynapse.scope import Scope
@@ -63,16 +67,12 @@ class CodeSynapseServer(LanguageServer):
         (app, notices about settings that were not applied)."""
         if self.host is not None:
             return self.host.open_app(root, settings)
-        from codesynapse.app import App
-
         return App(root, settings), []
 
     def begin_indexing(self) -> None:
         if self.host is not None:
             self.host.begin_indexing(self)
             return
-        from codesynapse.lsp.progress import start_indexing
-
         start_indexing(self)
 
     def stop_background(self) -> None:
@@ -90,10 +90,6 @@ class CodeSynapseServer(LanguageServer):
         """pygls' stdio server with our read loop (``rpc.read_frames``: a frame that cannot
         be decoded is still answered) and stdin read on a thread of its own, so that busy
         request workers never delay reading the next message."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        from pygls.io_ import StdinAsyncReader, StdoutWriter
-
         self._stop_event = threading.Event()
         stdin_reader = ThreadPoolExecutor(1, thread_name_prefix="codesynapse-stdin")
         reader = StdinAsyncReader(stdin or sys.stdin.buffer, stdin_reader)
@@ -144,8 +140,6 @@ class CodeSynapseServer(LanguageServer):
             return await asyncio.wait_for(
                 loop.run_in_executor(self.thread_pool, fn, app, method, params, self.scope), budget)
         except asyncio.TimeoutError as e:
-            from codesynapse import metrics
-
             metrics.deadline_hit(method)
             raise to_jsonrpc(DeadlineExceeded(DEADLINE_S)) from e
         except JsonRpcException:
@@ -208,8 +202,6 @@ def build_server(settings: Settings | None = None, host: Any = None) -> CodeSyna
 def run_stdio(settings: Settings | None = None, stdin: Any = None) -> int:
     """One process serving one client over stdio (``serve --no-share``, or the proxy's
     fallback, which hands over what it has already read from stdin as ``stdin``)."""
-    from codesynapse import logsetup
-
     # bounded records through a queue: the event loop never waits for stderr
     logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO)
     server = build_server(settings)

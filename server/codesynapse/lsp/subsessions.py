@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lsprotocol import types
+
 from codesynapse.codec import decode
 from codesynapse.daemon.children import OPTION, ChildParams
 from codesynapse.lsp.errors import JsonRpcRequestFailed
@@ -44,8 +46,6 @@ def bind(ls: Any) -> None:
     ls.app.services.subsessions.bind(ls.scope, ls.session)
 
     def told() -> None:
-        from lsprotocol import types
-
         ls.in_loop(ls.window_show_message, types.ShowMessageParams(
             type=types.MessageType.Warning,
             message="CodeSynapse: this sub-session has ended (its parent session closed); its session memory "
