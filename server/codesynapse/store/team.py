@@ -38,7 +38,9 @@ from codesynapse.store.graph import SCHEMA_VERSION, GraphStore
 log = logging.getLogger(__name__)
 
 COMPLETE = "base_complete"  # meta key of a base graph, "1" once every row is written
-LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLock) REQUIRE n.graph_id IS UNIQUE",)
+LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLock) REQUIRE n.graph_id IS UNIQUE",
+               "CREATE CONSTRAINT cs_repo_entry_key IF NOT EXISTS FOR (n:CsRepoEntry) "
+               "REQUIRE (n.tenant_id, n.graph_id) IS UNIQUE")
 WAIT_POLL_S = 0.5
 
 
@@ -96,7 +98,8 @@ def clean_paths(root: Path, commit: str, base: GraphStore) -> dict[str, tuple[in
 
 # -- the server side (Neo4j) ----------------------------------------------------------------------
 def open_base(settings, graph_id: str):
-    from codesynapse.store.neo4j.graph import Neo4jGraphStore, ensure_schema
+    from codesynapse.store.neo4j.driver import ensure_schema
+    from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
     store = Neo4jGraphStore(settings.neo4j_uri, graph_id, user=settings.neo4j_user,
                             password=settings.neo4j_password)
@@ -106,6 +109,85 @@ def open_base(settings, graph_id: str):
 
 def is_complete(store: GraphStore) -> bool:
     return store.get_meta(COMPLETE) == "1"
+
+
+# -- repository entries: which tenant may read a repository's bases ---------------------------------
+def grant(store, tenant: str, graph_id: str, identity: str) -> dict[str, Any]:
+    """Create (or renew: a new access-policy revision) the repository entry that authorizes
+    ``tenant`` to read the bases of the repository ``graph_id``. The entry is the tenant's; the
+    shared graph has no owner."""
+    now = time.time()
+
+    def work(tx):
+        rec = tx.run(
+            "MERGE (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) "
+            "ON CREATE SET e.id = $id, e.created_at = $now, e.revision = 0 "
+            "SET e.identity = $identity, e.revision = e.revision + 1, e.updated_at = $now "
+            "RETURN e {.id, .tenant_id, .graph_id, .identity, .revision} AS e",
+            t=tenant, g=graph_id, id=uuid.uuid4().hex, now=now, identity=identity).single()
+        return dict(rec["e"])
+
+    return store._write("repository grant", work)
+
+
+def revoke(store, tenant: str, graph_id: str) -> int:
+    return store._write("repository revoke", lambda tx: tx.run(
+        "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) DELETE e RETURN count(*) AS n",
+        t=tenant, g=graph_id).single()["n"])
+
+
+def authorized(store, tenant: str, graph_id: str) -> bool:
+    """True when a repository entry authorizes ``tenant`` for the repository ``graph_id``."""
+    return bool(store._scalar("repository entry", "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) "
+                              "RETURN count(e) > 0", t=tenant, g=graph_id))
+
+
+def list_bases(store, graph_id: str) -> list[dict[str, Any]]:
+    """The repository's bases on the server: {graphId, commit, complete, locked}."""
+    rows = store._rows("list bases", (
+        "MATCH (m:CsMeta) WHERE m.graph_id STARTS WITH $p AND m.key = 'schema_version' "
+        "OPTIONAL MATCH (c:CsMeta {graph_id: m.graph_id, key: $complete}) "
+        "OPTIONAL MATCH (l:CsBaseLock {graph_id: m.graph_id}) "
+        "RETURN {graph_id: m.graph_id, complete: c.value = '1', lease: l.expires} ORDER BY m.graph_id"),
+        p=graph_id + "@", complete=COMPLETE)
+    return [{"graphId": r["graph_id"], "commit": r["graph_id"].split("@", 1)[1], "complete": bool(r["complete"]),
+             "leaseUntil": r["lease"]} for r in rows]
+
+
+def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[str]]:
+    """Remove the repository's bases that no branch needs: kept are the last ``keep`` commits
+    of every branch the checkout at ``root`` knows (local and remote-tracking) and bases a
+    live builder holds; incomplete bases whose builder is gone are removed too."""
+    out = _git_bytes(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes") or b""
+    needed: set[str] = set()
+    for ref in out.decode().split():
+        if ref.endswith("/HEAD"):
+            continue
+        revs = _git_bytes(root, "rev-list", f"--max-count={keep}", ref)
+        needed.update((revs or b"").decode().split())
+    head = _git_bytes(root, "rev-parse", "HEAD")
+    if head:
+        needed.add(head.decode().strip())
+    removed, kept = [], []
+    store = open_base(settings, graph_id)
+    try:
+        now = time.time()
+        for b in list_bases(store, graph_id):
+            live = b["leaseUntil"] is not None and b["leaseUntil"] > now
+            if b["commit"] in needed or live:
+                kept.append(b["commit"])
+                continue
+            base = open_base(settings, b["graphId"])
+            try:
+                base.delete_graph()
+                base._write("drop lock", lambda tx, g=b["graphId"]: tx.run(
+                    "MATCH (l:CsBaseLock {graph_id: $g}) DELETE l", g=g).consume())
+            finally:
+                base.close()
+            removed.append(b["commit"])
+    finally:
+        store.close()
+    return {"removed": removed, "kept": kept}
 
 
 class BaseLock:
@@ -155,7 +237,7 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
     """Make the base of ``commit`` exist: ``"exists"`` (complete already, or completed by
     another builder while this one waited), ``"built"`` (by this call), or ``"busy"``
     (another builder still holds the lock after ``wait_s``)."""
-    from codesynapse.app import load_policy_for
+    from codesynapse.policy import load_policy
     from codesynapse.index.indexer import Indexer
 
     gid = base_graph_id(graph_id, commit)
@@ -193,7 +275,7 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
                 tree = Path(tmp) / "tree"
                 tree.mkdir()
                 export_commit(root, commit, tree)
-                policy, _ = load_policy_for(tree)
+                policy, _ = load_policy(tree)
                 report = Indexer(tree, store, policy, workers=settings.workers).index_tree(progress)
             store.set_meta({"identity": identity, "commit": commit, "built_at": str(time.time()),
                             "policy_fingerprint": getattr(policy, "fingerprint", "")})
@@ -229,9 +311,19 @@ class TeamGraphStore(CompositeGraphStore):
 
         return SqliteGraphStore(self._empty_path, self.workspace.graph_id)
 
+    def _authorized(self) -> bool:
+        """A repository entry authorizes this daemon's tenant (settings, never a request) for
+        the repository; without one no base is read or built and the overlay holds everything."""
+        store = open_base(self.settings, self.workspace.graph_id)
+        try:
+            return authorized(store, self.settings.tenant, self.workspace.graph_id)
+        finally:
+            store.close()
+
     def _base_for(self, commit: str) -> tuple[GraphStore, str]:
-        """(the complete base of ``commit``, commit) or (an empty store, "") when there is none."""
-        if commit:
+        """(the complete base of ``commit``, commit) or (an empty store, "") when there is none
+        or the tenant may not read it."""
+        if commit and self._authorized():
             store = open_base(self.settings, base_graph_id(self.workspace.graph_id, commit))
             if is_complete(store):
                 return store, commit
@@ -245,6 +337,12 @@ class TeamGraphStore(CompositeGraphStore):
         head = ws.git_head() or ""
         if not head or head == self.base_commit:
             return {"base": self.base_commit, "status": "current"}
+        if not self._authorized():
+            if self.base_commit:  # the entry was revoked: the base is no longer read
+                self.reset_overlay(self._empty(), "", {})
+            log.info("no repository entry authorizes tenant %r for %s: indexing this checkout on its own "
+                     "(codesynapse repo grant)", self.settings.tenant, ws.identity)
+            return {"base": "", "status": "unauthorized"}
         status = publish_base(self.settings, ws.root, ws.identity, ws.graph_id, head, wait_s=wait_s,
                               progress=progress)
         if status == "busy":
