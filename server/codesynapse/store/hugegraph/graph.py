@@ -33,21 +33,15 @@ index; the BM25 score is computed here with FTS5's formula (see docs/BACKENDS.md
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import http.client
 import json
 import logging
 import math
-import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
-from urllib.parse import urlsplit
 
-from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.extract.model import CallSite, FileExtraction
 from codesynapse.graph.model import (
     CallRow,
@@ -64,155 +58,29 @@ from codesynapse.store.graph import (
     base_keys,
     module_keys,
 )
+from codesynapse.store.hugegraph.client import (
+    IN_CHUNK,
+    GremlinClient,
+    ensure_schema,
+    index_key,
+)
 from codesynapse.store.hugegraph.deps import (
     DEPS_LABELS,
     HugeGraphDepsMixin,
     deps_schema_lines,
 )
 from codesynapse.store.hugegraph.ids import vertex_id
-from codesynapse.store.neo4j.graph import _fold_tokens, query_terms
-from codesynapse.store.sqlite.graph import _head, name_terms
+from codesynapse.store.text import callee_head, fold_tokens, name_terms, query_terms
 
 log = logging.getLogger(__name__)
 
 TX_ROWS = 3_000  # vertices written per transaction (HugeGraph's default tx capacity is 10,000)
 MAX_REQUEST_BYTES = 8 * 1024 * 1024  # a write request's JSON (the server's maxContentLength must allow it)
-IN_CHUNK = 100  # values per within(...) lookup: HugeGraph allows at most 100 conditions per query
 CORPUS_TTL = 5.0  # seconds a search reuses the graph's symbol count and total length  # values per within(...) lookup
 NO_LIMIT = 2**62
 # FTS5's bm25() constants and our column weights (name, qname, terms), as in sqlite.py
 BM25_K1, BM25_B = 1.2, 0.75
 WEIGHTS = (4.0, 2.0, 1.0)
-
-
-# ---- transport --------------------------------------------------------------------------------
-
-class GremlinClient:
-    """Scripts with bindings to a Gremlin server's HTTP endpoint (thread-safe)."""
-
-    def __init__(self, url: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
-                 connect_timeout: float = 5.0, timeout: float = 10.0):
-        try:
-            parts = urlsplit(url)
-            host, port = parts.hostname, parts.port
-        except ValueError as e:
-            raise StoreError(f"invalid HugeGraph Gremlin URL {url!r}: {e}") from e
-        if parts.scheme not in ("http", "https") or not host:
-            raise StoreError(f"invalid HugeGraph Gremlin URL {url!r}: expected http://host:port (the Gremlin "
-                             f"server port of HugeGraph, gremlinserver.url)")
-        self.url = url
-        self.host = host
-        self.port = port or (443 if parts.scheme == "https" else 80)
-        self.https = parts.scheme == "https"
-        self.path = parts.path or "/"
-        self.connect_timeout = connect_timeout
-        self.timeout = timeout
-        # the graph and its traversal source as HugeGraph registers them (g_<graph>: "__g_")
-        self.aliases = {"graph": graph, "g": f"__g_{graph}"}
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if user or password:
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            self.headers["Authorization"] = f"Basic {token}"
-        self._local = threading.local()
-        self._conns: set[http.client.HTTPConnection] = set()
-        self._conns_lock = threading.Lock()
-
-    def _conn(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = cls(self.host, self.port, timeout=self.connect_timeout)
-            self._local.conn = conn
-            with self._conns_lock:
-                self._conns.add(conn)
-        return conn
-
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            with self._conns_lock:
-                self._conns.discard(conn)
-            try:
-                conn.close()
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        """Close every thread's connection (a thread that submits again reconnects)."""
-        with self._conns_lock:
-            conns, self._conns = list(self._conns), set()
-        for conn in conns:
-            try:
-                conn.close()
-            except OSError:
-                pass
-        self._local = threading.local()
-
-    def submit(self, what: str, script: str, bindings: dict[str, Any] | None = None, *,
-               timeout: float | None = None) -> list[Any]:
-        """Evaluate ``script`` with ``bindings``; the result list. Errors: StoreUnavailable
-        (unreachable, timed out, overloaded) or StoreError (everything else), ``from e``."""
-        body = json.dumps({"gremlin": script, "bindings": bindings or {}, "language": "gremlin-groovy",
-                           "aliases": self.aliases}, allow_nan=False).encode("ascii")
-        for attempt in (1, 2):
-            conn = self._conn()
-            reused = conn.sock is not None
-            try:
-                if conn.sock is None:
-                    conn.connect()
-                conn.sock.settimeout(timeout or self.timeout)
-                conn.request("POST", self.path, body=body, headers=self.headers)
-                resp = conn.getresponse()
-                raw = resp.read()
-                break
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
-                # a kept-alive connection the server has closed meanwhile: once more, anew
-                self._drop()
-                if reused and attempt == 1:
-                    continue
-                raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
-                                       f"{e.__class__.__name__}: {e}") from e
-            except (socket.timeout, TimeoutError) as e:
-                self._drop()
-                raise StoreUnavailable(f"hugegraph {what} timed out after {timeout or self.timeout:.0f}s "
-                                       f"({self.url}): {e}") from e
-            except (OSError, http.client.HTTPException) as e:
-                self._drop()
-                raise StoreUnavailable(f"hugegraph {what} failed: cannot reach {self.url}: "
-                                       f"{e.__class__.__name__}: {e}") from e
-        if resp.status == 200:
-            try:
-                return json.loads(raw)["result"]["data"] or []
-            except (ValueError, KeyError, TypeError) as e:
-                self._drop()
-                raise StoreError(f"hugegraph {what}: unreadable answer from {self.url}: {raw[:200]!r}") from e
-        self._drop()  # never reuse a connection after an error
-        raise _error(what, self.url, resp.status, raw)
-
-
-class _ServerError(Exception):
-    """The Gremlin server's error answer (kept as the ``__cause__`` of our errors)."""
-
-
-def _error(what: str, url: str, status: int, raw: bytes) -> StoreError:
-    try:
-        doc = json.loads(raw)
-        message, cls = str(doc.get("message", "")), str(doc.get("Exception-Class", ""))
-    except ValueError:
-        message, cls = raw[:300].decode("utf-8", "replace"), ""
-    cause = _ServerError(f"HTTP {status} {cls}: {message}")
-    text = f"hugegraph {what} failed: HTTP {status} {cls.rsplit('.', 1)[-1]}: {message}".rstrip(": ")
-    if status in (401, 403):
-        err: StoreError = StoreError(f"hugegraph {what}: authentication failed (check CODESYNAPSE_HUGEGRAPH_USER/"
-                                     f"_PASSWORD): {message}")
-    elif status in (502, 503, 504) or "TimeoutException" in cls or "RejectedExecutionException" in cls \
-            or "evaluationTimeout" in message or "exceeded the configured" in message:
-        err = StoreUnavailable(text)
-    else:
-        err = StoreError(text)
-    err.__cause__ = cause
-    return err
 
 
 # ---- schema -------------------------------------------------------------------------------------
@@ -300,21 +168,6 @@ def _schema_script() -> str:
 
 SCHEMA_SCRIPT = _schema_script()
 GRAPH_LABELS = ("cs_meta", "cs_file", "cs_symbol", "cs_call", "cs_import", "cs_inherit")
-
-
-def ensure_schema(client: GremlinClient, script: str, what: str) -> None:
-    """Create the schema (idempotent). Two processes racing on it may see 'existed'
-    errors from HugeGraph's schema lock; the second attempt then finds everything."""
-    for attempt in range(3):
-        try:
-            client.submit(what, script, timeout=max(client.timeout, 120.0))
-            return
-        except StoreUnavailable:
-            raise
-        except StoreError as e:
-            if attempt == 2 or ("exist" not in str(e).lower() and "lock" not in str(e).lower()):
-                raise
-            time.sleep(0.5 * (attempt + 1))
 
 
 # ---- scripts ------------------------------------------------------------------------------------
@@ -532,13 +385,6 @@ def rows = { String label, List keys -> g.V().hasLabel(label).has('graph_id', gi
 
 # ---- search terms -------------------------------------------------------------------------------
 
-def index_key(*parts: str) -> str:
-    """A digest standing for a tuple of values in a set-valued index. HugeGraph 1.5 does
-    not find set members that contain '!' (its index-id separator) through
-    ``ConditionP.contains``, so such indexes hold hex digests; hits are re-checked."""
-    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 def search_keys(graph_id: str, tokens: Iterable[str]) -> list[str]:
     """Index keys of a symbol's search tokens: the graph id is part of every key, so the
     index lookup itself is bound to the graph (the root also re-checks ``graph_id``)."""
@@ -649,7 +495,7 @@ class HugeGraphStore(HugeGraphDepsMixin):
     # -- writes ------------------------------------------------------------------------------
     @staticmethod
     def _call_row(path: str, c: CallSite, r: Resolution) -> list[Any]:
-        return [path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+        return [path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
                 r.target, r.resolution, float(r.confidence)]
 
@@ -686,7 +532,7 @@ class HugeGraphStore(HugeGraphDepsMixin):
                           fx.error or ("syntax errors; partial extraction" if fx.partial else ""), now])
             for s in fx.symbols:
                 terms = name_terms(s.name, s.qname)
-                ft = (_fold_tokens(s.name), _fold_tokens(s.qname), _fold_tokens(terms))
+                ft = (fold_tokens(s.name), fold_tokens(s.qname), fold_tokens(terms))
                 tokens = " ".join(ft).split()
                 syms.append([fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col,
                              s.end_col, s.hash, s.summary, s.parent, bool(s.is_test), bool(s.exported), fx.language,

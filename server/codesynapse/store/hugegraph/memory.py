@@ -34,7 +34,7 @@ from typing import Any
 from codesynapse.errors import StoreError
 from codesynapse.memory.exact import exact_terms, rank_exact
 from codesynapse.scope import Scope
-from codesynapse.store.hugegraph.graph import (
+from codesynapse.store.hugegraph.client import (
     IN_CHUNK,
     GremlinClient,
     ensure_schema,
@@ -49,7 +49,7 @@ from codesynapse.store.memory import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.store.sqlite.memory import new_anchor_id, new_entity_id, new_fact_id
+from codesynapse.store.rows import anchor_rows, new_entity_id, new_fact_id
 
 log = logging.getLogger(__name__)
 
@@ -377,20 +377,24 @@ graph.addVertex(T.label, 'mem_session', T.id, sessionId, 'tenant_id', t, 'ns', n
 def result = 'ok'
 """)
 
+# the anchors of owner ``eid`` (an entity or a fact) in its session ``s`` replaced by ``rows``
+# (store/rows.py anchor_rows)
+_REPLACE_ANCHORS = """  g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).where(values('entity_id').is(eid))
+       .where(values('session').is(s)).drop().iterate()
+  for (r in rows) {
+    graph.addVertex(T.label, 'mem_anchor', T.id, r.id, 'aid', r.id, 'entity_id', eid, 'tenant_id', t, 'ns', n,
+                    'session', s, 'anc_qname', r.qname, 'anc_name', r.name, 'anc_path', r.path, 'anc_hash', r.hash,
+                    'anc_kind', r.kind, 'anc_line', r.line as int, 'anc_status', '', 'anc_status_at', '',
+                    'anc_previous', '', 'anc_pos', r.position as int, 'created_at', now)
+  }
+"""
+
 SET_ANCHORS = _locked(f"""
 def own = {_BY_IDS}{_LIVE}.toList()
 def result = 'missing'
 if (!own.isEmpty()) {{
   def s = own[0].value('session')
-  g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).where(values('entity_id').is(eid))
-       .where(values('session').is(s)).drop().iterate()
-  for (r in rows) {{
-    graph.addVertex(T.label, 'mem_anchor', T.id, r.aid, 'aid', r.aid, 'entity_id', eid, 'tenant_id', t, 'ns', n,
-                    'session', s, 'anc_qname', r.qname, 'anc_name', r.name, 'anc_path', r.path, 'anc_hash', r.hash,
-                    'anc_kind', r.kind, 'anc_line', r.line as int, 'anc_status', '', 'anc_status_at', '',
-                    'anc_previous', '', 'anc_pos', r.pos as int, 'created_at', now)
-  }}
-  result = 'ok'
+{_REPLACE_ANCHORS}  result = 'ok'
 }}
 """)
 
@@ -401,15 +405,7 @@ def own = g.E().hasLabel('fact').has('fid', eid).where(values('tenant_id').is(t)
 def result = 'missing'
 if (!own.isEmpty()) {{
   def s = own[0].value('session')
-  g.V().hasLabel('mem_anchor').has('tenant_id', t).has('ns', n).where(values('entity_id').is(eid))
-       .where(values('session').is(s)).drop().iterate()
-  for (r in rows) {{
-    graph.addVertex(T.label, 'mem_anchor', T.id, r.aid, 'aid', r.aid, 'entity_id', eid, 'tenant_id', t, 'ns', n,
-                    'session', s, 'anc_qname', r.qname, 'anc_name', r.name, 'anc_path', r.path, 'anc_hash', r.hash,
-                    'anc_kind', r.kind, 'anc_line', r.line as int, 'anc_status', '', 'anc_status_at', '',
-                    'anc_previous', '', 'anc_pos', r.pos as int, 'created_at', now)
-  }}
-  result = 'ok'
+{_REPLACE_ANCHORS}  result = 'ok'
 }}
 """)
 # the live facts among these fids, of every session (the staleness pass's fact owners)
@@ -740,8 +736,7 @@ class HugeGraphMemoryStore:
 
     def set_anchors(self, scope: Scope, entity_id: str, anchors: Sequence[AnchorSpec],
                     now: str) -> None:
-        rows = [{"aid": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
-                 "kind": a.kind, "line": a.line, "pos": i} for i, a in enumerate(anchors)]
+        rows = anchor_rows(anchors)
         got = self._locked("set_anchors", SET_ANCHORS, scope,
                            self._b(scope, ids=[entity_id], eid=entity_id, rows=rows, now=now))
         if not got or got[0] != "ok":
@@ -800,8 +795,7 @@ class HugeGraphMemoryStore:
 
     def set_fact_anchors(self, scope: Scope, fact_id: str, anchors: Sequence[AnchorSpec],
                          now: str) -> None:
-        rows = [{"aid": new_anchor_id(), "qname": a.qname, "name": a.name, "path": a.path, "hash": a.hash,
-                 "kind": a.kind, "line": a.line, "pos": i} for i, a in enumerate(anchors)]
+        rows = anchor_rows(anchors)
         got = self._locked("set_fact_anchors", SET_FACT_ANCHORS, scope,
                            self._b(scope, eid=fact_id, rows=rows, now=now))
         if not got or got[0] != "ok":

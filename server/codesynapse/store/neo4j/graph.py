@@ -63,8 +63,6 @@ from codesynapse.store.neo4j.driver import (
 )
 from codesynapse.store.text import callee_head, fold_tokens, name_terms, query_terms
 
-_fold_tokens = fold_tokens  # hugegraph/graph.py's old import; goes once it imports store.text
-
 log = logging.getLogger(__name__)
 
 CHUNK = 5_000  # rows per UNWIND statement

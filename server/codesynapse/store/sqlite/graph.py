@@ -45,6 +45,7 @@ from codesynapse.store.graph import (
     module_keys,
 )
 from codesynapse.store.sqlite.deps import DEPS_SCHEMA, SqliteDepsMixin
+from codesynapse.store.text import CAMEL, callee_head, name_terms
 
 log = logging.getLogger(__name__)
 
@@ -116,24 +117,13 @@ CREATE INDEX IF NOT EXISTS inherits_target ON inherits(graph_id, target);
 CREATE INDEX IF NOT EXISTS inherits_child ON inherits(graph_id, child);
 """
 
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def name_terms(name: str, qname: str) -> str:
-    """Searchable terms: the identifier split on case and underscores, lower-cased."""
-    parts: list[str] = []
-    for piece in re.split(r"[^A-Za-z0-9]+", name):
-        parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
-    return " ".join(dict.fromkeys(parts))
-
-
 def _fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: quoted tokens OR-ed (prefix on the last)."""
     toks = [t for t in re.split(r"[^\w]+", text) if t]
     terms: list[str] = []
     for t in toks[:32]:
         terms.append(f'"{t}"')
-        low = [m.group(0).lower() for m in _CAMEL.finditer(t)]
+        low = [m.group(0).lower() for m in CAMEL.finditer(t)]
         if len(low) > 1:
             terms.extend(f'"{x}"' for x in low)
     if not terms:
@@ -152,10 +142,6 @@ _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start
                 "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path")
 _CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
               "target", "resolution", "confidence")
-
-
-def _head(callee: str) -> str:
-    return re.split(r"[.(\[:]|->", callee, maxsplit=1)[0]
 
 
 _UNRESOLVED = Resolution("", "unresolved", 0.0)
@@ -180,7 +166,7 @@ def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
 
 
 def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
-    return (g, path, c.caller, c.callee, c.name, _head(c.callee), c.receiver_hint,
+    return (g, path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
             c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
             r.target, r.resolution, r.confidence)
 

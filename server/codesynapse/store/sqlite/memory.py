@@ -27,12 +27,7 @@ from codesynapse.store.memory import (
     TodoItem,
     UpsertOutcome,
 )
-from codesynapse.store.rows import (  # noqa: F401 (new_anchor_id: re-exported until hugegraph imports rows)
-    anchor_rows,
-    new_anchor_id,
-    new_entity_id,
-    new_fact_id,
-)
+from codesynapse.store.rows import anchor_rows, new_entity_id, new_fact_id
 
 log = logging.getLogger(__name__)
 
