@@ -20,6 +20,8 @@ from codesynapse.errors import CodeSynapseError, StoreError, StoreUnavailable
 from codesynapse.extract import incremental
 from codesynapse.graph.model import GraphStats
 from codesynapse.index.indexer import Indexer, IndexReport, Progress
+from codesynapse.index.runner import RETRY_FIRST_S, RETRY_MAX_S, IndexRunner  # noqa: F401 (re-exported)
+from codesynapse.index.state import IndexState, short_reason  # noqa: F401 (re-exported)
 from codesynapse.services import Services
 from codesynapse.settings import Settings, load_settings
 from codesynapse.store.graph import GraphStore
@@ -62,73 +64,7 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
     return store
 
 
-RETRY_FIRST_S = 1.0  # pause before the first retry of a failed index; doubled after each failure
-RETRY_MAX_S = 60.0  # ... up to this
 CLOSE_WAIT_S = 10.0  # how long close() waits for an index in progress
-
-
-def short_reason(e: BaseException) -> str:
-    """One line for a user: our own errors by their message, others with their type; no
-    traceback, at most 300 characters."""
-    text = str(e) if isinstance(e, CodeSynapseError) else f"{e.__class__.__name__}: {e}"
-    return " ".join(text.split())[:300]
-
-
-class IndexState:
-    """The index's state, owned here and read by requests, the watcher and the LSP layer
-    under one lock: ``idle`` (not built by this process yet), ``indexing``, ``ready``, or
-    ``failed`` with ``error`` (a short reason) while the last committed index keeps
-    answering; ``failures`` counts full indexes failed in a row; ``pending`` is the number of
-    changes the live updater holds. ``failed`` stands until a full index succeeds: a retry
-    running meanwhile does not hide it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._state = "idle"
-        self._error = ""
-        self._failures = 0
-        self._pending = 0
-
-    def begin(self) -> None:
-        with self._lock:
-            if self._state != "failed":
-                self._state = "indexing"
-
-    def succeeded(self) -> None:
-        with self._lock:
-            self._state, self._error, self._failures = "ready", "", 0
-
-    def failed(self, reason: str) -> int:
-        """Record a failed index; returns how many have failed in a row."""
-        with self._lock:
-            self._state, self._error = "failed", reason
-            self._failures += 1
-            return self._failures
-
-    @property
-    def state(self) -> str:
-        with self._lock:
-            return self._state
-
-    @property
-    def error(self) -> str:
-        with self._lock:
-            return self._error
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return self._pending
-
-    @pending.setter
-    def pending(self, n: int) -> None:
-        with self._lock:
-            self._pending = n
-
-    def snapshot(self) -> tuple[str, str, int, int]:
-        """(state, error, failures, pending), read together."""
-        with self._lock:
-            return self._state, self._error, self._failures, self._pending
 
 
 class UnavailableGraphStore:
@@ -160,8 +96,8 @@ class App:
     def __init__(self, root: str | Path, settings: Settings | None = None):
         self.settings = settings or load_settings()
         self.workspace = open_workspace(root, self.settings.data_dir or None)
-        self.policy, self.policy_diagnostics = load_policy_for(self.workspace.root)
-        self.index_state = IndexState()
+        # the index's state, policy included: read by the indexer, the live updater and requests
+        self.index_state = IndexState(*load_policy_for(self.workspace.root))
         # what the user must be told (window/showMessage and the log): (level, message)
         self.notices: list[tuple[str, str]] = []
         self._store_lock = threading.Lock()
@@ -175,7 +111,8 @@ class App:
         # hold, or be about to hold, another connection's; an answer names only the asker's)
         self.asking = threading.local()
         self.last_update: float | None = None
-        self._closing = threading.Event()
+        self._closing = threading.Event()  # set by close(): ends the runner's retries
+        self.runner = IndexRunner(self.index_state, self._index_once, self._closing)
         self._head: tuple[float, str | None, bool | None] | None = None
         self.retrieval_config = RetrievalConfig()  # minimalContext / search legs (context/retrieval.py)
         from codesynapse.context.dense import for_app
@@ -197,10 +134,27 @@ class App:
     def pending(self, n: int) -> None:
         self.index_state.pending = n
 
+    @property
+    def policy(self):
+        """The repository policy in force (``index_state.policy``; set there, under its lock)."""
+        return self.index_state.policy
+
+    @policy.setter
+    def policy(self, policy) -> None:
+        self.index_state.policy = policy
+
+    @property
+    def policy_diagnostics(self) -> list:
+        return self.index_state.policy_diagnostics
+
+    @policy_diagnostics.setter
+    def policy_diagnostics(self, diagnostics: list) -> None:
+        self.index_state.policy_diagnostics = diagnostics
+
     # -- the graph store -------------------------------------------------------------------
     def _make_indexer(self) -> Indexer:
-        ix = Indexer(self.workspace.root, self.store, self.policy, workers=self.settings.workers,
-                     keep_dir=self.workspace.data_dir / "kept")
+        ix = Indexer(self.workspace.root, self.store, workers=self.settings.workers,
+                     keep_dir=self.workspace.data_dir / "kept", state=self.index_state)
         ix.listeners.append(self.services.anchors)  # memory anchored to changed code is marked stale
         return ix
 
@@ -246,10 +200,17 @@ class App:
 
     # -- indexing --------------------------------------------------------------------------
     def index(self, progress: Progress | None = None) -> IndexReport:
-        """Bring the index in line with the tree. When it fails (nothing committed: the
-        last committed index keeps answering), the state says ``failed`` with the reason
-        and the error is raised; ``retry_index`` tries again."""
-        self.index_state.begin()
+        """Bring the index in line with the tree (``index.runner.IndexRunner.run``). When it
+        fails (nothing committed: the last committed index keeps answering), the state says
+        ``failed`` with the reason and the error is raised; ``retry_index`` tries again."""
+        report = self.runner.run(progress)
+        if self.symbol_vectors is not None:
+            self.symbol_vectors.sync()  # in the background, once started
+        return report
+
+    def _index_once(self, progress: Progress | None) -> IndexReport:
+        """The full-index step the runner runs: the store (opened again when it could not
+        be), the tree indexed, the meta stamped."""
         try:
             if isinstance(self.store, UnavailableGraphStore):
                 self._reopen_store()
@@ -263,36 +224,16 @@ class App:
                 "updated_at": str(time.time()),
                 "identity": self.workspace.identity,
             })
-        except BaseException as e:
-            self.index_state.failed(short_reason(e))
+        except BaseException:
             self._stats_cache = None
             raise
         self.last_update = time.time()
-        self.index_state.succeeded()
-        if self.symbol_vectors is not None:
-            self.symbol_vectors.sync()  # in the background, once started
         return report
 
     def retry_index(self, progress: Progress | None = None) -> IndexReport | None:
-        """After a failed index: index again after RETRY_FIRST_S, then after twice as long
-        each time (at most RETRY_MAX_S), until an index succeeds (its report) or the App
-        closes (None). Each failure is logged in one line."""
-        delay = RETRY_FIRST_S
-        attempt = 1
-        while self.index_state.state == "failed":
-            if self._closing.wait(delay):
-                return None
-            attempt += 1
-            try:
-                report = self.index(progress)
-            except Exception as e:
-                delay = min(delay * 2, RETRY_MAX_S)
-                log.warning("indexing failed again (attempt %d): %s; next attempt in %.0f s",
-                            attempt, short_reason(e), delay)
-                continue
-            log.info("indexing succeeded at attempt %d", attempt)
-            return report
-        return None
+        """After a failed index: index again after a growing pause until an index succeeds
+        (its report) or the App closes (None); see ``IndexRunner.retry``."""
+        return self.runner.retry(progress, run=self.index)
 
     def touch(self) -> None:
         self.last_update = time.time()

@@ -171,9 +171,7 @@ class ContextService:
         extra: dict[str, Any] = {}
         if not rows and ("." in text or "::" in text):
             # a re-exported or aliased path (os.path.join → posixpath.join)
-            self.app.indexer.load()  # no-op once loaded
-            idx = self.app.indexer.index
-            target = idx.resolve_qname(text) or idx.resolve_qname(text, "::")
+            target = self.app.indexer.resolve_alias(text)
             if target and target != text:
                 rows = store.symbols_by_qname(target)
                 if rows:

@@ -33,6 +33,7 @@ from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.graph import deps
 from codesynapse.graph.model import FileRow, Resolution
 from codesynapse.index.resolve import Resolver, SymbolIndex
+from codesynapse.index.state import IndexState
 from codesynapse.store.graph import GraphStore, base_keys, module_keys
 
 log = logging.getLogger(__name__)
@@ -321,12 +322,15 @@ class Indexer:
     """Keeps one GraphStore and its SymbolIndex in step with a workspace tree."""
 
     def __init__(self, root: Path, store: GraphStore, policy=None, workers: int | None = None,
-                 keep_dir: Path | str | None = None):
+                 keep_dir: Path | str | None = None, state: IndexState | None = None):
         self.root = Path(root)
         # where large files' extractions are kept for their first live update (extract/incremental.py)
         self.keep_dir = str(keep_dir) if keep_dir else None
         self.store = store
-        self.policy = policy
+        # the policy in force: the shared IndexState's when given (replaced there, under its
+        # lock, by the live updater), else this indexer's own
+        self._state = state
+        self._policy = policy
         self.workers = workers or min(2, os.cpu_count() or 1)
         self.index = SymbolIndex()
         self.resolver = Resolver(self.index)
@@ -350,6 +354,25 @@ class Indexer:
         # file as it was indexed looks here before the disk
         self.last_overlays: dict[str, bytes] = {}
         self._in_tree = False
+
+    @property
+    def policy(self):
+        return self._state.policy if self._state is not None else self._policy
+
+    @policy.setter
+    def policy(self, policy) -> None:
+        if self._state is not None:
+            self._state.policy = policy
+        else:
+            self._policy = policy
+
+    def resolve_alias(self, qname: str) -> str | None:
+        """Where a re-exported or aliased qualified name (``os.path.join`` →
+        ``posixpath.join``) is defined, by the symbol index ("." then "::" paths); None when
+        it resolves to nothing. Loads the index from the store the first time."""
+        self.load()  # no-op once loaded
+        idx = self.index
+        return idx.resolve_qname(qname) or idx.resolve_qname(qname, "::")
 
     # -- loading -----------------------------------------------------------------------
     def load(self) -> None:

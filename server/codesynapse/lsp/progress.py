@@ -1,4 +1,6 @@
-"""Background indexing with LSP work-done progress; then the live updater starts.
+"""Background indexing with LSP work-done progress; then the live updater starts. The
+thread and its retries are index/runner.py's (``IndexRunner.start``); this module gives it
+the progress reporting and what follows the first index as hooks.
 
 The watcher starts before the first index so that changes made while it runs are queued,
 not lost; they are applied as soon as the index is built. Messages to the client are sent
@@ -12,9 +14,6 @@ import uuid
 
 from lsprotocol import types
 
-from codesynapse.app import short_reason
-from codesynapse.errors import CodeSynapseError
-
 log = logging.getLogger(__name__)
 
 
@@ -24,7 +23,6 @@ def start_indexing(ls) -> None:
 
     token = f"codesynapse-index-{uuid.uuid4().hex[:8]}"
     app = ls.app
-    app.index_state.begin()
     window = getattr(ls.client_capabilities, "window", None)
     can_progress = bool(getattr(window, "work_done_progress", False))
     created = threading.Event()
@@ -49,40 +47,36 @@ def start_indexing(ls) -> None:
     if app.policy_diagnostics:
         ls.in_loop(publish_policy_diagnostics, ls, app.policy_diagnostics)
 
-    def run() -> None:
+    def before() -> None:
         _purge_orphaned_memory(ls)
         live.start_watcher(app.settings.watch)
         created.wait(2.0)
         send("begin", "scanning the workspace")
-        last = [-1]
 
-        def progress(done: int, total: int, what: str) -> None:
-            pct = int(done * 100 / total) if total else 100
-            if pct != last[0]:
-                last[0] = pct
-                send("report", f"{done}/{total} files", pct)
+    last = [-1]
 
-        failed = False
-        try:
-            rep = app.index(progress)
+    def progress(done: int, total: int, what: str) -> None:
+        pct = int(done * 100 / total) if total else 100
+        if pct != last[0]:
+            last[0] = pct
+            send("report", f"{done}/{total} files", pct)
+
+    def ended(rep, reason: str) -> None:
+        if rep is not None:
             send("end", f"{rep.files} files, {rep.symbols} symbols in {rep.seconds:.1f} s")
-        except Exception as e:
-            failed = True
-            reason = short_reason(e)  # the App's index state keeps it for indexStatus
-            log.error("indexing failed: %s; retrying in the background (meanwhile requests are answered "
-                      "from the last committed index, if there is one)", reason,
-                      exc_info=not isinstance(e, CodeSynapseError))
+        else:
             send("end", f"indexing failed: {reason}; retrying")
-        finally:
-            live.start_worker()
-            ls.ready.set()
-            if app.symbol_vectors is not None:  # the dense leg, computed from the ready graph in the
-                app.symbol_vectors.start()  # background; live updates keep it in line
-                app.symbol_vectors.sync()
-        if failed:  # again after a growing pause, until it succeeds or the daemon stops
-            app.retry_index()
 
-    threading.Thread(target=run, name="codesynapse-index", daemon=True).start()
+    def after() -> None:
+        live.start_worker()
+        ls.ready.set()
+        if app.symbol_vectors is not None:  # the dense leg, computed from the ready graph in the
+            app.symbol_vectors.start()  # background; live updates keep it in line
+            app.symbol_vectors.sync()
+
+    # the first index, then (after a failure) retries with a growing pause until one succeeds
+    # or the App closes; requests are let in once the first has ended either way
+    app.runner.start(app.index, progress=progress, before=before, ended=ended, after=after)
 
 
 def _purge_orphaned_memory(ls) -> None:

@@ -1,4 +1,5 @@
-"""The live updater: one debounced, coalescing queue of changes → incremental updates.
+"""The live updater: one debounced, coalescing queue of changes → incremental updates
+(applied to the index by index/live.py's ``LiveIndex``).
 
 A saved or written file that arrives
 alone is applied after a few milliseconds of quiet; a burst, and unsaved-buffer edits
@@ -22,17 +23,13 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from codesynapse.extract.languages import BY_NAME, detect
+from codesynapse.extract.languages import detect
 from codesynapse.extract.manifests import is_dependency_file
-from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.findings.sarif import watched as sarif_watched
-from codesynapse.graph.deps import sync_paths as sync_dependency_paths
-from codesynapse.graph.model import FileRow
-from codesynapse.index.indexer import Candidate
+from codesynapse.index.live import POLICY_FILE, LiveIndex
 
 log = logging.getLogger(__name__)
 
-POLICY_FILE = ".codesynapse.yaml"
 BATCH_MAX = 500
 QUEUE_MAX = 100_000
 WARM_MAX = 64  # opened documents waiting to be prepared for live updates
@@ -47,6 +44,7 @@ class LiveUpdater:
     def __init__(self, app, on_change: Callable[[set[str]], None] | None = None,
                  on_policy: Callable[[list], None] | None = None):
         self.app = app
+        self.state = app.index_state  # pending and the policy: read and written there
         self.on_change = on_change
         self.on_policy = on_policy
         self.q: queue.Queue = queue.Queue(maxsize=QUEUE_MAX)
@@ -68,6 +66,9 @@ class LiveUpdater:
         self._warm_lock = threading.Lock()
         self._warm_thread: threading.Thread | None = None
         self._listeners: list[Callable[[set[str]], None]] = []  # told after each applied update
+        # applies each batch to the index; the policy callback is looked up when it fires
+        # (the shared daemon sets ``on_policy`` after the updater is built)
+        self.index = LiveIndex(app, self._tell, lambda diagnostics: self.on_policy and self.on_policy(diagnostics))
 
     def subscribe(self, fn: Callable[[set[str]], None]) -> None:
         """Call ``fn(paths)`` (from the worker thread) after each update that changed the
@@ -95,7 +96,7 @@ class LiveUpdater:
     def _put(self, kind: str, rel: str) -> None:
         try:
             self.q.put_nowait((kind, rel))
-            self.app.pending = self.q.qsize()
+            self.state.pending = self.q.qsize()
         except queue.Full:
             # bounded queue: fall back to one full catch-up instead of growing without end
             self._overflow.set()
@@ -126,7 +127,7 @@ class LiveUpdater:
             except queue.Empty:
                 return
             try:
-                self.app.indexer.warm(rel, data)
+                self.index.warm(rel, data)
             except Exception:
                 log.exception("preparing %s for live updates failed", rel)
             finally:
@@ -189,7 +190,7 @@ class LiveUpdater:
     def wait_idle(self, timeout: float = 10.0) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if self.q.empty() and self.app.pending == 0:
+            if self.q.empty() and self.state.pending == 0:
                 return True
             time.sleep(0.01)
         return False
@@ -201,7 +202,7 @@ class LiveUpdater:
             log.warning("watchfiles is not installed: changes outside the editor are seen on restart only")
             return
         root = str(self.app.workspace.root)
-        policy = self.app.policy
+        policy = self.state.policy
 
         def keep(change, path: str) -> bool:
             rel = self.app.workspace.relpath(path)
@@ -213,7 +214,7 @@ class LiveUpdater:
             for i in range(1, len(parts)):
                 if policy is not None and policy.excluded("/".join(parts[:i]), is_dir=True):
                     return False
-            return detect(rel) is not None or is_dependency_file(rel) or sarif_watched(rel, self.app.policy)
+            return detect(rel) is not None or is_dependency_file(rel) or sarif_watched(rel, self.state.policy)
 
         try:
             # a change is handed on after 5 ms without another (one file write is a few events
@@ -258,7 +259,7 @@ class LiveUpdater:
                     self._stop.set()
                     break
                 batch[rel] = kind
-            self.app.pending = self.q.qsize() + len(batch)
+            self.state.pending = self.q.qsize() + len(batch)
             with self._gate(batch):
                 ok = self._safe(self._apply, batch)
             if ok:
@@ -269,7 +270,7 @@ class LiveUpdater:
                 for rel, kind in batch.items():
                     self._put(kind, rel)
                 self._pause()
-            self.app.pending = self.q.qsize()
+            self.state.pending = self.q.qsize()
             with self.applied:
                 self.generation += 1
                 self.applied.notify_all()
@@ -278,7 +279,7 @@ class LiveUpdater:
         return self.gate(batch) if self.gate is not None else nullcontext()
 
     def _full_index(self) -> None:
-        self.app.index()  # from the disk: no buffer is in the index after it
+        self.index.full_index()  # from the disk: no buffer is in the index after it
         self.in_index.clear()
 
     def _safe(self, fn, *args) -> bool:
@@ -294,92 +295,13 @@ class LiveUpdater:
         self._stop.wait(self._backoff)
 
     def _apply(self, batch: dict[str, str]) -> None:
-        app = self.app
+        """Apply one batch to the index (``LiveIndex.apply``), then record which content of
+        each of its files the index holds."""
         ov = dict(self.overlays)  # one version of the buffers for the whole batch
-        paths = list(batch)
-        batch = dict(batch)
-        if POLICY_FILE in batch:
-            batch.pop(POLICY_FILE)
-            self._reload_policy()
-        changed: list[Candidate] = []
-        deleted: list[str] = []
-        skipped: list[FileRow] = []
-        overlays: dict[str, bytes] = {}
-        policy = app.policy
-        self._apply_dependencies(sorted(batch), policy)
-        for rel, kind in sorted(batch.items()):
-            override = policy.language_override(rel) if policy is not None else None
-            spec = BY_NAME.get(override) if override else detect(rel)
-            if spec is None:
-                continue
-            if policy is not None and policy.excluded(rel):
-                deleted.append(rel)
-                continue
-            if kind == "overlay" and rel in ov:
-                data = ov[rel]
-                overlays[rel] = data
-                changed.append(Candidate(rel, spec.name, len(data), -1))
-                continue
-            path = os.path.join(app.workspace.root, rel)
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                deleted.append(rel)
-                continue
-            except OSError:
-                continue
-            if rel in ov:  # an open unsaved buffer wins over the disk
-                overlays[rel] = ov[rel]
-                changed.append(Candidate(rel, spec.name, len(ov[rel]), -1))
-                continue
-            max_bytes = getattr(policy, "max_file_bytes", 1_048_576) if policy is not None else 1_048_576
-            if st.st_size > max_bytes:
-                skipped.append(FileRow(path=rel, language=spec.name, size=st.st_size, mtime_ns=st.st_mtime_ns,
-                                       status="skipped", reason=f"too large ({st.st_size} > {max_bytes} bytes)"))
-                continue
-            changed.append(Candidate(rel, spec.name, st.st_size, st.st_mtime_ns))
-        stored = {c.path for c in changed}
-        deleted = [d for d in deleted if d not in stored]
-        known = {f.path for f in app.store.files()} if deleted else set()
-        deleted = [d for d in deleted if d in known]
-        if changed or deleted or skipped:
-            app.indexer.update(changed, deleted, skipped, overlays=overlays)
-            app.touch()
-            sv = getattr(app, "symbol_vectors", None)
-            if sv is not None:  # the dense leg's vectors of these files (once started: context/dense.py)
-                sv.update_paths({c.path for c in changed} | set(deleted) | {f.path for f in skipped})
-            self._tell({c.path for c in changed} | set(deleted))
-        for rel in paths:  # the batch is in: each of its files is its buffer's content, or the disk
+        if self.index.apply(batch, ov):
+            self.in_index.clear()  # the tree indexed again from the disk (a new policy)
+        for rel in batch:  # the batch is in: each of its files is its buffer's content, or the disk
             if rel in ov:
                 self.in_index[rel] = ov[rel]
             else:
                 self.in_index.pop(rel, None)
-
-    def _apply_dependencies(self, paths: list[str], policy) -> None:
-        """Manifests, lockfiles and the policy's SARIF files among ``paths``: modules and
-        findings follow them (graph/deps.py, findings/sarif.py), in one store write."""
-        deps_paths = [p for p in paths if is_dependency_file(p)]
-        sarif = [p for p in paths if sarif_watched(p, policy)]
-        if not deps_paths and not sarif:
-            return
-        app = self.app
-        with app.indexer.lock, app.store.transaction():
-            n = sync_dependency_paths(app.store, app.workspace.root, deps_paths, policy)
-            n += sync_policy_findings(app.store, app.workspace.root, policy, sarif)
-        if n:
-            app.touch()
-            self._tell(set(deps_paths) | set(sarif))
-
-    def _reload_policy(self) -> None:
-        from codesynapse.app import load_policy_for
-
-        app = self.app
-        policy, diagnostics = load_policy_for(app.workspace.root, app.policy)
-        app.policy_diagnostics = diagnostics
-        if self.on_policy:
-            self.on_policy(diagnostics)
-        if policy is not None and getattr(policy, "fingerprint", None) != getattr(app.policy, "fingerprint", None):
-            app.policy = policy
-            app.indexer.policy = policy
-            app.index()  # walk + plan: newly excluded files leave, newly included ones enter
-            self.in_index.clear()  # from the disk; this batch's buffers are applied after it
