@@ -81,6 +81,9 @@ def test_a_repeated_query_is_answered_from_the_cache_with_the_models_vector(tmp_
     # the model's own answer for the text (a batch never reads the cache)
     assert np.allclose(emb.embed(["when does the clearing batch run", "x"])[0], fresh, atol=1e-5)
     assert emb.query_cache_hits == 2
+    emb.clear_query_cache()
+    emb.embed(["when does the clearing batch run"])
+    assert (emb.query_cache_hits, emb.query_cache_misses) == (2, 2)
 
 
 def test_the_query_cache_keeps_only_the_most_recent_texts(tmp_path):

@@ -240,6 +240,10 @@ class FastEmbedder:
             return [vec]
         return self._embed_model(texts)
 
+    def clear_query_cache(self) -> None:
+        with self._qcache_lock:
+            self._qcache.clear()
+
     def _embed_model(self, texts: Sequence[str]) -> list[list[float]]:
         raw = list(self._model.embed(list(texts), batch_size=64))
         if len(raw) != len(texts):
