@@ -91,7 +91,7 @@ def _print_summary(s: dict) -> None:
 def cmd_publish(args) -> int:
     """``index --publish``: build the shared base graph of the repository's HEAD on the team's
     graph server (docs/TEAM.md) when no one has; prints {"base", "commit", "status"}."""
-    from codesynapse.store.team import base_graph_id, publish_base, supports_team
+    from codesynapse.store.team import authorized, base_graph_id, open_base, publish_base, supports_team
     from codesynapse.workspace import open_workspace
 
     settings = _settings(args)
@@ -103,10 +103,53 @@ def cmd_publish(args) -> int:
     if not commit:
         sys.stderr.write(f"{ws.root} has no commit to publish\n")
         return 2
+    store = open_base(settings, ws.graph_id)
+    try:
+        allowed = authorized(store, settings.tenant, ws.graph_id)
+    finally:
+        store.close()
+    if not allowed:
+        sys.stderr.write(f"no repository entry authorizes tenant {settings.tenant!r} for {ws.identity}: "
+                         f"run `codesynapse repo grant` first\n")
+        return 2
     status = publish_base(settings, ws.root, ws.identity, ws.graph_id, commit, progress=_Bar())
     json.dump({"base": base_graph_id(ws.graph_id, commit), "commit": commit, "status": status}, sys.stdout)
     sys.stdout.write("\n")
     return 0 if status != "busy" else 1
+
+
+def cmd_repo(args) -> int:
+    """``repo grant|revoke|list|gc``: the repository entries and base graphs of a team graph
+    server (docs/TEAM.md). The tenant is the daemon's own (--tenant / CODESYNAPSE_TENANT)."""
+    from codesynapse.store.team import authorized, gc_bases, grant, list_bases, open_base, revoke, supports_team
+    from codesynapse.workspace import open_workspace
+
+    settings = _settings(args)
+    if not supports_team(settings):
+        sys.stderr.write("repo needs the neo4j backend with team graphs on (CODESYNAPSE_BACKEND=neo4j)\n")
+        return 2
+    ws = open_workspace(args.root, settings.data_dir or None)
+    if args.action == "gc":
+        if args.keep < 1:
+            sys.stderr.write("--keep must be at least 1\n")
+            return 2
+        out: dict = gc_bases(settings, ws.root, ws.graph_id, args.keep)
+    else:
+        store = open_base(settings, ws.graph_id)
+        try:
+            if args.action == "grant":
+                out = {"entry": grant(store, settings.tenant, ws.graph_id, ws.identity)}
+            elif args.action == "revoke":
+                out = {"revoked": revoke(store, settings.tenant, ws.graph_id)}
+            else:
+                out = {"repository": ws.identity, "graphId": ws.graph_id, "tenant": settings.tenant,
+                       "authorized": authorized(store, settings.tenant, ws.graph_id),
+                       "bases": list_bases(store, ws.graph_id)}
+        finally:
+            store.close()
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
 
 
 def cmd_index(args) -> int:
@@ -354,6 +397,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "(neo4j; docs/TEAM.md) when no one has, and exit")
     common(sp)
     sp.set_defaults(func=cmd_index)
+
+    sp = sub.add_parser("repo", help="a team graph server's repository entries and base graphs (docs/TEAM.md)")
+    sp.add_argument("action", choices=("grant", "revoke", "list", "gc"),
+                    help="grant/revoke: authorize this tenant to read the repository's base graphs; list: the "
+                         "bases on the server; gc: remove bases no branch needs")
+    sp.add_argument("--root", default=".", help="the repository checkout (default: the current folder)")
+    sp.add_argument("--keep", type=int, default=5, help="gc: keep the last N commits of every branch (default 5)")
+    common(sp)
+    sp.set_defaults(func=cmd_repo)
 
     sp = sub.add_parser("serve", help="run the language server over stdio")
     sp.add_argument("--stdio", action="store_true", help="accepted for editor compatibility (stdio is the default)")

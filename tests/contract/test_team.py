@@ -46,6 +46,19 @@ class Team:
             git(self.upstream, "commit", "-qm", "c1")
         self.graph_id = graph_id_for(remote)
         self.commits: set[str] = set()
+        self.tenants: set[str] = set()
+
+    def grant(self, tenant: str = "local") -> None:
+        """The repository entry that lets ``tenant`` read the bases (as ``repo grant`` makes it)."""
+        from codesynapse.settings import load_settings
+        from codesynapse.store.team import grant, open_base
+
+        store = open_base(load_settings({"backend": "neo4j", "neo4j_uri": self.uri}, env={}), self.graph_id)
+        try:
+            grant(store, tenant, self.graph_id, self.remote)
+        finally:
+            store.close()
+        self.tenants.add(tenant)
 
     def clone(self, who: str) -> Path:
         root = self.tmp / who
@@ -62,7 +75,7 @@ class Team:
         return env
 
     def run(self, who: str, args: list[str], **extra: str) -> dict:
-        proc = subprocess.run([sys.executable, "-m", "codesynapse", *args], env=self.env(who, **extra),
+        proc = subprocess.run([sys.executable, "-m", "codesynapse", *args], check=False, env=self.env(who, **extra),
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode in (0, 1), proc.stderr[-3000:]
         return json.loads(proc.stdout)
@@ -77,12 +90,28 @@ class Team:
     def found(self, who: str, qname: str) -> bool:
         return self.query(who, "codesynapse/symbolCard", {"selector": qname})["found"]
 
+    def app(self, who: str):
+        """An in-process App on the checkout, configured as its processes are (no index run):
+        several questions without a process each."""
+        from codesynapse.app import App
+        from codesynapse.settings import load_settings
+
+        return App(self.tmp / who, load_settings(env=self.env(who)))
+
     def base(self, commit: str):
         from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
         return Neo4jGraphStore(self.uri, base_graph_id(self.graph_id, commit))
 
     def cleanup(self) -> None:
+        for t in self.tenants | {"local", "other"}:
+            store = self.base("entries")
+            try:
+                store._write("drop entry", lambda tx, t=t: tx.run(
+                    "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) DELETE e", t=t, g=self.graph_id).consume())
+            finally:
+                store.delete_graph()
+                store.close()
         for c in self.commits:
             store = self.base(c)
             try:
@@ -97,6 +126,7 @@ class Team:
 def team(neo4j_server, tmp_path, request):
     remote = f"https://git.example.invalid/team/{request.node.name}-{time.time_ns()}"  # no .git: the identity
     t = Team(tmp_path, neo4j_server.uri, remote)
+    t.grant("local")  # the default tenant's repository entry
     yield t
     t.cleanup()
 
@@ -116,24 +146,42 @@ def test_alice_and_bob_each_see_only_their_own_uncommitted_work(team: Team):
 
     team.index("alice")
     team.index("bob")
-    # the order that leaked before: Alice, Bob, Alice again, then both ask
-    assert team.found("alice", ALICE_FN)
-    team.index("alice")
-    assert team.found("alice", ALICE_FN) and not team.found("alice", BOB_FN)
-    assert team.found("bob", BOB_FN) and not team.found("bob", ALICE_FN)
-    hits = team.query("bob", "codesynapse/search", {"query": "alice_private_refund refunds without audit"})
-    assert ALICE_FN not in json.dumps(hits)
-    # Alice's callers of pay_for include her function; Bob's include neither it nor the deleted test
-    callers = team.query("alice", "codesynapse/callGraph", {"selector": "shop.payment.pay_for",
-                                                            "direction": "callers"})
-    names = {n["qualifiedName"] for n in callers["callers"]["nodes"]}
-    assert ALICE_FN in names and "test_cart.test_pay_for" in names
-    callers = team.query("bob", "codesynapse/callGraph", {"selector": "shop.payment.pay_for", "direction": "callers"})
-    assert {n["qualifiedName"] for n in callers.get("callers", {}).get("nodes", [])} == set()
-    assert team.found("alice", "test_cart.test_pay_for") and not team.found("bob", "test_cart.test_pay_for")
+    from codesynapse.methods import call_method
+
+    apps = {who: team.app(who) for who in ("alice", "bob")}
+    try:
+        def ask(who: str, method: str, params: dict) -> dict:
+            return call_method(apps[who], method, params)
+
+        def found(who: str, qname: str) -> bool:
+            return ask(who, "codesynapse/symbolCard", {"selector": qname})["found"]
+
+        # the order that leaked before: Alice, Bob, Alice again, then both ask
+        assert found("alice", ALICE_FN)
+        team.index("alice")
+        assert found("alice", ALICE_FN) and not found("alice", BOB_FN)
+        assert found("bob", BOB_FN) and not found("bob", ALICE_FN)
+        hits = ask("bob", "codesynapse/search", {"query": "alice_private_refund refunds without audit"})
+        assert ALICE_FN not in json.dumps(hits)
+        # Alice's callers of pay_for include her function; Bob's include neither it nor the deleted test
+        callers = ask("alice", "codesynapse/callGraph", {"selector": "shop.payment.pay_for", "direction": "callers"})
+        names = {n["qualifiedName"] for n in callers["callers"]["nodes"]}
+        assert ALICE_FN in names and "test_cart.test_pay_for" in names
+        callers = ask("bob", "codesynapse/callGraph", {"selector": "shop.payment.pay_for", "direction": "callers"})
+        assert {n["qualifiedName"] for n in callers.get("callers", {}).get("nodes", [])} == set()
+        assert found("alice", "test_cart.test_pay_for") and not found("bob", "test_cart.test_pay_for")
+        # the answers say which base and how many of the checkout's own files they used
+        (commit,) = team.commits
+        card = ask("alice", "codesynapse/symbolCard", {"selector": ALICE_FN})
+        assert card["provenance"]["freshness"]["baseCommit"] == commit
+        assert card["provenance"]["freshness"]["overlayFiles"] == 1
+        status = ask("bob", "codesynapse/indexStatus", {})
+        assert (status["baseCommit"], status["overlayFiles"]) == (commit, 2)
+    finally:
+        for a in apps.values():
+            a.close()
 
     # one base on the server, holding the committed tree only
-    (commit,) = team.commits
     base = team.base(commit)
     try:
         assert base.get_meta(COMPLETE) == "1"
@@ -141,12 +189,6 @@ def test_alice_and_bob_each_see_only_their_own_uncommitted_work(team: Team):
         assert base.file("tests/test_cart.py") is not None
     finally:
         base.close()
-    # the answers say which base and how many of the checkout's own files they used
-    card = team.query("alice", "codesynapse/symbolCard", {"selector": ALICE_FN})
-    assert card["provenance"]["freshness"]["baseCommit"] == commit
-    assert card["provenance"]["freshness"]["overlayFiles"] == 1
-    status = team.query("bob", "codesynapse/indexStatus", {})
-    assert (status["baseCommit"], status["overlayFiles"]) == (commit, 2)
 
 
 def test_a_second_checkout_at_the_same_commit_parses_no_file(team: Team):
@@ -243,3 +285,49 @@ def test_kill_9_mid_publish_leaves_no_visible_base(team: Team):
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         base.close()
+
+
+def test_a_tenant_without_a_repository_entry_reads_no_base(team: Team):
+    team.clone("ci")
+    assert team.run("ci", ["index", str(team.tmp / "ci"), "--publish"])["status"] == "built"
+    (commit,) = team.commits
+    root = team.clone("outsider")
+    add_function(root, "shop/cart.py", "def bob_private_discount(cart):\n    return cart\n")
+    # another tenant's daemon: no entry, so the published base is not read; it indexes on its own
+    report = team.run("outsider", ["index", str(root), "--json"], CODESYNAPSE_TENANT="other")
+    assert report["parsed"] == 6
+    status = team.run("outsider", ["query", "codesynapse/indexStatus", "--root", str(root), "--no-index"],
+                      CODESYNAPSE_TENANT="other")
+    assert (status["baseCommit"], status["files"]) == ("", 6)
+    listed = team.run("outsider", ["repo", "list", "--root", str(root)], CODESYNAPSE_TENANT="other")
+    assert listed["authorized"] is False
+    # publishing needs the entry too
+    proc = subprocess.run([sys.executable, "-m", "codesynapse", "index", str(root), "--publish"],
+                          check=False, env=team.env("outsider", CODESYNAPSE_TENANT="other"), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2 and "repo grant" in proc.stderr
+
+    entry = team.run("outsider", ["repo", "grant", "--root", str(root)], CODESYNAPSE_TENANT="other")["entry"]
+    assert (entry["tenant_id"], entry["graph_id"]) == ("other", team.graph_id)
+    report = team.run("outsider", ["index", str(root), "--json"], CODESYNAPSE_TENANT="other")
+    status = team.run("outsider", ["query", "codesynapse/indexStatus", "--root", str(root), "--no-index"],
+                      CODESYNAPSE_TENANT="other")
+    assert (status["baseCommit"], status["overlayFiles"], status["files"]) == (commit, 1, 6)
+    listed = team.run("outsider", ["repo", "list", "--root", str(root)], CODESYNAPSE_TENANT="other")
+    assert listed["authorized"] is True
+    assert [(b["commit"], b["complete"]) for b in listed["bases"]] == [(commit, True)]
+
+
+def test_gc_keeps_the_last_commits_of_each_branch(team: Team):
+    commits = []
+    for i in range(3):
+        if i:
+            add_function(team.upstream, "shop/pricing.py", f"def step_{i}(x):\n    return x\n")
+            git(team.upstream, "commit", "-qam", f"c{i + 1}")
+        root = team.clone(f"ci{i}")
+        assert team.run(f"ci{i}", ["index", str(root), "--publish"])["status"] == "built"
+        commits.append(git(root, "rev-parse", "HEAD"))
+    out = team.run("ci2", ["repo", "gc", "--root", str(team.tmp / "ci2"), "--keep", "1"])
+    assert sorted(out["removed"]) == sorted(commits[:2]) and out["kept"] == [commits[2]]
+    listed = team.run("ci2", ["repo", "list", "--root", str(team.tmp / "ci2")])
+    assert [b["commit"] for b in listed["bases"]] == [commits[2]]

@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 
 COMPLETE = "base_complete"  # meta key of a base graph, "1" once every row is written
 LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLock) REQUIRE n.graph_id IS UNIQUE",
-               "CREATE CONSTRAINT cs_repo_entry_key IF NOT EXISTS FOR (n:CsRepoEntry) "
-               "REQUIRE (n.tenant_id, n.graph_id) IS UNIQUE")
+               ("CREATE CONSTRAINT cs_repo_entry_key IF NOT EXISTS FOR (n:CsRepoEntry) "
+                "REQUIRE (n.tenant_id, n.graph_id) IS UNIQUE"))
 WAIT_POLL_S = 0.5
 
 
@@ -237,8 +237,8 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
     """Make the base of ``commit`` exist: ``"exists"`` (complete already, or completed by
     another builder while this one waited), ``"built"`` (by this call), or ``"busy"``
     (another builder still holds the lock after ``wait_s``)."""
-    from codesynapse.policy import load_policy
     from codesynapse.index.indexer import Indexer
+    from codesynapse.policy import load_policy
 
     gid = base_graph_id(graph_id, commit)
     store = open_base(settings, gid)
