@@ -102,11 +102,11 @@ def card_findings(store, card: dict[str, Any], s, top: int, count: int | None = 
 def modules_answer(svc, prm: ModulesParams) -> dict[str, Any]:
     store = svc.store
     max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_MODULES)
-    answer: dict[str, Any] = {"total": 0, "provenance": svc._provenance(["manifests", "imports"])}
+    answer: dict[str, Any] = {"total": 0, "provenance": svc.provenance(["manifests", "imports"])}
     if not deps.supported(store):
         answer["hint"] = "this graph backend does not store modules yet"
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
-        return svc._done(p)
+        return svc.done(p)
     q = prm.query.strip()
     page_key = paging.key_of("modules", q, prm.ecosystem or "")
     if prm.cursor is not None and prm.offset:
@@ -158,7 +158,7 @@ def modules_answer(svc, prm: ModulesParams) -> dict[str, Any]:
                                       "hint": "imports of modules no manifest requires (or whose distribution "
                                               "is not known): left unresolved"},
                   "unmapped imports", "raise maxTokens")
-    return svc._done(p)
+    return svc.done(p)
 
 
 def _required(r) -> dict[str, Any]:

@@ -1,0 +1,128 @@
+"""minimalContext: the few symbol cards a task needs, and the candidates left out, named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codesynapse.context.budget import (
+    Deadline,
+    Packer,
+    dumps,
+    normalize_max_tokens,
+    tokens_for,
+)
+from codesynapse.context.models import (
+    PATHS_MAX,
+    TASK_MAX,
+    MinimalContextParams,
+    check_len,
+)
+from codesynapse.context.reader import UNREAD, UNREAD_HINT, ContextReader
+from codesynapse.context.retrieval import Retriever
+from codesynapse.errors import InvalidParams
+from codesynapse.graph.model import SymbolRow
+
+DEFAULT_MINIMAL = 1_500
+MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
+NEAR_WITH_SURE = 3  # minimalContext shows this many approximate candidates beside the symbols the task names
+WEAK_FRACTION = 0.25  # approximate candidates scoring under this share of the best one are counted, not shown
+OMITTED_LISTED = 10  # minimalContext names at most this many of the candidates it leaves out
+
+
+class MinimalContextAnswers:
+    """The minimalContext answer."""
+
+    def __init__(self, reader: ContextReader):
+        self.r = reader
+
+    def minimal_context(self, prm: MinimalContextParams) -> dict[str, Any]:
+        check_len("task", prm.task, TASK_MAX)
+        if not prm.task.strip():
+            raise InvalidParams("task", "is empty; describe the task in words or name a symbol")
+        if len(prm.paths) > PATHS_MAX:
+            raise InvalidParams("paths", f"has {len(prm.paths)} entries; the limit is {PATHS_MAX}")
+        for i, pth in enumerate(prm.paths):
+            check_len(f"paths[{i}]", pth, 4096)
+        dl = Deadline()
+        max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_MINIMAL)
+        rels = [self.r.rel(pth, f"paths[{i}]") for i, pth in enumerate(prm.paths)]
+        store = self.r.store
+        got = Retriever(self.r.app, store).rank(prm.task, dl, rels)
+        rows = got.rows
+        order = got.order
+        # what is shown: the exact current matches, then the best approximate candidates —
+        # all of them up to the card limit when the task names nothing, the NEAR_WITH_SURE
+        # best when it does; candidates far weaker than the best approximate one (a word that
+        # names many symbols, a test the role prior set back) are counted, not shown
+        sure = [i for i in order if i in got.sure]
+        approx = [i for i in order if i not in got.sure and i not in got.set_back]
+        best = got.score.get(approx[0], 0.0) if approx else 0.0
+        approx = [i for i in approx if got.score.get(i, 0.0) >= best * WEAK_FRACTION]
+        if sure:
+            approx = approx[:NEAR_WITH_SURE]
+        strong = sure + approx
+        # a module's card says less than a card of a symbol in it, which names the same file
+        member_files = {rows[i].path for i in strong if rows[i].kind != "module"}
+        strong = [i for i in strong if rows[i].kind != "module" or rows[i].path not in member_files]
+        answer: dict[str, Any] = {"maxTokens": max_tokens, "provenance": self.r.provenance(got.provenance)}
+        p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
+        p.omit(UNREAD, got.unread, UNREAD_HINT)
+        answer["cards"] = []
+        callers_of = store.callers_many((rows[i].qname for i in strong[:MINIMAL_CARDS]), limit=3)
+        carded: set[int] = set()
+        for i in strong[:MINIMAL_CARDS]:
+            dl.check()
+            r = rows[i]
+            card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind}
+            if r.signature:
+                card["signature"] = r.signature
+            card.update({"path": r.path, "range": [r.start_line, r.end_line], "legs": sorted(got.legs.get(i, ()))})
+            if i in got.lines:
+                card["line"] = got.lines[i]  # where the quoted phrase / identifier is written
+            if r.summary:
+                card["summary"] = r.summary
+            callers = callers_of.get(r.qname, [])
+            if callers:
+                card["callers"] = [c.caller for c in callers]
+            if prm.include_ids:
+                card["id"] = f"{store.graph_id}:{r.id}"
+            if p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol"):
+                carded.add(i)
+        if len(strong) > MINIMAL_CARDS:
+            p.omit("candidate symbols", len(strong) - MINIMAL_CARDS, "narrow the task or pass paths")
+        if len(order) > len(strong):
+            p.omit("weaker candidates", len(order) - len(strong), "name an identifier, or search the words")
+        # the candidates left out are named (best first, at most OMITTED_LISTED, as many as the
+        # budget holds after the cards), so that a client can show them and add one
+        in_strong = set(strong)
+        _list_candidates(p, rows, got.legs, [
+            ("candidate symbols", [i for i in strong if i not in carded]),
+            ("weaker candidates", [i for i in order if i not in in_strong])])
+        if not order:
+            answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
+        return self.r.done(p)
+
+
+def _list_candidates(p: Packer, rows: list[SymbolRow], legs: dict[int, Any],
+                     groups: list[tuple[str, list[int]]]) -> None:
+    """Name the candidates ``minimalContext`` left out in their ``omitted`` notes, under
+    ``candidates``: ``{qualifiedName, kind, path, line, legs}`` (the legs that found it: why it
+    is a candidate), at most OMITTED_LISTED over all notes, in rank order, only while they fit
+    the budget (each note keeps its full count)."""
+    n = 0
+    for what, idxs in groups:
+        listed: list[dict[str, Any]] = []
+        for i in idxs:
+            if n >= OMITTED_LISTED:
+                break
+            r = rows[i]
+            item: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind, "path": r.path, "line": r.start_line}
+            found_by = sorted(legs.get(i, ()))
+            if found_by:
+                item["legs"] = found_by
+            if tokens_for(len(dumps([*listed, item])) + len("candidates") + 4) > p.room():
+                break
+            listed.append(item)
+            n += 1
+        if listed:
+            p.omit(what, 0, items=listed, key="candidates")
