@@ -108,6 +108,52 @@ def test_a_declared_result_changing_elsewhere_moves_the_call(make_graph_store, t
     _same_as_full(store, make_graph_store, root, tmp_path, 4)
 
 
+# Unannotated results (issue 18 #4): what every ``return`` builds, read from the body.
+CONN_BODY = '''
+class Connection:
+    def putheader(self, k, v):
+        pass
+
+
+class Other:
+    def putheader(self, k, v):
+        pass
+
+
+def connect(host):
+    {body}
+'''
+
+
+def test_an_unannotated_result_changing_elsewhere_moves_the_call(make_graph_store, tmp_path):
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "conn.py").write_text(CONN_BODY.format(body="return Connection()"))
+    (root / "pkg" / "use.py").write_text(USE)
+    store = make_graph_store()
+    _index(store, root)
+    assert _target(store) == ("pkg.conn.Connection.putheader", "inferred")
+
+    # 1. only the body of connect changes: use.py is not re-extracted, its call moves
+    (root / "pkg" / "conn.py").write_text(CONN_BODY.format(body="c = Other()\n    return c"))
+    _index(store, root)
+    assert _target(store) == ("pkg.conn.Other.putheader", "inferred")
+    _same_as_full(store, make_graph_store, root, tmp_path, 7)
+
+    # 2. it returns something else too: nothing is inferred, the call is unresolved
+    (root / "pkg" / "conn.py").write_text(CONN_BODY.format(body="if host:\n        return host\n    return Other()"))
+    _index(store, root)
+    assert _target(store) == ("", "unresolved")
+    _same_as_full(store, make_graph_store, root, tmp_path, 8)
+
+    # 3. one class again
+    (root / "pkg" / "conn.py").write_text(CONN_BODY.format(body="return Connection()"))
+    _index(store, root)
+    assert _target(store) == ("pkg.conn.Connection.putheader", "inferred")
+    _same_as_full(store, make_graph_store, root, tmp_path, 9)
+
+
 # Go struct field types (issue 18 #4): ``c.snapshot.View()`` with ``c`` of a struct declared in
 # another file follows the field's declared type when only the struct's file changes.
 GO_CACHE = """package cache

@@ -1,5 +1,6 @@
 """Return hints (issue 18 #4): a receiver that holds a call's result takes the type the called
-function declares in another file — Python ``-> Cls`` (``Optional``, ``Self``), Go result
+function declares in another file — Python ``-> Cls`` (``Optional``, ``Self``) or, unannotated,
+what every ``return`` builds, Go result
 lists (multi-value assignments, named results), TypeScript ``): Foo``. Each rule is shown
 binding (resolution ``inferred``) and, beside it, the ambiguous case that must stay unbound:
 a union or unannotated result, a receiver that is a parameter or local of unknown type, a
@@ -143,16 +144,217 @@ def test_python_declared_results_across_files(tmp_path):
         # -> Self is the method's own class
         (f"{client}.module_functions", "cl.get"): ("pkg.conn.Pool.get", "inferred"),
     })
-    # precision guards: no declared result, a union, a coroutine, a name bound to two values,
+    # an unannotated result read from the body (``return Connection()``): inferred too
+    _check(calls, {(f"{client}.guards", "u.putheader"): ("pkg.conn.Connection.putheader", "inferred")})
+    # precision guards: a union, a coroutine, a name bound to two values,
     # a parameter or a local that shadows the imported function or module
     _check(calls, {
-        (f"{client}.guards", "u.putheader"): ("", "unresolved"),
         (f"{client}.guards", "e.putheader"): ("", "unresolved"),
         (f"{client}.guards", "w.putheader"): ("", "unresolved"),
         (f"{client}.guards", "t.putheader"): ("", "unresolved"),
         (f"{client}.shadowed", "s.putheader"): ("", "unresolved"),
         (f"{client}.local_shadow", "r.putheader"): ("", "unresolved"),
     })
+
+
+PY_BODIES = '''
+import functools
+
+
+class Connection:
+    def putheader(self, k, v):
+        pass
+
+    def clone(self):
+        return self
+
+    @classmethod
+    def make(cls):
+        return cls()
+
+    def copy(self):
+        return type(self)()
+
+
+class Other:
+    def putheader(self, k, v):
+        pass
+
+
+def unannotated(host):
+    if not host:
+        return None
+    return Connection()
+
+
+def via_local(host):
+    c = Connection()
+    c.port = 1
+    return c
+
+
+@functools.lru_cache(maxsize=None)
+def cached():
+    return Connection()
+
+
+class Base:
+    def getConnection(self, host):
+        h = Connection()
+        return h
+
+
+def mixed(host):
+    if host:
+        return Connection()
+    return Other()
+
+
+def rebound(host):
+    c = Connection()
+    c = host
+    return c
+
+
+def loop_bound(hosts):
+    c = Connection()
+    for c in hosts:
+        pass
+    return c
+
+
+def param(c):
+    return c
+
+
+def param_default(c=Connection()):
+    return c
+
+
+def generator():
+    yield Connection()
+    return Connection()
+
+
+async def coroutine():
+    return Connection()
+
+
+def deco(f):
+    return f
+
+
+@deco
+def wrapped():
+    return Connection()
+
+
+def nested_only():
+    def inner():
+        return Connection()
+    return inner
+
+
+def module_self():
+    self = Connection()
+    return self
+
+
+def falls_through(x):
+    x.go()
+'''
+
+PY_BODIES_USE = '''
+from pkg import conn
+from pkg.conn import (unannotated, via_local, cached, mixed, rebound, loop_bound, param, param_default,
+                      generator, coroutine, wrapped, nested_only, module_self, falls_through, Base, Connection)
+
+
+class Client(Base):
+    def send(self):
+        h = self.getConnection("x")
+        h.putheader("a", "b")
+
+    def bound(self):
+        u = unannotated("x")
+        u.putheader("a", "b")
+        v = via_local("x")
+        v.putheader("a", "b")
+        k = cached()
+        k.putheader("a", "b")
+        m = Connection.make()
+        m.putheader("a", "b")
+        x = conn.Connection()
+        c = x.clone()
+        c.putheader("a", "b")
+        d = x.copy()
+        d.putheader("a", "b")
+        q = conn.unannotated("y")
+        q.putheader("a", "b")
+        w = module_self()
+        w.putheader("a", "b")
+
+    def unbound(self):
+        a = mixed("x")
+        a.putheader("a", "b")
+        b = rebound("x")
+        b.putheader("a", "b")
+        c = loop_bound([])
+        c.putheader("a", "b")
+        d = param(Connection())
+        d.putheader("a", "b")
+        e = param_default()
+        e.putheader("a", "b")
+        f = generator()
+        f.putheader("a", "b")
+        g = coroutine()
+        g.putheader("a", "b")
+        h = wrapped()
+        h.putheader("a", "b")
+        i = nested_only()
+        i.putheader("a", "b")
+        j = falls_through(1)
+        j.putheader("a", "b")
+'''
+
+
+def test_python_unannotated_results_across_files(tmp_path):
+    """Issue 18 #4: an unannotated function's result is what every ``return`` builds
+    (``return Cls(...)``, ``return self`` / ``cls()`` / ``type(self)()``, a local assigned only
+    ``Cls(...)``), read from its body; a caller in another file binds at the confidence of a
+    declared result. Anything else returned, a generator, a coroutine, a decorator that may
+    change the result, or nothing returned: the receiver stays unresolved."""
+    _write(tmp_path / "src", {"pkg/__init__.py": "", "pkg/conn.py": PY_BODIES, "pkg/use.py": PY_BODIES_USE})
+    calls = _calls(tmp_path / "src", tmp_path / "g.db")
+    client = "pkg.use.Client"
+    put = ("pkg.conn.Connection.putheader", "inferred")
+    _check(calls, {
+        # the issue's ``h = self.getConnection(...); h.putheader(...)``, the method in a base
+        # class of another file returning a local it built
+        (f"{client}.send", "h.putheader"): put,
+        (f"{client}.bound", "u.putheader"): put,  # beside ``return None``
+        (f"{client}.bound", "v.putheader"): put,
+        (f"{client}.bound", "k.putheader"): put,  # lru_cache keeps the result
+        (f"{client}.bound", "m.putheader"): put,  # classmethod ``return cls()``
+        (f"{client}.bound", "c.putheader"): put,  # ``return self``
+        (f"{client}.bound", "d.putheader"): put,  # ``return type(self)()``
+        (f"{client}.bound", "q.putheader"): put,  # through the module
+        (f"{client}.bound", "w.putheader"): put,  # a local named self outside a class is a local
+    })
+    _check(calls, {(f"{client}.unbound", f"{v}.putheader"): ("", "unresolved") for v in "abcdefghij"})
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    try:
+        sigs = {s.qname: s.signature for s in store.all_symbols() if s.path == "pkg/conn.py"}
+        conf = {c.callee: c.confidence for c in store.all_calls() if c.caller == f"{client}.bound"}
+    finally:
+        store.close()
+    # the inferred result is shown in the signature, as a comment (never as an annotation)
+    assert sigs["pkg.conn.unannotated"] == "def unannotated(host)  # -> Connection"
+    assert sigs["pkg.conn.Connection.clone"] == "def clone(self)  # -> Self"
+    assert sigs["pkg.conn.mixed"] == "def mixed(host)"
+    assert sigs["pkg.conn.param"] == "def param(c)"
+    # below a constructor's 0.85, as any declared result
+    assert conf["u.putheader"] == 0.8
 
 
 def test_python_overloads_that_disagree_declare_nothing(tmp_path):

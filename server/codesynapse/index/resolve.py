@@ -117,6 +117,7 @@ def _is_global(lang: str, head: str) -> bool:
 SELF_TYPE = "Self"  # a result that is the function's own class (Python ``-> Self``)
 _PY_TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _PY_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.*)\]$")
+_PY_INFERRED = re.compile(r"\)\s+# -> ([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
 _GO_TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 _TS_TYPE = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -177,6 +178,12 @@ def declared_results(language: str, kind: str, signature: str) -> tuple[str, ...
     if language == "python":
         if sig.startswith("async ") or not sig.startswith("def "):
             return ()
+        # an unannotated function whose every return builds one class: the extractor appends
+        # it (extract/lang/python.py INFERRED_RETURN, ``def make(host)  # -> Connection``)
+        m = _PY_INFERRED.search(sig)
+        if m:
+            t = m.group(1)
+            return (SELF_TYPE,) if t == "Self" else (t,)
         m = re.search(r"\)\s*->\s*(.+?)\s*$", sig)
         if not m:
             return ()

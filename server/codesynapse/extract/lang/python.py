@@ -159,6 +159,151 @@ def _class_path(fdef: Node, src: bytes) -> str:
     return ".".join(reversed(names))
 
 
+# The marker of a result inferred from an unannotated function's body, appended to its
+# signature (``def make(host)  # -> Connection``); index/resolve.py declared_results reads it.
+INFERRED_RETURN = "# -> "
+# Decorators that leave what calling the function returns as it is.
+_TRANSPARENT_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "abstractmethod", "abc.abstractmethod", "cache", "lru_cache",
+    "functools.cache", "functools.lru_cache", "override", "typing.override",
+})
+
+
+def _inferred_return(fdef: Node, src: bytes) -> str:
+    """The class every ``return`` of an unannotated function builds, read from its own body
+    only (so the answer changes only with the function's text): ``return Cls(...)``,
+    ``return self`` / ``cls(...)`` / ``type(self)(...)`` (``Self``: the function's class), or a
+    local assigned only ``Cls(...)``; a bare ``return`` / ``return None`` is allowed beside
+    them (Optional). "" when any return is something else, when the function is ``async``, a
+    generator or wrapped by a decorator that may change its result, or when it returns nothing."""
+    if fdef.child_by_field_name("return_type") is not None:
+        return ""  # declared: the annotation speaks
+    if fdef.children and fdef.children[0].type == "async":
+        return ""
+    parent = fdef.parent
+    if parent is not None and parent.type == "decorated_definition":
+        for dec in parent.named_children:
+            if dec.type != "decorator" or not dec.named_children:
+                continue
+            d = dec.named_children[0]
+            if d.type == "call":
+                d = d.child_by_field_name("function") or d
+            if text(d, src) not in _TRANSPARENT_DECORATORS:
+                return ""
+    holder = parent if parent is not None and parent.type == "decorated_definition" else fdef
+    body_of = holder.parent
+    # a method of a class nameable from elsewhere (``Self`` is read as the method's class)
+    in_class = body_of is not None and body_of.parent is not None and \
+        body_of.parent.type == "class_definition" and _class_path(fdef, src) != ""
+    body = fdef.child_by_field_name("body")
+    if body is None:
+        return ""
+    params: set[str] = set()
+    _bound_params(fdef, src, params)
+    returns: list[Node] = []
+    ctor_of: dict[str, set[str]] = {}  # local → classes its plain assignments build ("" other)
+    other: set[str] = set()  # names bound some other way (loops, with, walrus, tuples, ...)
+    stack = list(body.named_children)
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t in _SKIP:
+            if t in ("function_definition", "class_definition"):
+                nm = n.child_by_field_name("name")
+                if nm is not None:
+                    other.add(text(nm, src))
+            elif t == "decorated_definition":
+                stack.append(n.child_by_field_name("definition") or n)
+            continue
+        if t in ("yield", "await"):
+            return ""
+        if t == "return_statement":
+            returns.append(n)
+        elif t == "assignment":
+            left = n.child_by_field_name("left")
+            right = n.child_by_field_name("right")
+            if left is not None and left.type == "identifier":
+                ctor_of.setdefault(text(left, src), set()).add(_ctor_text(right, src))
+            else:
+                _pattern_names(left, src, other)
+        elif t in ("augmented_assignment", "for_statement", "for_in_clause"):
+            _pattern_names(n.child_by_field_name("left"), src, other)
+        elif t == "as_pattern":
+            _pattern_names(n.child_by_field_name("alias"), src, other)
+            for c in n.named_children:
+                if c.type == "as_pattern_target":
+                    for x in c.named_children:
+                        _pattern_names(x, src, other)
+        elif t == "named_expression":
+            _pattern_names(n.child_by_field_name("name"), src, other)
+        elif t in ("global_statement", "nonlocal_statement", "import_statement", "import_from_statement",
+                   "delete_statement"):
+            stack.extend(n.named_children)
+            for x in n.named_children:
+                if x.type == "identifier":
+                    other.add(text(x, src))
+                elif x.type == "dotted_name" and x.named_children:
+                    other.add(text(x.named_children[0], src))
+                elif x.type == "aliased_import":
+                    other.add(text(x.child_by_field_name("alias"), src))
+            continue
+        stack.extend(n.named_children)
+    found: set[str] = set()
+    for r in returns:
+        e = r.named_children[0] if r.named_children else None
+        if e is None or e.type == "none":
+            continue
+        if e.type == "identifier":
+            v = text(e, src)
+            if v == "self" and in_class and "self" not in other and "self" not in ctor_of:
+                found.add("Self")
+                continue
+            if v in params or v in other or len(ctor_of.get(v, ())) != 1:
+                return ""
+            t = next(iter(ctor_of[v]))
+        else:
+            t = _ctor_text(e, src)
+        if t in ("cls", "type(self)", "self.__class__"):
+            if not in_class:
+                return ""
+            t = "Self"
+        if not t or not _TYPE_NAME.match(t):
+            return ""
+        found.add(t)
+        if len(found) > 1:
+            return ""
+    return next(iter(found)) if found else ""
+
+
+def _ctor_text(node: Node | None, src: bytes) -> str:
+    """``Cls`` of ``Cls(...)`` / ``mod.Cls(...)`` (a capitalized callee), ``cls`` /
+    ``type(self)`` / ``self.__class__`` of such a call; else ""."""
+    if node is None or node.type != "call":
+        return ""
+    f = node.child_by_field_name("function")
+    if f is None:
+        return ""
+    ftext = text(f, src) if f.type in ("identifier", "attribute", "call") else ""
+    if ftext in ("cls", "type(self)", "self.__class__"):
+        return ftext
+    if f.type in ("identifier", "attribute") and ftext.rsplit(".", 1)[-1][:1].isupper():
+        return ftext
+    return ""
+
+
+def _bound_params(fdef: Node, src: bytes, out: set[str]) -> None:
+    params = fdef.child_by_field_name("parameters")
+    for p in params.named_children if params is not None else ():
+        if p.type == "identifier":
+            out.add(text(p, src))
+            continue
+        n = p.child_by_field_name("name")
+        if n is None:
+            n = next((c for c in p.named_children if c.type == "identifier"), None)
+        if n is not None:
+            out.add(text(n, src))
+
+
 class PythonHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
@@ -221,7 +366,14 @@ class PythonHooks(LanguageHooks):
         end = body.start_byte if body is not None else node.end_byte
         sig = src[node.start_byte:end].decode("utf-8", "replace")
         sig = _HEADER_END.sub("", sig)
-        return squash(sig)
+        sig = squash(sig)
+        if node.type == "function_definition" and not sig.endswith("…"):
+            inferred = _inferred_return(node, src)
+            if inferred:
+                # what every return builds, read from the body alone (the resolver reads it as a
+                # declared result, so a caller in another file can type ``h = f(); h.m()``)
+                sig = f"{sig}  {INFERRED_RETURN}{inferred}"
+        return sig
 
     def callee_text(self, callee: Node, src: bytes) -> str:
         """``a.b.c`` for plain chains; calls in the receiver become ``()``, other
