@@ -23,6 +23,7 @@ session id. Nothing here is a metric label (``metrics.py`` reads the sums only).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -36,6 +37,9 @@ from typing import Annotated, Any
 import msgspec
 
 from codesynapse import metrics
+from codesynapse.bench.baselines import CorpusText, Request, raw_baselines
+from codesynapse.bench.stats import reduction_pct
+from codesynapse.context.budget import tokens_for
 from codesynapse.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -60,8 +64,6 @@ class LedgerParams(msgspec.Struct, kw_only=True, rename="camel", frozen=True, fo
 
 
 def _est(n_bytes: int) -> int:
-    from codesynapse.context.budget import tokens_for
-
     return tokens_for(n_bytes)
 
 
@@ -190,8 +192,6 @@ class Sums:
             setattr(self, k, getattr(self, k) + getattr(o, k))
 
     def public(self) -> dict[str, Any]:
-        from codesynapse.bench.stats import reduction_pct
-
         def pct(raw: int, ret: int) -> float | None:
             r = reduction_pct(raw, ret)
             return None if r is None else round(r, 2)
@@ -471,8 +471,6 @@ class LedgerBook:
 
 def _request(pending: tuple):
     """The ``baselines.Request`` of a row's pending (method, params, kind, turns)."""
-    from codesynapse.bench.baselines import Request
-
     method, params, kind, turns = pending
     return Request(method=method, params=params, kind=kind, requests=list(turns))
 
@@ -484,8 +482,6 @@ def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: 
     """``bench.baselines.CorpusText`` whose texts come from ``cache`` while the file's
     (size, mtime) are unchanged: each raw estimate greps the whole tree, and re-reading it for
     every answer costs more than the answer."""
-    from codesynapse.bench.baselines import CorpusText
-
     class Cached(CorpusText):
         def text(self, path: str) -> str:
             t = self._text.get(path)
@@ -520,8 +516,6 @@ def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: 
 def estimate(app, req, corpus) -> tuple[int, int, int, int]:
     """(raw (a) tokens, raw (b) tokens, files (a), files (b)) of one request: the bytes of
     ``bench tokens``' baselines through the bytes/4 estimator."""
-    from codesynapse.bench.baselines import raw_baselines
-
     ctx = app.services.context
     with app.store.snapshot():
         _idents, a, b = raw_baselines(req, app, ctx, corpus)
@@ -530,8 +524,6 @@ def estimate(app, req, corpus) -> tuple[int, int, int, int]:
 
 @contextlib.contextmanager
 def _locked(path):
-    import fcntl
-
     lock = open(str(path) + ".lock", "a+")  # noqa: SIM115 - held for the block
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
