@@ -456,12 +456,14 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
             lat: dict[str, Any] = {}
             for c in levels:
                 samples: list[float] = []
+                cpu: list[float] = []
                 timeouts = errors = dense_timeouts = 0
                 lock = threading.Lock()
 
                 def one(qd: dict[str, Any]) -> None:
                     nonlocal timeouts, errors, dense_timeouts
                     t = time.perf_counter()
+                    c0 = time.process_time()
                     try:
                         if mode == "dense":
                             _dense_only(s2, qd["q"])
@@ -486,11 +488,16 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
                                 errors += 1
                     with lock:
                         samples.append((time.perf_counter() - t) * 1000)
+                        cpu.append((time.process_time() - c0) * 1000)
 
                 work = queries * spec["warm_rounds"]
                 with ThreadPoolExecutor(max_workers=c) as pool:
                     list(pool.map(one, work))
+                # CPU time of the whole process (every thread: ours, the vector worker, the
+                # in-process milvus-lite server) per call: at concurrency 1 the time an idle
+                # machine would need, whatever the load while it ran
                 lat[str(c)] = {**latency_summary(samples), "timeoutRate": timeouts / len(work),
+                               **({"cpu": latency_summary(cpu)} if c == 1 else {}),
                                "errorRate": errors / len(work), "denseLegTimeoutRate": dense_timeouts / len(work)}
             s2.close()
             results[mode] = {"quality": _quality(graded), "cold": latency_summary(cold), "warm": lat,
@@ -588,6 +595,12 @@ def recall_markdown(r: dict[str, Any], load: str = "") -> str:
             lines.append(f"| {m} | {_f(x['cold']['p50'])} / {_f(x['cold']['p95'])} | {c} | {_f(w['p50'])} / "
                          f"{_f(w['p95'])} / {_f(w['p99'])} | {_f(w['timeoutRate'], True)} | "
                          f"{_f(w['errorRate'], True)} | {_f(w['denseLegTimeoutRate'], True)} |")
+    cpu_rows = [f"{m} {_f(x['warm']['1']['cpu']['p50'])} / {_f(x['warm']['1']['cpu']['p95'])}"
+                for m, x in r["results"].items() if "cpu" in x["warm"].get("1", {})]
+    if cpu_rows:
+        lines += ["", "Process CPU time per warm call at concurrency 1 (p50 / p95 ms; every thread of the "
+                  "process, the in-process milvus-lite server included — what an idle machine would need, "
+                  "whatever the load): " + ", ".join(cpu_rows) + "."]
     lines += ["", "Warm calls repeat the workload's queries, so their query embedding comes from the "
               "embedder's cache of recent texts; the `embed` stage below is the model's time for a query "
               "seen for the first time (the graded pass).",
