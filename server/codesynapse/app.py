@@ -106,7 +106,6 @@ class App:
         # its memory staleness hook about each update
         self.services = Services(self)
         self.indexer = self._make_indexer()
-        self.open_buffers: set[str] = set()  # relpaths with unsaved overlays in the index
         # the asking connection's own unsaved buffers while it reads (shared daemon: the index may
         # hold, or be about to hold, another connection's; an answer names only the asker's)
         self.asking = threading.local()
@@ -142,6 +141,15 @@ class App:
     @policy.setter
     def policy(self, policy) -> None:
         self.index_state.policy = policy
+
+    @property
+    def open_buffers(self) -> set[str]:
+        """Relpaths with unsaved overlays in the index (a copy; ``index_state`` owns them)."""
+        return self.index_state.open_buffers
+
+    @open_buffers.setter
+    def open_buffers(self, paths) -> None:
+        self.index_state.open_buffers = paths
 
     @property
     def policy_diagnostics(self) -> list:
@@ -248,7 +256,7 @@ class App:
 
     def _open_buffers_of_asker(self) -> set[str]:
         own = getattr(self.asking, "buffers", None)
-        return set(self.open_buffers) if own is None else set(own)
+        return self.open_buffers if own is None else set(own)
 
     def freshness(self) -> dict[str, Any]:
         commit, dirty = self._git_state()

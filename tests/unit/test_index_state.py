@@ -130,3 +130,16 @@ def test_a_new_policy_file_is_adopted_by_the_state_and_reindexes_the_tree(app: A
     assert not any(f.path == "tests/test_cart.py" and f.status != "skipped" for f in app.store.files())
     st = call_method(app, "codesynapse/indexStatus", {})
     assert st["policyFingerprint"] == app.index_state.policy.fingerprint
+
+
+def test_open_buffers_are_the_states_and_freshness_names_them(app: App) -> None:
+    app.index()
+    live = LiveUpdater(app)
+    live.buffer_changed("shop/cart.py", "def edited():\n    return 1\n")
+    assert app.index_state.open_buffers == {"shop/cart.py"}
+    assert app.freshness()["openBuffers"] == ["shop/cart.py"]
+    live.buffer_saved("shop/cart.py")
+    assert app.index_state.open_buffers == set()
+    assert app.freshness()["openBuffers"] == []
+    app.open_buffers = {"shop/pricing.py"}  # the shared daemon switches views this way (daemon/views.py)
+    assert app.index_state.open_buffers == {"shop/pricing.py"}

@@ -28,7 +28,8 @@ class IndexState:
     ``idle`` (not built by this process yet), ``indexing``, ``ready``, or ``failed`` with
     ``error`` (a short reason) while the last committed index keeps answering; ``failures``
     counts full indexes failed in a row; ``pending`` is the number of changes the live
-    updater holds. ``failed`` stands until a full index succeeds: a retry running meanwhile
+    updater holds; ``open_buffers`` the files whose content in the index is an unsaved
+    buffer. ``failed`` stands until a full index succeeds: a retry running meanwhile
     does not hide it. ``policy`` is the repository policy in force (None: no policy) and
     ``policy_diagnostics`` what its last load reported."""
 
@@ -40,6 +41,7 @@ class IndexState:
         self._pending = 0
         self._policy = policy
         self._policy_diagnostics = policy_diagnostics if policy_diagnostics is not None else []
+        self._open_buffers: set[str] = set()
 
     # -- the index -----------------------------------------------------------------------------
     def begin(self) -> None:
@@ -77,6 +79,27 @@ class IndexState:
     def pending(self, n: int) -> None:
         with self._lock:
             self._pending = n
+
+    @property
+    def open_buffers(self) -> set[str]:
+        """A copy of the paths whose unsaved buffer is (or is about to be) in the index."""
+        with self._lock:
+            return set(self._open_buffers)
+
+    @open_buffers.setter
+    def open_buffers(self, paths) -> None:
+        with self._lock:
+            self._open_buffers = set(paths)
+
+    def buffer_in(self, rel: str) -> None:
+        """``rel``'s unsaved buffer goes into the index."""
+        with self._lock:
+            self._open_buffers.add(rel)
+
+    def buffer_out(self, rel: str) -> None:
+        """``rel`` is the disk's again (saved, or closed)."""
+        with self._lock:
+            self._open_buffers.discard(rel)
 
     def snapshot(self) -> tuple[str, str, int, int]:
         """(state, error, failures, pending), read together."""

@@ -44,7 +44,7 @@ class LiveUpdater:
     def __init__(self, app, on_change: Callable[[set[str]], None] | None = None,
                  on_policy: Callable[[list], None] | None = None):
         self.app = app
-        self.state = app.index_state  # pending and the policy: read and written there
+        self.state = app.index_state  # pending, open buffers and the policy: read and written there
         self.on_change = on_change
         self.on_policy = on_policy
         self.q: queue.Queue = queue.Queue(maxsize=QUEUE_MAX)
@@ -103,7 +103,7 @@ class LiveUpdater:
 
     def buffer_changed(self, rel: str, text: str) -> None:
         self.overlays[rel] = text.encode("utf-8")
-        self.app.open_buffers.add(rel)
+        self.state.buffer_in(rel)
         self._put("overlay", rel)
 
     def buffer_opened(self, rel: str, text: str) -> None:
@@ -144,12 +144,12 @@ class LiveUpdater:
 
     def buffer_saved(self, rel: str) -> None:
         self.overlays.pop(rel, None)
-        self.app.open_buffers.discard(rel)
+        self.state.buffer_out(rel)
         self._put("disk", rel)
 
     def buffer_closed(self, rel: str) -> None:
         had = self.overlays.pop(rel, None) is not None
-        self.app.open_buffers.discard(rel)
+        self.state.buffer_out(rel)
         if had:
             self._put("disk", rel)
 
