@@ -60,9 +60,10 @@ class Team:
             store.close()
         self.tenants.add(tenant)
 
-    def clone(self, who: str) -> Path:
+    def clone(self, who: str, branch: str = "main") -> Path:
         root = self.tmp / who
-        subprocess.run(["git", "clone", "-q", str(self.upstream), str(root)], check=True, capture_output=True)
+        subprocess.run(["git", "clone", "-q", "-b", branch, str(self.upstream), str(root)], check=True,
+                       capture_output=True)
         git(root, "remote", "set-url", "origin", self.remote)
         self.commits.add(git(root, "rev-parse", "HEAD"))
         return root
@@ -213,6 +214,16 @@ def test_moving_head_to_a_published_commit_reuses_its_base(team: Team):
     ci = team.clone("ci")  # a CI job publishes the new commit
     out = team.run("ci", ["index", str(ci), "--publish"])
     assert out["status"] == "built"
+    # the new base stores what changed (pricing.py) and shares every other file with the first
+    c1, c2 = git(team.tmp / "dev", "rev-parse", "HEAD"), git(ci, "rev-parse", "HEAD")
+    first, second = team.base(c1), team.base(c2)
+    try:
+        assert [f.path for f in second.files()] == ["shop/pricing.py"]
+        assert second.get_meta("base_parent") == c1
+        assert second.stats().symbols < first.stats().symbols / 2
+    finally:
+        first.close()
+        second.close()
     git(team.tmp / "dev", "pull", "-q", "--ff-only", str(team.upstream), "main")
     report = team.index("dev")
     assert report["parsed"] == 0  # pricing.py changed, and comes from the new base
@@ -318,16 +329,29 @@ def test_a_tenant_without_a_repository_entry_reads_no_base(team: Team):
     assert [(b["commit"], b["complete"]) for b in listed["bases"]] == [(commit, True)]
 
 
-def test_gc_keeps_the_last_commits_of_each_branch(team: Team):
-    commits = []
-    for i in range(3):
-        if i:
-            add_function(team.upstream, "shop/pricing.py", f"def step_{i}(x):\n    return x\n")
-            git(team.upstream, "commit", "-qam", f"c{i + 1}")
-        root = team.clone(f"ci{i}")
-        assert team.run(f"ci{i}", ["index", str(root), "--publish"])["status"] == "built"
-        commits.append(git(root, "rev-parse", "HEAD"))
+def test_gc_keeps_the_last_commits_of_each_branch_and_their_parents(team: Team):
+    def publish(who: str, branch: str = "main") -> str:
+        root = team.clone(who, branch)
+        assert team.run(who, ["index", str(root), "--publish"])["status"] == "built"
+        return git(root, "rev-parse", "HEAD")
+
+    c1 = publish("ci1")
+    git(team.upstream, "checkout", "-qb", "feature")
+    add_function(team.upstream, "shop/cart.py", "def feature_only(cart):\n    return cart\n")
+    git(team.upstream, "commit", "-qam", "f1")
+    f1 = publish("ci-feature", "feature")
+    git(team.upstream, "checkout", "-q", "main")
+    git(team.upstream, "branch", "-qD", "feature")  # merged nowhere, deleted: no branch needs f1
+    add_function(team.upstream, "shop/pricing.py", "def step_2(x):\n    return x\n")
+    git(team.upstream, "commit", "-qam", "c2")
+    c2 = publish("ci2")
+    shutil.rmtree(team.tmp / "ci-feature")
+
     out = team.run("ci2", ["repo", "gc", "--root", str(team.tmp / "ci2"), "--keep", "1"])
-    assert sorted(out["removed"]) == sorted(commits[:2]) and out["kept"] == [commits[2]]
+    # c2 is main's last commit; its base is a delta over c1's, so c1's stays too
+    assert out["removed"] == [f1] and sorted(out["kept"]) == sorted([c1, c2])
     listed = team.run("ci2", ["repo", "list", "--root", str(team.tmp / "ci2")])
-    assert [b["commit"] for b in listed["bases"]] == [commits[2]]
+    assert sorted(b["commit"] for b in listed["bases"]) == sorted([c1, c2])
+    # the kept delta base still answers: a checkout at c2 reads it without indexing
+    assert team.found("ci2", "shop.pricing.step_2") and team.found("ci2", "shop.cart.Cart")
+    assert team.index("ci2")["parsed"] == 0

@@ -124,3 +124,43 @@ def test_the_overlay_follows_later_edits_and_a_revert(tmp_path, repo):
     assert comp.symbols_by_qname("shop.cart.bob_private_discount") == []
     assert comp.dump() == full_dump(tmp_path, root, "reverted")
     comp.close()
+
+
+def test_a_delta_base_stores_only_changed_files_and_stacks_under_an_overlay(tmp_path, repo):
+    from codesynapse.store.team import build_base_into, changed_since
+
+    root, c1 = repo
+    base = build_base(tmp_path, root, c1)
+    # commit 2 changes one file (a function removed that another file calls) and adds one
+    pay = root / "shop" / "payment.py"
+    text = pay.read_text()
+    pay.write_text(text[:text.index("def pay_for")] + "def settle(items):\n    return len(items)\n")
+    (root / "shop" / "loyalty.py").write_text("def loyalty_bonus(total):\n    return total\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c2")
+    c2 = git(root, "rev-parse", "HEAD")
+    tree2 = tmp_path / "tree2"
+    tree2.mkdir()
+    export_commit(root, c2, tree2)
+    delta = SqliteGraphStore(tmp_path / "delta.db", "g@" + c2)
+    changed = {line for line in git(root, "diff", "--name-only", c1, c2).splitlines()}
+    report = build_base_into(delta, tree2, None, 1, below=base, changed=changed)
+    assert report.parsed == 2
+    assert sorted(f.path for f in delta.files()) == ["shop/loyalty.py", "shop/payment.py"]
+    assert delta.stats().symbols < base.stats().symbols / 2  # the rest is shared with commit 1's base
+    readable = CompositeGraphStore(base, delta, base_commit=c2, frozen=True)
+    assert readable.dump() == full_dump(tmp_path, tree2, "c2")
+
+    # a checkout of commit 2 with its own edit, on top of the delta base
+    (root / "shop" / "wip.py").write_text("def alice_private_refund(order):\n    return order\n")
+    assert changed_since(root, c2) == set()  # untracked only
+    overlay = SqliteGraphStore(tmp_path / "overlay.db", "g")
+    comp = CompositeGraphStore(readable, overlay, base_commit=c2, clean=clean_paths(root, c2, readable))
+    assert Indexer(root, comp, workers=1).index_tree().parsed == 1
+    assert comp.dump() == full_dump(tmp_path, root, "checkout")
+    ids = {s.id for s in comp.all_symbols()}
+    assert len(ids) == len(comp.dump()["symbols"])  # three levels, no id shared
+    wip = comp.symbols_by_qname("shop.wip.alice_private_refund")[0]
+    loyalty = comp.symbols_by_qname("shop.loyalty.loyalty_bonus")[0]
+    assert comp.symbol_by_id(wip.id) == wip and comp.symbol_by_id(loyalty.id) == loyalty
+    comp.close()

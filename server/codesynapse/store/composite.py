@@ -10,8 +10,9 @@ no change:
 - writes go to the overlay; deleting a base file leaves a tombstone in the overlay;
 - a re-resolution of a base row (an edge elsewhere whose target moved because of a change in
   the overlay) is kept in the overlay as an override of that row and applied on every read;
-- row ids: base rows keep theirs, overlay rows are offset by ``OVERLAY_IDS`` so the two never
-  collide; writes by id are routed by it;
+- row ids: base rows keep theirs, overlay rows are offset by ``OVERLAY_IDS`` times the
+  number of levels below (a base may be a composite itself) so no two levels collide; writes
+  by id are routed by it;
 - the base never changes (a published base is immutable), so the overlay's transaction and
   snapshot are the composite's.
 
@@ -85,15 +86,22 @@ class CompositeGraphStore:
     """Base graph (read-only) + this checkout's overlay (written), behind the GraphStore port."""
 
     def __init__(self, base: GraphStore, overlay: GraphStore, *, base_commit: str = "",
-                 clean: dict[str, tuple[int, int]] | None = None):
+                 clean: dict[str, tuple[int, int]] | None = None, frozen: bool = False):
         self.base = base
         self.overlay = overlay
+        # a base may itself be a composite (a delta base over its parent's: store/team.py): each
+        # level's rows get an id range of their own
+        self.id_levels = getattr(base, "id_levels", 1) + 1
+        self.offset = OVERLAY_IDS * (self.id_levels - 1)
         self.graph_id = overlay.graph_id
         self.base_commit = base_commit
         # base paths the checkout holds unchanged: path -> (size, mtime_ns) of the local file,
         # shown for the base row so the indexer's plan finds them unchanged
         self.clean = dict(clean or {})
         self._lock = threading.RLock()
+        # frozen: the overlay never changes (a published delta base): its bookkeeping is read once
+        self.frozen = frozen
+        self._frozen_meta: dict[str, Any] = {}
         self._shadow_cache: tuple[Any, _Shadow] | None = None
         self._seen_calls: dict[int, CallRow] = {}  # base call rows handed out (overrides need the old row)
         self._seen_inherits: dict[int, InheritRow] = {}
@@ -105,8 +113,13 @@ class CompositeGraphStore:
 
     # -- the overlay's bookkeeping ------------------------------------------------------------
     def _json(self, key: str, default):
+        if self.frozen and key in self._frozen_meta:
+            return self._frozen_meta[key]
         raw = self.overlay.get_meta(key)
-        return json.loads(raw) if raw else default
+        value = json.loads(raw) if raw else default
+        if self.frozen:
+            self._frozen_meta[key] = value
+        return value
 
     def _tombstones(self) -> frozenset[str]:
         return frozenset(self._json(_TOMBSTONES, []))
@@ -114,6 +127,8 @@ class CompositeGraphStore:
     def _shadow(self) -> _Shadow:
         # every write through this store invalidates; another process writing the overlay
         # (a CLI run on the same checkout) stamps a new GENERATION
+        if self.frozen and self._shadow_cache is not None:
+            return self._shadow_cache[1]
         gen = (self.overlay.get_meta(GENERATION), self.overlay.get_meta(_TOMBSTONES))
         with self._lock:
             cached = self._shadow_cache
@@ -130,8 +145,13 @@ class CompositeGraphStore:
 
     def _overrides(self, key: str, cls) -> dict[int, tuple[Any, Any]]:
         """base row id -> (row as stored in the base, row as the overlay re-resolved it)."""
+        if self.frozen and ("rows", key) in self._frozen_meta:
+            return self._frozen_meta[("rows", key)]
         raw = self._json(key, {})
-        return {int(k): (msgspec.convert(v[0], cls), msgspec.convert(v[1], cls)) for k, v in raw.items()}
+        out = {int(k): (msgspec.convert(v[0], cls), msgspec.convert(v[1], cls)) for k, v in raw.items()}
+        if self.frozen:
+            self._frozen_meta[("rows", key)] = out
+        return out
 
     def _call_overrides(self, sh: _Shadow) -> dict[int, tuple[CallRow, CallRow]]:
         return {k: v for k, v in self._overrides(_CALL_OVERRIDES, CallRow).items() if v[0].path not in sh.paths}
@@ -214,26 +234,26 @@ class CompositeGraphStore:
         self._invalidate()
 
     def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
-        mine = [(i - OVERLAY_IDS, r) for i, r in updates if i >= OVERLAY_IDS]
+        mine = [(i - self.offset, r) for i, r in updates if i >= self.offset]
         if mine:
             self.overlay.update_call_targets(mine)
-        self._override(_CALL_OVERRIDES, [(i, r) for i, r in updates if i < OVERLAY_IDS], self._seen_calls,
+        self._override(_CALL_OVERRIDES, [(i, r) for i, r in updates if i < self.offset], self._seen_calls,
                        lambda old, r: msgspec.structs.replace(old, target=r.target, resolution=r.resolution,
                                                               confidence=float(r.confidence)))
 
     def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
-        mine = [(i - OVERLAY_IDS, r) for i, r in updates if i >= OVERLAY_IDS]
+        mine = [(i - self.offset, r) for i, r in updates if i >= self.offset]
         if mine:
             self.overlay.update_inherit_targets(mine)
-        self._override(_INHERIT_OVERRIDES, [(i, r) for i, r in updates if i < OVERLAY_IDS], self._seen_inherits,
+        self._override(_INHERIT_OVERRIDES, [(i, r) for i, r in updates if i < self.offset], self._seen_inherits,
                        lambda old, r: msgspec.structs.replace(old, target=r.target, resolution=r.resolution,
                                                               confidence=float(r.confidence)))
 
     def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
-        mine = [(i - OVERLAY_IDS, t) for i, t in updates if i >= OVERLAY_IDS]
+        mine = [(i - self.offset, t) for i, t in updates if i >= self.offset]
         if mine:
             self.overlay.update_import_targets(mine)
-        self._override(_IMPORT_OVERRIDES, [(i, t) for i, t in updates if i < OVERLAY_IDS], self._seen_imports,
+        self._override(_IMPORT_OVERRIDES, [(i, t) for i, t in updates if i < self.offset], self._seen_imports,
                        lambda old, t: msgspec.structs.replace(old, target=t))
 
     def reset_overlay(self, base: GraphStore, base_commit: str, clean: dict[str, tuple[int, int]]) -> None:
@@ -258,6 +278,9 @@ class CompositeGraphStore:
             old.close()
 
     # -- row plumbing ---------------------------------------------------------------------------
+    def _reid(self, row):
+        return _reid(row, self.offset)
+
     def _file_row(self, f: FileRow) -> FileRow:
         c = self.clean.get(f.path)
         return msgspec.structs.replace(f, mtime_ns=c[1]) if c is not None and c[0] == f.size else f
@@ -265,7 +288,7 @@ class CompositeGraphStore:
     def _syms(self, base_rows: Iterable[SymbolRow], overlay_rows: Iterable[SymbolRow], sh: _Shadow
               ) -> list[SymbolRow]:
         out = [s for s in base_rows if s.path not in sh.paths]
-        out += [_reid(s) for s in overlay_rows]
+        out += [self._reid(s) for s in overlay_rows]
         out.sort(key=_sym_key)
         return out
 
@@ -289,7 +312,7 @@ class CompositeGraphStore:
                pred: Callable[[CallRow], bool] | None, limit: int | None = None) -> list[CallRow]:
         ov = self._call_overrides(sh)
         out = list(self._base_calls(base_rows, sh, ov, pred).values())
-        out += [_reid(c) for c in overlay_rows]
+        out += [self._reid(c) for c in overlay_rows]
         out.sort(key=_call_key)
         return out if limit is None else out[:limit]
 
@@ -323,7 +346,7 @@ class CompositeGraphStore:
     def symbols_in_file(self, path: str) -> list[SymbolRow]:
         sh = self._shadow()
         if path in sh.paths:
-            return [_reid(s) for s in self.overlay.symbols_in_file(path)]
+            return [self._reid(s) for s in self.overlay.symbols_in_file(path)]
         return self.base.symbols_in_file(path)
 
     def symbols_in_files(self, paths: Iterable[str]) -> dict[str, list[SymbolRow]]:
@@ -332,7 +355,7 @@ class CompositeGraphStore:
         mine = [p for p in paths if p in sh.paths]
         out = self.base.symbols_in_files([p for p in paths if p not in sh.paths])
         for p, rows in (self.overlay.symbols_in_files(mine) if mine else {}).items():
-            out[p] = [_reid(s) for s in rows]
+            out[p] = [self._reid(s) for s in rows]
         return out
 
     def all_symbols(self) -> Iterator[SymbolRow]:
@@ -341,7 +364,7 @@ class CompositeGraphStore:
             if s.path not in sh.paths:
                 yield s
         for s in self.overlay.all_symbols():
-            yield _reid(s)
+            yield self._reid(s)
 
     def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
         return self._syms(self.base.symbols_by_qname(qname), self.overlay.symbols_by_qname(qname), self._shadow())
@@ -364,16 +387,16 @@ class CompositeGraphStore:
         return rows[:limit]
 
     def symbol_by_id(self, symbol_id: int) -> SymbolRow | None:
-        if symbol_id >= OVERLAY_IDS:
-            s = self.overlay.symbol_by_id(symbol_id - OVERLAY_IDS)
-            return _reid(s) if s is not None else None
+        if symbol_id >= self.offset:
+            s = self.overlay.symbol_by_id(symbol_id - self.offset)
+            return self._reid(s) if s is not None else None
         s = self.base.symbol_by_id(symbol_id)
         return s if s is not None and s.path not in self._shadow().paths else None
 
     def symbol_at(self, path: str, line: int) -> SymbolRow | None:
         if path in self._shadow().paths:
             s = self.overlay.symbol_at(path, line)
-            return _reid(s) if s is not None else None
+            return self._reid(s) if s is not None else None
         return self.base.symbol_at(path, line)
 
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
@@ -382,7 +405,7 @@ class CompositeGraphStore:
         want = limit + offset
         k = min(len(sh.base_symbols), 1000)
         hits = [(s, sc) for s, sc in self.base.search(text, want + k) if s.path not in sh.paths]
-        hits += [(_reid(s), sc) for s, sc in self.overlay.search(text, want)]
+        hits += [(self._reid(s), sc) for s, sc in self.overlay.search(text, want)]
         hits.sort(key=lambda h: (-h[1], _sym_key(h[0])))
         return hits[offset:offset + limit]
 
@@ -458,7 +481,7 @@ class CompositeGraphStore:
                 self._seen_calls[c.id] = c
                 yield ov[c.id][1] if c.id in ov else c
         for c in self.overlay.all_calls():
-            yield _reid(c)
+            yield self._reid(c)
 
     def _many(self, keys: list[str], base: dict[str, list[CallRow]], overlay: dict[str, list[CallRow]],
               sh: _Shadow, pred_of: Callable[[str], Callable[[CallRow], bool]], limit: int) -> dict[str, list[CallRow]]:
@@ -504,7 +527,7 @@ class CompositeGraphStore:
                 continue
             seen[i] = r
             out.append((i, ov[i][1] if i in ov else r))
-        out += [(i + OVERLAY_IDS, r) for i, r in overlay_rows]
+        out += [(i + self.offset, r) for i, r in overlay_rows]
         return out
 
     def all_imports(self) -> Iterator[tuple[int, ImportRow]]:

@@ -42,6 +42,10 @@ LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLo
                ("CREATE CONSTRAINT cs_repo_entry_key IF NOT EXISTS FOR (n:CsRepoEntry) "
                 "REQUIRE (n.tenant_id, n.graph_id) IS UNIQUE"))
 WAIT_POLL_S = 0.5
+PARENT = "base_parent"  # meta of a delta base: the commit whose base it shadows ("" or absent: a full base)
+DEPTH = "base_depth"  # how many delta bases lie between this one and a full base, itself included
+MAX_CHAIN = 8  # a new base whose chain would be longer is built in full
+PARENT_SEARCH = 50  # first-parent ancestors searched for a published base to build a delta on
 
 
 def base_graph_id(graph_id: str, commit: str) -> str:
@@ -111,6 +115,66 @@ def is_complete(store: GraphStore) -> bool:
     return store.get_meta(COMPLETE) == "1"
 
 
+def open_readable_base(settings, graph_id: str, commit: str) -> GraphStore | None:
+    """The complete base of ``commit`` as one read-only store: a full base itself, a delta
+    base as a frozen composite over its parent's (recursively); None when there is none."""
+    store = open_base(settings, base_graph_id(graph_id, commit))
+    try:
+        if not is_complete(store):
+            store.close()
+            return None
+        parent = store.get_meta(PARENT) or ""
+        if not parent:
+            return store
+        below = open_readable_base(settings, graph_id, parent)
+    except BaseException:
+        store.close()
+        raise
+    if below is None:  # the parent was removed by hand (gc keeps the parents of what it keeps)
+        log.warning("base %s: its parent base %s is gone", commit[:12], parent[:12])
+        store.close()
+        return None
+    return CompositeGraphStore(below, store, base_commit=commit, frozen=True)
+
+
+def _nearest_parent(settings, root: Path, graph_id: str, commit: str, store) -> tuple[str, int] | None:
+    """(ancestor commit with a complete base, depth of the new delta) to build ``commit``'s
+    base on, or None: build in full."""
+    revs = (_git_bytes(root, "rev-list", "--first-parent", f"--max-count={PARENT_SEARCH}", f"{commit}^") or b"")
+    complete = {b["commit"] for b in list_bases(store, graph_id) if b["complete"]}
+    for rev in revs.decode().split():
+        if rev in complete:
+            parent = open_base(settings, base_graph_id(graph_id, rev))
+            try:
+                depth = int(parent.get_meta(DEPTH) or 0) + 1
+            finally:
+                parent.close()
+            return (rev, depth) if depth <= MAX_CHAIN else None
+    return None
+
+
+def build_base_into(store: GraphStore, tree: Path, policy, workers: int, below: GraphStore | None = None,
+                    changed: set[str] | None = None, progress=None):
+    """Index the exported ``tree`` into ``store``: in full, or, over the readable base
+    ``below`` of an ancestor, only the files ``changed`` since it (a delta: unchanged files'
+    rows are the ancestor's, not copied). Returns the IndexReport."""
+    from codesynapse.index.indexer import Indexer
+
+    target: GraphStore = store
+    if below is not None:
+        clean = {}
+        for f in below.files():
+            if changed is not None and f.path in changed:
+                continue
+            try:
+                st = os.stat(tree / f.path)
+            except OSError:
+                continue
+            clean[f.path] = (st.st_size, st.st_mtime_ns)
+        target = CompositeGraphStore(below, store, clean=clean)
+    return Indexer(tree, target, policy, workers=workers).index_tree(progress)
+
+
 # -- repository entries: which tenant may read a repository's bases ---------------------------------
 def grant(store, tenant: str, graph_id: str, identity: str) -> dict[str, Any]:
     """Create (or renew: a new access-policy revision) the repository entry that authorizes
@@ -172,9 +236,22 @@ def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[s
     store = open_base(settings, graph_id)
     try:
         now = time.time()
-        for b in list_bases(store, graph_id):
-            live = b["leaseUntil"] is not None and b["leaseUntil"] > now
-            if b["commit"] in needed or live:
+        bases = list_bases(store, graph_id)
+        keep = {b["commit"] for b in bases
+                if b["commit"] in needed or (b["leaseUntil"] is not None and b["leaseUntil"] > now)}
+        todo = list(keep)
+        while todo:  # a kept delta base needs its parent's
+            c = todo.pop()
+            base = open_base(settings, base_graph_id(graph_id, c))
+            try:
+                parent = base.get_meta(PARENT) or ""
+            finally:
+                base.close()
+            if parent and parent not in keep:
+                keep.add(parent)
+                todo.append(parent)
+        for b in bases:
+            if b["commit"] in keep:
                 kept.append(b["commit"])
                 continue
             base = open_base(settings, b["graphId"])
@@ -237,7 +314,6 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
     """Make the base of ``commit`` exist: ``"exists"`` (complete already, or completed by
     another builder while this one waited), ``"built"`` (by this call), or ``"busy"``
     (another builder still holds the lock after ``wait_s``)."""
-    from codesynapse.index.indexer import Indexer
     from codesynapse.policy import load_policy
 
     gid = base_graph_id(graph_id, commit)
@@ -271,16 +347,33 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
             renewer = threading.Thread(target=renew, name="base-lock-renew", daemon=True)
             renewer.start()
             t0 = time.perf_counter()
-            with tempfile.TemporaryDirectory(prefix="codesynapse-base-") as tmp:
-                tree = Path(tmp) / "tree"
-                tree.mkdir()
-                export_commit(root, commit, tree)
-                policy, _ = load_policy(tree)
-                report = Indexer(tree, store, policy, workers=settings.workers).index_tree(progress)
+            found = _nearest_parent(settings, root, graph_id, commit, store)
+            below = open_readable_base(settings, graph_id, found[0]) if found else None
+            parent, depth = (found if below is not None else ("", 0))
+            changed = None
+            if below is not None:
+                diff = _git_bytes(root, "diff", "--name-only", "--no-renames", "-z", parent, commit, "--")
+                if diff is None:
+                    below.close()
+                    below, parent, depth = None, "", 0
+                else:
+                    changed = {p for p in diff.decode("utf-8", "surrogateescape").split("\0") if p}
+            try:
+                with tempfile.TemporaryDirectory(prefix="codesynapse-base-") as tmp:
+                    tree = Path(tmp) / "tree"
+                    tree.mkdir()
+                    export_commit(root, commit, tree)
+                    policy, _ = load_policy(tree)
+                    report = build_base_into(store, tree, policy, settings.workers, below, changed, progress)
+            finally:
+                if below is not None:
+                    below.close()
             store.set_meta({"identity": identity, "commit": commit, "built_at": str(time.time()),
-                            "policy_fingerprint": getattr(policy, "fingerprint", "")})
+                            "policy_fingerprint": getattr(policy, "fingerprint", ""), PARENT: parent,
+                            DEPTH: str(depth)})
             store.set_meta({COMPLETE: "1"})  # last: the base is visible from here on
-            log.info("base %s built: %d files in %.1f s", gid, report.files, time.perf_counter() - t0)
+            log.info("base %s built: %d files (%d parsed%s) in %.1f s", gid, report.files, report.parsed,
+                     f", a delta over {parent[:12]}" if parent else "", time.perf_counter() - t0)
             return "built"
         finally:
             stop.set()
@@ -324,10 +417,9 @@ class TeamGraphStore(CompositeGraphStore):
         """(the complete base of ``commit``, commit) or (an empty store, "") when there is none
         or the tenant may not read it."""
         if commit and self._authorized():
-            store = open_base(self.settings, base_graph_id(self.workspace.graph_id, commit))
-            if is_complete(store):
+            store = open_readable_base(self.settings, self.workspace.graph_id, commit)
+            if store is not None:
                 return store, commit
-            store.close()
         return self._empty(), ""
 
     def prepare_index(self, progress=None, wait_s: float = 600.0) -> dict[str, Any]:
