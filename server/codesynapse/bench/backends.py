@@ -102,7 +102,9 @@ def _open(corpus, data_dir: Path, backend: str, neo4j: dict[str, str]):
     # the store, and search answers would change while it runs
     extra = {"backend": backend, "workers": 2, "symbol_vectors": False}
     if backend == "neo4j":
-        extra.update(neo4j)
+        # the store itself is measured: one graph on the server, not a checkout's team view
+        # (a base + a local overlay, docs/TEAM.md; `codesynapse bench team` measures that)
+        extra.update(neo4j, team_graphs=False)
     return open_app(corpus.path, data_dir, corpus.exclude, corpus.include, **extra)
 
 
