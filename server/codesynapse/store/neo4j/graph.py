@@ -86,9 +86,10 @@ _SCHEMA = (
     "CREATE INDEX cs_symbol_path IF NOT EXISTS FOR (n:CsSymbol) ON (n.graph_id, n.path)",
     "CREATE INDEX cs_call_target IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.target)",
     "CREATE INDEX cs_call_caller IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.caller)",
-    "CREATE INDEX cs_call_name IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.name)",
     # unresolved calls of a name (cards, call graphs): a seek, not a filter over every call of
-    # the name ("get" has thousands) — as SQLite's calls_name index covers it
+    # the name ("get" has thousands) — as SQLite's calls_name index covers it. It serves the
+    # calls of a name too (calls_touching: trailing IS NOT NULL predicates let the planner seek
+    # on the prefix), so no (graph_id, name) index is written for every call site as well
     "CREATE INDEX cs_call_unresolved IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.name, n.target, n.resolution)",
     "CREATE INDEX cs_call_head IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.head)",
     "CREATE INDEX cs_call_hint IF NOT EXISTS FOR (n:CsCall) ON (n.graph_id, n.hint_name)",
@@ -609,7 +610,8 @@ class Neo4jGraphStore(Neo4jDepsMixin):
             for r in self._rows(
                     "calls_touching",
                     "CALL { "
-                    "UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, name: x}) RETURN c "
+                    "UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, name: x}) "
+                    "WHERE c.target IS NOT NULL AND c.resolution IS NOT NULL RETURN c "
                     "UNION UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, head: x}) RETURN c "
                     "UNION UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, hint_name: x}) RETURN c } "
                     "RETURN c {.*}", names=chunk):
