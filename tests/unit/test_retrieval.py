@@ -241,3 +241,36 @@ def test_the_summary_in_the_authors_words_outranks_a_name_sharing_two_words(tmp_
         assert [got.rows[i].qname for i in got.order][:2] == ["pool.put_back", "pool.discard_connection"]
     finally:
         a.close()
+
+
+def test_the_role_prior_orders_the_dense_leg_before_its_cut(tmp_path):
+    """The dense leg, like the lexical one, reads ``LEG_POOL`` times ``LEG_LIMIT`` hits and
+    lets the role prior order them before keeping ten: twelve tests whose metadata lies
+    nearer the task than the library function they exercise no longer fill the leg's ten
+    places (before, the leg kept the vector store's first ten hits, all tests, and the
+    library function was not a candidate at all)."""
+    tests = "".join(f"def test_flush_{i}():\n    flush_buffer([])\n\n\n" for i in range(12))
+    a = _small_app(tmp_path, {"netio/__init__.py": "",
+                              "netio/buffer.py": "def flush_buffer(rows):\n    return rows\n",
+                              "tests/test_buffer.py": "from netio.buffer import flush_buffer\n\n\n" + tests})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import LEG_LIMIT, Retriever
+
+        hits = [(f"test_buffer.test_flush_{i}", "tests/test_buffer.py", 0.9 - i * 0.01) for i in range(12)]
+        hits.append(("netio.buffer.flush_buffer", "netio/buffer.py", 0.6))
+        a.symbol_vectors = _Fixed(hits)
+        cfg = RetrievalConfig(exact=False, lexical=False, dense=True, expand=False, priors=True)
+        got = Retriever(a, a.store, cfg).rank("when is the write buffer emptied", Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert order[0] == "netio.buffer.flush_buffer"
+        assert len(order) == LEG_LIMIT
+        assert order[1:] == [f"test_buffer.test_flush_{i}" for i in range(9)]
+        # without the prior the leg keeps the vector order: the library function is cut
+        off = Retriever(a, a.store, RetrievalConfig(exact=False, lexical=False, dense=True, expand=False,
+                                                    priors=False)).rank("when is the write buffer emptied",
+                                                                        Deadline())
+        assert "netio.buffer.flush_buffer" not in [off.rows[i].qname for i in off.order]
+    finally:
+        a.symbol_vectors = None  # the stand-in has nothing to close
+        a.close()

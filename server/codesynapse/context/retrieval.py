@@ -374,26 +374,38 @@ class Retriever:
         return out
 
     # -- dense -----------------------------------------------------------------------------------
-    def dense_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline) -> tuple[list[int], Any]:
+    def dense_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline,
+                  asked: set[str] = frozenset()) -> tuple[list[int], Any]:
         """(ids, provenance entry): the metadata vectors' nearest symbols, mapped to current
-        rows by (qualified name, path) — a hit whose symbol is gone or moved is dropped. The
-        entry is ``"dense"`` when the leg is ready, else ``{leg, state, reason}``."""
+        rows by (qualified name, path) — a hit whose symbol is gone or moved is dropped. Like
+        the lexical leg it reads ``LEG_POOL`` times ``LEG_LIMIT`` hits and lets the role prior
+        order them before the cut (rank times prior), so that tests near the task's words do
+        not fill the leg's ten places ahead of the library code they exercise. The entry is
+        ``"dense"`` when the leg is ready, else ``{leg, state, reason}``."""
         sv = getattr(self.app, "symbol_vectors", None)
         if sv is None:
             return [], {"leg": "dense", "state": "unavailable", "reason": DENSE_UNAVAILABLE}
         try:
-            res = sv.search(task, LEG_LIMIT, timeout=min(2.0, max(0.1, dl.remaining)))
+            res = sv.search(task, LEG_LIMIT * LEG_POOL, timeout=min(2.0, max(0.1, dl.remaining)))
         except Exception as e:  # a broken model or store must not fail the request
             log.warning("dense leg failed: %s", e, exc_info=True)
             return [], {"leg": "dense", "state": "unavailable", "reason": f"{e.__class__.__name__}: {e}"[:200]}
-        out: list[int] = []
-        for h in getattr(res, "hits", [])[:LEG_LIMIT]:
-            match = next((r for r in self.store.symbols_by_qname(h.qname) if r.path == h.path), None)
+        hits = list(getattr(res, "hits", []))[:LEG_LIMIT * LEG_POOL]
+        current = self.store.symbols_by_qnames(h.qname for h in hits)
+        found: list[tuple[float, SymbolRow]] = []
+        for h in hits:
+            match = next((r for r in current.get(h.qname, []) if r.path == h.path), None)
             if match is None:
                 continue  # stale: the symbol is gone or moved since it was embedded
+            found.append((float(h.score), match))
+        found.sort(key=lambda x: -max(x[0], 0.0) * self._prior(x[1], asked))  # stable: ties keep the vector rank
+        out: list[int] = []
+        for _s, match in found:
             rid = self._key(match, rows)
             if rid not in out:
                 out.append(rid)
+            if len(out) >= LEG_LIMIT:
+                break
         state = getattr(res, "state", "ready")
         if state == "ready":
             return out, "dense"
@@ -448,7 +460,7 @@ class Retriever:
             add_leg("lexical", self.lexical_leg(task, rows, asked))
         if cfg.dense:
             dl.check()
-            ids, entry = self.dense_leg(task, rows, dl)
+            ids, entry = self.dense_leg(task, rows, dl, asked)
             out.provenance.append(entry)
             if ids:
                 add_leg("dense", ids)
