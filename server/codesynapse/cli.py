@@ -489,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder for the result files (default: docs/ of the CodeSynapse checkout this runs "
                          "from; outside a checkout, ./codesynapse-bench)")
     sp.add_argument("--quick", action="store_true", help="a shorter run with fewer samples (results say so)")
+    sp.add_argument("--lang", choices=("python", "java"), default="python",
+                    help="bench accuracy: python (Jedi oracle, the default) or java (JavaParser's symbol solver, "
+                         "built with Maven; default corpus gson 2.11.0 from Maven Central)")
     sp.add_argument("--ledger-compare", action="store_true",
                     help="bench requests: the request mix with ledger counting on and off in alternating rounds "
                          "(per type p50/p95 and the overhead; its own PERFORMANCE.md section)")

@@ -1001,6 +1001,10 @@ _METHOD = [
 def run_accuracy_cli(args) -> int:
     """``codesynapse bench accuracy --corpus PATH [--corpus PATH] [--out DIR] [--quick]``:
     writes ``<out>/ACCURACY.md`` and ``<out>/accuracy.json``."""
+    if getattr(args, "lang", None) == "java":  # JavaParser's symbol solver (bench/accuracy_java.py)
+        from codesynapse.bench.accuracy_java import run_cli
+
+        return run_cli(args, say)
     corpora = list(getattr(args, "corpus", None) or []) or ["python-stdlib", "django"]
     out_dir = Path(getattr(args, "out", None) or "docs")
     quick = bool(getattr(args, "quick", False))
