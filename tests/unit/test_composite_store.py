@@ -164,3 +164,13 @@ def test_a_delta_base_stores_only_changed_files_and_stacks_under_an_overlay(tmp_
     loyalty = comp.symbols_by_qname("shop.loyalty.loyalty_bonus")[0]
     assert comp.symbol_by_id(wip.id) == wip and comp.symbol_by_id(loyalty.id) == loyalty
     comp.close()
+
+
+def test_the_composite_takes_the_ports_parameters():
+    from codesynapse.graph.depmodel import DependencyStore
+    from codesynapse.store.graph import GraphStore
+
+    from tests.contract.support import signature_differences
+
+    for port in (GraphStore, DependencyStore):
+        assert signature_differences(port, CompositeGraphStore.__new__(CompositeGraphStore)) == []

@@ -653,17 +653,17 @@ class CompositeGraphStore:
     def manifests(self):
         return self.overlay.manifests()
 
-    def write_manifests(self, *args, **kwargs):
-        return self.overlay.write_manifests(*args, **kwargs)
+    def write_manifests(self, items, deleted=()):
+        return self.overlay.write_manifests(items, deleted)
 
     def requirements(self, keys=None):
         return self.overlay.requirements(keys)
 
-    def module_keys(self, *args, **kwargs):
-        return self.overlay.module_keys(*args, **kwargs)
+    def module_keys(self, text="", ecosystem="", offset=0, limit=100):
+        return self.overlay.module_keys(text, ecosystem, offset, limit)
 
-    def count_modules(self, *args, **kwargs):
-        return self.overlay.count_modules(*args, **kwargs)
+    def count_modules(self, text="", ecosystem=""):
+        return self.overlay.count_modules(text, ecosystem)
 
     def imports_under(self, prefixes: Iterable[str]) -> list[ImportRow]:
         prefixes = list(prefixes)
@@ -680,8 +680,8 @@ class CompositeGraphStore:
                 seen[(a, b)] = seen.get((a, b), 0) + n
         return sorted(((a, b, n) for (a, b), n in seen.items()), key=lambda t: (-t[2], t[0], t[1]))[:limit]
 
-    def replace_findings(self, *args, **kwargs):
-        return self.overlay.replace_findings(*args, **kwargs)
+    def replace_findings(self, runs, rows):
+        return self.overlay.replace_findings(runs, rows)
 
     def delete_findings_from(self, source: str) -> int:
         return self.overlay.delete_findings_from(source)
@@ -689,14 +689,14 @@ class CompositeGraphStore:
     def finding_runs(self):
         return self.overlay.finding_runs()
 
-    def findings(self, *args, **kwargs):
-        return self.overlay.findings(*args, **kwargs)
+    def findings(self, path=None, start=0, end=0, limit=1000):
+        return self.overlay.findings(path, start, end, limit)
 
-    def findings_in_ranges(self, *args, **kwargs):
-        return self.overlay.findings_in_ranges(*args, **kwargs)
+    def findings_in_ranges(self, spans, limit=1000):
+        return self.overlay.findings_in_ranges(spans, limit)
 
-    def count_findings_many(self, *args, **kwargs):
-        return self.overlay.count_findings_many(*args, **kwargs)
+    def count_findings_many(self, spans):
+        return self.overlay.count_findings_many(spans)
 
-    def count_findings(self, *args, **kwargs):
-        return self.overlay.count_findings(*args, **kwargs)
+    def count_findings(self, path=None, start=0, end=0):
+        return self.overlay.count_findings(path, start, end)
