@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -283,7 +284,8 @@ def declared_fields(language: str, kind: str, signature: str) -> dict[str, str]:
 
 
 class FileInfo:
-    __slots__ = ("alternatives", "bindings", "fields", "language", "module", "path", "results", "stars", "symbols")
+    __slots__ = ("alternatives", "bindings", "fields", "language", "module", "path", "results", "stars", "sym_kinds",
+                 "sym_qnames")
 
     def __init__(self, path: str, module: str, language: str):
         self.path = path
@@ -295,9 +297,16 @@ class FileInfo:
         # import ntpath as path``), in source order after ``bindings[name]``.
         self.alternatives: dict[str, list[str]] = {}
         self.stars: list[str] = []
-        self.symbols: list[tuple[str, str]] = []  # (qname, kind)
+        # its symbols' qnames and kinds, in order: two tuples (a pair per symbol costs 64 bytes)
+        self.sym_qnames: tuple[str, ...] = ()
+        self.sym_kinds: tuple[str, ...] = ()
         self.results: dict[str, tuple[str, ...]] = {}  # function/method qname → declared result types
         self.fields: dict[str, dict[str, str]] = {}  # Go struct qname → {field: declared type}
+
+    @property
+    def symbols(self) -> list[tuple[str, str]]:
+        """(qname, kind) of each symbol of the file, in order."""
+        return list(zip(self.sym_qnames, self.sym_kinds))
 
     def targets(self, name: str) -> list[str]:
         """Every import target bound to ``name``, first binding first."""
@@ -308,10 +317,15 @@ class FileInfo:
 
 
 class SymbolIndex:
-    """Everything resolution needs, kept in memory and updated file by file."""
+    """Everything resolution needs, kept in memory and updated file by file. Compact for
+    large trees: a qname defined once holds its kind as a string (a {kind: count} dict only
+    when it is defined more than once), qualified names, parents and kinds are interned (a
+    parent is the same string as its own key), and ``resolve_qname``'s cache is emptied when
+    it reaches ``cache_limit`` entries (index.memoryBudget)."""
 
-    def __init__(self) -> None:
-        self.kinds: dict[str, dict[str, int]] = {}  # qname → {kind: count}
+    def __init__(self, cache_limit: int = 1_000_000) -> None:
+        self.kinds: dict[str, str | dict[str, int]] = {}  # qname → kind, or {kind: count}
+        self.cache_limit = cache_limit
         self.parents: dict[str, str] = {}  # qname → parent qname
         self.files: dict[str, FileInfo] = {}
         self.module_files: dict[str, set[str]] = defaultdict(set)
@@ -328,8 +342,12 @@ class SymbolIndex:
         self.remove_file(path)
         fi = FileInfo(path, module, language)
         seen: set[str] = set()
+        qnames: list[str] = []
+        kinds: list[str] = []
         for qname, kind, parent, *rest in symbols:
-            fi.symbols.append((qname, kind))
+            qname, kind = _intern(qname), _intern(kind)
+            qnames.append(qname)
+            kinds.append(kind)
             res = declared_results(language, kind, rest[0]) if rest else ()
             if qname in seen:  # defined twice here (overloads, a redefinition): results differ → none
                 if fi.results.get(qname, ()) != res and fi.results.get(qname) != ():
@@ -343,10 +361,16 @@ class SymbolIndex:
             if flds:
                 fi.fields[qname] = flds
                 self.fields.setdefault(qname, {})[path] = flds
-            k = self.kinds.setdefault(qname, {})
-            k[kind] = k.get(kind, 0) + 1
+            k = self.kinds.get(qname)
+            if k is None:
+                self.kinds[qname] = kind
+            elif isinstance(k, str):
+                self.kinds[qname] = {k: 2} if k == kind else {k: 1, kind: 1}
+            else:
+                k[kind] = k.get(kind, 0) + 1
             if parent:
-                self.parents[qname] = parent
+                self.parents[qname] = _intern(parent)
+        fi.sym_qnames, fi.sym_kinds = tuple(qnames), tuple(kinds)
         for im in imports:
             if im.name == "*":
                 fi.stars.append(im.module)
@@ -381,13 +405,19 @@ class SymbolIndex:
                 r.pop(path, None)
                 if not r:
                     del self.results[qname]
-        for qname, kind in fi.symbols:
+        for qname, kind in zip(fi.sym_qnames, fi.sym_kinds):
             k = self.kinds.get(qname)
             if k is None:
                 continue
+            if isinstance(k, str):
+                k = {k: 1}
             k[kind] -= 1
             if k[kind] <= 0:
                 del k[kind]
+            if len(k) == 1 and next(iter(k.values())) == 1:
+                self.kinds[qname] = next(iter(k))
+            elif k:
+                self.kinds[qname] = k
             if not k:
                 del self.kinds[qname]
                 self.parents.pop(qname, None)
@@ -412,6 +442,8 @@ class SymbolIndex:
         k = self.kinds.get(qname)
         if not k:
             return ""
+        if isinstance(k, str):
+            return k
         for pref in ("class", "struct", "interface", "trait", "enum", "type", "function", "method", "test",
                      "constant", "module"):
             if pref in k:
@@ -423,6 +455,8 @@ class SymbolIndex:
 
     def is_type(self, qname: str) -> bool:
         k = self.kinds.get(qname)
+        if isinstance(k, str):
+            return k in TYPE_KINDS
         return bool(k) and any(x in TYPE_KINDS for x in k)
 
     def result_of(self, qname: str, index: int) -> tuple[str, str] | None:
@@ -496,6 +530,8 @@ class SymbolIndex:
         key = q if sep == "." else sep + q
         if key in self._cache:
             return self._cache[key]
+        if depth == 0 and len(self._cache) >= self.cache_limit:  # bounded: a pure function, recomputed
+            self._cache.clear()
         self._cache[key] = None  # cycle guard
         res = self._resolve_qname(q, sep, depth)
         self._cache[key] = res
@@ -531,6 +567,10 @@ class SymbolIndex:
             return self.member(p, last, sep)
         direct = f"{p}{sep}{last}"
         return direct if direct in self.kinds else None
+
+
+def _intern(s: str) -> str:
+    return sys.intern(s) if type(s) is str else s
 
 
 def _names_last(qname: str) -> str:
