@@ -305,6 +305,65 @@ def crate_source(name: str, version: str) -> Corpus:
                   languages=("rust",))
 
 
+LINUX_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")  # Debian's linux-source-6.1
+LINUX_FRACTIONS = {"linux-6.1-25": 1, "linux-6.1-50": 2, "linux-6.1": 4}  # quarters of the file list
+
+
+def _linux_tree() -> Path:
+    """The Linux 6.1 source from Debian's ``linux-source-6.1`` (installed with apt-get when
+    the tarball is absent), unpacked once into the bench cache."""
+    if not LINUX_TARBALL.exists():
+        log.info("installing linux-source-6.1 with apt-get")
+        _run(["apt-get", "install", "-y", "linux-source-6.1"], "linux-source-6.1")
+    if not LINUX_TARBALL.exists():
+        raise SystemExit(f"{LINUX_TARBALL} is missing after apt-get install linux-source-6.1")
+    dest = cache_dir() / "corpora" / "linux-6.1"
+
+    def unpack(tmp: Path) -> Path:
+        _run(["tar", "-xJf", str(LINUX_TARBALL), "-C", str(tmp)], "the Linux 6.1 source")
+        return _single_top(tmp)
+
+    _unpack_once(dest, "MAINTAINERS", unpack)
+    return dest
+
+
+def in_quarters(rel: str, quarters: int) -> bool:
+    """A deterministic sample of a tree's files: those whose path's CRC-32 falls in the first
+    ``quarters`` quarters (so the 25% sample lies inside the 50% one, and both inside the whole)."""
+    import zlib
+
+    return zlib.crc32(rel.encode("utf-8")) % 4 < quarters
+
+
+def linux_corpus(name: str) -> Corpus:
+    """The Linux 6.1 kernel (``linux-6.1``) or a quarter sample of its files (``linux-6.1-25``,
+    ``linux-6.1-50``: ``in_quarters``), as a tree of hard links beside the unpacked source."""
+    full = _linux_tree()
+    quarters = LINUX_FRACTIONS[name]
+    version = f"Linux 6.1 (Debian linux-source-6.1){'' if quarters == 4 else f', {quarters * 25}% of its files'}"
+    source = f"apt-get install linux-source-6.1 ({LINUX_TARBALL})"
+    if quarters == 4:
+        return Corpus(name, full, version, source, languages=("c",))
+    dest = cache_dir() / "corpora" / name
+
+    def sample(tmp: Path) -> Path:
+        top = tmp / name
+        for dirpath, _dirs, files in os.walk(full):
+            rel_dir = os.path.relpath(dirpath, full)
+            for f in files:
+                rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+                src = os.path.join(dirpath, f)
+                if os.path.islink(src) or not in_quarters(rel, quarters):
+                    continue
+                os.makedirs(top / rel_dir, exist_ok=True)
+                os.link(src, top / rel)
+        (top / ".sample").write_text(f"{quarters}/4 of {full}\n", encoding="utf-8")
+        return top
+
+    _unpack_once(dest, ".sample", sample)
+    return Corpus(name, dest, version, source + f"; files with crc32(path) % 4 < {quarters}", languages=("c",))
+
+
 def registry(spec: str) -> Corpus | None:
     """A registry corpus (``pypi:``, ``npm:``, ``go:``, ``maven:``, ``crate:``) or None."""
     kind, sep, rest = spec.partition(":")
@@ -332,7 +391,9 @@ def registry(spec: str) -> Corpus | None:
 
 
 ALIASES = {"stdlib": "python-stdlib", "python": "python-stdlib", "python-stdlib": "python-stdlib",
-           "django": "django", "go": "go-stdlib", "go-stdlib": "go-stdlib", "rxjs": "rxjs"}
+           "django": "django", "go": "go-stdlib", "go-stdlib": "go-stdlib", "rxjs": "rxjs",
+           "linux": "linux-6.1", "kernel": "linux-6.1", "linux-6.1": "linux-6.1", "linux-6.1-25": "linux-6.1-25",
+           "linux-6.1-50": "linux-6.1-50"}
 
 
 def resolve(spec: str, exclude: tuple[str, ...] = ()) -> Corpus:
@@ -346,6 +407,8 @@ def resolve(spec: str, exclude: tuple[str, ...] = ()) -> Corpus:
         return go_stdlib()
     if key == "rxjs":
         return npm_package(*RXJS)
+    if key in LINUX_FRACTIONS:
+        return linux_corpus(key)
     reg = registry(spec) if spec and not Path(spec).expanduser().is_dir() else None
     if reg is not None:
         return reg
