@@ -21,6 +21,7 @@ from codesynapse.findings.sarif import watched as sarif_watched
 from codesynapse.graph.deps import sync_paths as sync_dependency_paths
 from codesynapse.graph.model import FileRow
 from codesynapse.index.indexer import Candidate
+from codesynapse.index.state import short_reason
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,17 @@ class LiveIndex:
         """Apply ``batch`` (path → "disk" or "overlay"), reading unsaved buffers from
         ``overlays`` (one version of them for the whole batch; an open buffer wins over the
         disk). True when the policy changed and the whole tree was indexed again from the
-        disk first (no buffer is in the index then, except this batch's)."""
-        batch = dict(batch)
+        disk first (no buffer is in the index then, except this batch's). When it raises,
+        the state says ``failed`` with the reason until an update or a full index succeeds."""
+        try:
+            reindexed = self._apply(dict(batch), overlays)
+        except BaseException as e:
+            self.state.update_failed(short_reason(e))
+            raise
+        self.state.update_succeeded()
+        return reindexed
+
+    def _apply(self, batch: dict[str, str], overlays: dict[str, bytes]) -> bool:
         reindexed = False
         if POLICY_FILE in batch:
             batch.pop(POLICY_FILE)

@@ -30,7 +30,9 @@ class IndexState:
     counts full indexes failed in a row; ``pending`` is the number of changes the live
     updater holds; ``open_buffers`` the files whose content in the index is an unsaved
     buffer. ``failed`` stands until a full index succeeds: a retry running meanwhile
-    does not hide it. ``policy`` is the repository policy in force (None: no policy) and
+    does not hide it. A failed live update (``update_failed``) says ``failed`` too, until the
+    next live update or full index succeeds; it never replaces a failed full index's reason.
+    ``policy`` is the repository policy in force (None: no policy) and
     ``policy_diagnostics`` what its last load reported."""
 
     def __init__(self, policy: Any = None, policy_diagnostics: list | None = None) -> None:
@@ -38,6 +40,7 @@ class IndexState:
         self._state = "idle"
         self._error = ""
         self._failures = 0
+        self._by_update = False  # ``failed`` was set by a live update (cleared by the next one)
         self._pending = 0
         self._policy = policy
         self._policy_diagnostics = policy_diagnostics if policy_diagnostics is not None else []
@@ -51,14 +54,29 @@ class IndexState:
 
     def succeeded(self) -> None:
         with self._lock:
-            self._state, self._error, self._failures = "ready", "", 0
+            self._state, self._error, self._failures, self._by_update = "ready", "", 0, False
 
     def failed(self, reason: str) -> int:
         """Record a failed index; returns how many have failed in a row."""
         with self._lock:
-            self._state, self._error = "failed", reason
+            self._state, self._error, self._by_update = "failed", reason, False
             self._failures += 1
             return self._failures
+
+    def update_failed(self, reason: str) -> None:
+        """Record a failed live update (its changes wait for a retry): ``failed`` with the
+        reason, unless a failed full index already says why."""
+        with self._lock:
+            if self._state == "failed" and not self._by_update:
+                return
+            self._state, self._error, self._by_update = "failed", reason, True
+
+    def update_succeeded(self) -> None:
+        """A live update was applied: a failure of an earlier one no longer stands (a failed
+        full index does, until a full index succeeds)."""
+        with self._lock:
+            if self._state == "failed" and self._by_update:
+                self._state, self._error, self._by_update = "ready", "", False
 
     @property
     def state(self) -> str:
