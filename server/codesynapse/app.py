@@ -72,6 +72,11 @@ class UnavailableGraphStore:
     StoreUnavailable naming the cause, so each request gets a clear error; the App opens the
     real store again before its next index (``App.index``)."""
 
+    # a real store's optional capabilities (a team graph's, store/team.py) are absent here, so
+    # that ``getattr(store, name, None)`` says so instead of returning a call that raises
+    prepare_index = None
+    team_freshness = None
+
     def __init__(self, reason: str):
         self.reason = reason
 

@@ -143,3 +143,20 @@ def test_open_buffers_are_the_states_and_freshness_names_them(app: App) -> None:
     assert app.freshness()["openBuffers"] == []
     app.open_buffers = {"shop/pricing.py"}  # the shared daemon switches views this way (daemon/views.py)
     assert app.index_state.open_buffers == {"shop/pricing.py"}
+
+
+def test_a_store_that_cannot_be_opened_says_failed_in_the_status_with_the_reason(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+    # a real Neo4j driver against a port where nothing listens: connection refused at start
+    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "backend": "neo4j",
+                                 "neo4j_uri": "bolt://127.0.0.1:1"}))
+    try:
+        st = a.status()  # answers: the state and the error say why (no StoreUnavailable raised)
+        assert st["state"] == "failed" and st["files"] == 0, st
+        assert st["error"].startswith("the code index cannot be opened") and "127.0.0.1:1" in st["error"], st
+        with pytest.raises(StoreError):
+            a.index()  # still cannot be opened: the state keeps saying failed
+        assert a.status()["state"] == "failed"
+    finally:
+        a.close()
