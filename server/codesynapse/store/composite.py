@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import msgspec
@@ -103,7 +103,10 @@ class CompositeGraphStore:
         self.frozen = frozen
         self._frozen_meta: dict[str, Any] = {}
         self._shadow_cache: tuple[Any, _Shadow] | None = None
-        self._seen_calls: dict[int, CallRow] = {}  # base call rows handed out (overrides need the old row)
+        # base rows handed out to a writer inside its transaction (an override keeps the row as
+        # the base has it); forgotten when the transaction ends, so they never pile up
+        self._tl = threading.local()
+        self._seen_calls: dict[int, CallRow] = {}
         self._seen_inherits: dict[int, InheritRow] = {}
         self._seen_imports: dict[int, ImportRow] = {}
 
@@ -184,8 +187,25 @@ class CompositeGraphStore:
         if GENERATION in values:
             self._invalidate()
 
-    def transaction(self) -> AbstractContextManager[None]:
-        return self.overlay.transaction()
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        depth = getattr(self._tl, "depth", 0)
+        self._tl.depth = depth + 1
+        try:
+            with self.overlay.transaction():
+                yield
+        finally:
+            self._tl.depth = depth
+            if depth == 0:
+                self._forget_seen()
+
+    def _writing(self) -> bool:
+        return getattr(self._tl, "depth", 0) > 0
+
+    def _forget_seen(self) -> None:
+        self._seen_calls.clear()
+        self._seen_inherits.clear()
+        self._seen_imports.clear()
 
     def snapshot(self) -> AbstractContextManager[None]:
         return self.overlay.snapshot()
@@ -270,9 +290,7 @@ class CompositeGraphStore:
                                    GENERATION: uuid.uuid4().hex})
         old = self.base
         self.base, self.base_commit, self.clean = base, base_commit, dict(clean)
-        self._seen_calls.clear()
-        self._seen_inherits.clear()
-        self._seen_imports.clear()
+        self._forget_seen()
         self._invalidate()
         if old is not base:
             old.close()
@@ -295,10 +313,12 @@ class CompositeGraphStore:
     def _base_calls(self, rows: Iterable[CallRow], sh: _Shadow, ov: dict[int, tuple[CallRow, CallRow]],
                     pred: Callable[[CallRow], bool] | None) -> dict[int, CallRow]:
         out: dict[int, CallRow] = {}
+        writing = self._writing()
         for r in rows:
             if r.path in sh.paths:
                 continue
-            self._seen_calls[r.id] = r
+            if writing:
+                self._seen_calls[r.id] = r
             r2 = ov[r.id][1] if r.id in ov else r
             if pred is None or pred(r2):
                 out[r.id] = r2
@@ -476,9 +496,11 @@ class CompositeGraphStore:
     def all_calls(self) -> Iterator[CallRow]:
         sh = self._shadow()
         ov = self._call_overrides(sh)
+        writing = self._writing()
         for c in self.base.all_calls():
             if c.path not in sh.paths:
-                self._seen_calls[c.id] = c
+                if writing:
+                    self._seen_calls[c.id] = c
                 yield ov[c.id][1] if c.id in ov else c
         for c in self.overlay.all_calls():
             yield self._reid(c)
@@ -522,10 +544,12 @@ class CompositeGraphStore:
     def _id_rows(self, base_rows: Iterable[tuple[int, Any]], overlay_rows: Iterable[tuple[int, Any]], sh: _Shadow,
                  ov: dict[int, tuple[Any, Any]], seen: dict[int, Any]) -> list[tuple[int, Any]]:
         out = []
+        writing = self._writing()
         for i, r in base_rows:
             if r.path in sh.paths:
                 continue
-            seen[i] = r
+            if writing:
+                seen[i] = r
             out.append((i, ov[i][1] if i in ov else r))
         out += [(i + self.offset, r) for i, r in overlay_rows]
         return out
