@@ -267,6 +267,38 @@ def test_a_second_initialize_is_refused_and_changes_nothing(tmp_path):
         c.close()
 
 
+SERVER_NOT_INITIALIZED = -32002  # LSP
+
+
+def test_requests_before_initialize_are_server_not_initialized_and_initialize_still_works(tmp_path):
+    """LSP: a request before ``initialize`` is answered with ServerNotInitialized (-32002),
+    notifications other than ``exit`` are dropped; the connection stays usable."""
+    root = make_repo(tmp_path)
+    c = RawLsp(tmp_path / "data", env=ENV)
+    try:
+        uri = (root / "shop" / "cart.py").as_uri()
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": "def opened_too_early():\n    return 1\n"}})
+        c.notify("initialized", {})
+        for method, params in [("codesynapse/indexStatus", {}), ("codesynapse/symbolCard", {"selector": "x"}),
+                               ("codesynapse/memory/recall", {"query": "x"}), ("codesynapse/nope", {}),
+                               ("textDocument/hover", pos_params(uri, 0, 0, "")),
+                               ("workspace/symbol", {"query": "Cart"}), ("shutdown", None)]:
+            e = error_of(c.request_async(method, params))
+            assert e.code == SERVER_NOT_INITIALIZED and "initialize" in e.message, (method, e)
+        assert c.proc.poll() is None
+        c.initialize(root)
+        st = c.wait_ready()
+        assert st["root"] == str(root), st
+        assert c.request("codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"},
+                         timeout=REPLY_TIMEOUT)["found"] is True
+        assert c.request("shutdown", None, timeout=REPLY_TIMEOUT) is None
+        c.notify("exit", None)
+        assert c.proc.wait(REPLY_TIMEOUT) == 0
+    finally:
+        c.close()
+
+
 # ---- item 11 (logs): bounded records, and a loop that never waits for stderr ---------------
 
 _RECORD_START = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ", re.MULTILINE)

@@ -16,6 +16,8 @@ ever. Here each frame is decoded as plain JSON first and then checked member by 
 * params that do not fit the method's LSP type → InvalidParams (-32602) naming
   ``data.field`` (``position.line``); a custom request without ``params`` gets ``{}``;
 * a second ``initialize`` → InvalidRequest, and nothing changes (LSP: initialize is sent once);
+* a request before ``initialize`` → ServerNotInitialized (-32002, LSP); notifications before
+  it other than ``exit`` are dropped;
 * a request after ``shutdown`` → InvalidRequest (LSP); notifications other than ``exit``
   are ignored.
 
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002  # LSP
 
 _REQUEST = ("jsonrpc", "id", "method", "params")
 _RESPONSE = ("jsonrpc", "id", "result", "error")
@@ -232,6 +235,12 @@ class CodeSynapseProtocol(LanguageServerProtocol):
             self.send_error(msg_id, INVALID_REQUEST,
                             "invalid request: the server is already initialized (initialize may be sent "
                             "only once per connection)")
+            return
+        if not initialize and not self._initialize_seen and method != types.EXIT:
+            if has_id:
+                self.send_error(msg_id, SERVER_NOT_INITIALIZED,
+                                f"the server is not initialized: send the initialize request before "
+                                f"{method[:80]!r}")
             return
 
         typ = self.get_message_type(method)
