@@ -262,12 +262,22 @@ def module_self():
 
 def falls_through(x):
     x.go()
+
+
+def shadowing_param(Connection):
+    return Connection()
+
+
+def shadowing_local(kind):
+    Other = kind
+    return Other()
 '''
 
 PY_BODIES_USE = '''
 from pkg import conn
 from pkg.conn import (unannotated, via_local, cached, mixed, rebound, loop_bound, param, param_default,
-                      generator, coroutine, wrapped, nested_only, module_self, falls_through, Base, Connection)
+                      generator, coroutine, wrapped, nested_only, module_self, falls_through, shadowing_param,
+                      shadowing_local, Base, Connection)
 
 
 class Client(Base):
@@ -315,6 +325,10 @@ class Client(Base):
         i.putheader("a", "b")
         j = falls_through(1)
         j.putheader("a", "b")
+        k = shadowing_param(dict)
+        k.putheader("a", "b")
+        m = shadowing_local(dict)
+        m.putheader("a", "b")
 '''
 
 
@@ -341,7 +355,7 @@ def test_python_unannotated_results_across_files(tmp_path):
         (f"{client}.bound", "q.putheader"): put,  # through the module
         (f"{client}.bound", "w.putheader"): put,  # a local named self outside a class is a local
     })
-    _check(calls, {(f"{client}.unbound", f"{v}.putheader"): ("", "unresolved") for v in "abcdefghij"})
+    _check(calls, {(f"{client}.unbound", f"{v}.putheader"): ("", "unresolved") for v in "abcdefghijkm"})
     store = SqliteGraphStore(tmp_path / "g.db", "g")
     try:
         sigs = {s.qname: s.signature for s in store.all_symbols() if s.path == "pkg/conn.py"}

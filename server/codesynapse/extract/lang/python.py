@@ -269,6 +269,9 @@ def _inferred_return(fdef: Node, src: bytes) -> str:
             t = "Self"
         if not t or not _TYPE_NAME.match(t):
             return ""
+        head = t.split(".", 1)[0]
+        if t != "Self" and (head in params or head in other or head in ctor_of):
+            return ""  # ``def make(Kind): return Kind()``: a parameter or local, not the module's class
         found.add(t)
         if len(found) > 1:
             return ""
