@@ -371,6 +371,36 @@ def test_python_unannotated_results_across_files(tmp_path):
     assert conf["u.putheader"] == 0.8
 
 
+def test_python_same_file_results_ignore_a_shadowing_parameter(tmp_path):
+    """A function of the caller's own file returning ``Kind()`` where ``Kind`` is its
+    parameter builds whatever the caller passes: no hint (it bound the module's class)."""
+    _write(tmp_path / "src", {"pkg/__init__.py": "", "pkg/one.py": '''
+class Connection:
+    def putheader(self, k, v):
+        pass
+
+
+def make(Connection):
+    return Connection()
+
+
+def build():
+    return Connection()
+
+
+def use():
+    x = make(dict)
+    x.putheader("a", "b")
+    y = build()
+    y.putheader("a", "b")
+'''})
+    calls = _calls(tmp_path / "src", tmp_path / "g.db")
+    _check(calls, {
+        ("pkg.one.use", "x.putheader"): ("", "unresolved"),
+        ("pkg.one.use", "y.putheader"): ("pkg.one.Connection.putheader", "inferred"),
+    })
+
+
 def test_python_overloads_that_disagree_declare_nothing(tmp_path):
     _write(tmp_path / "src", {"pkg/__init__.py": "", "pkg/conn.py": PY_CONN + '''
 

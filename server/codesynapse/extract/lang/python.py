@@ -709,8 +709,9 @@ class PythonHooks(LanguageHooks):
                     ftext = text(f, src) if f is not None and f.type in ("identifier", "attribute") else ""
                     if ftext in ("cls", "type(self)", "self.__class__"):
                         t = own
-                    elif ftext.rsplit(".", 1)[-1][:1].isupper():
-                        t = ftext
+                    elif ftext.rsplit(".", 1)[-1][:1].isupper() and \
+                            ftext.split(".", 1)[0] not in self._bound(fdef, src):
+                        t = ftext  # (a parameter or local named like a class is not the class)
                 elif e.type == "identifier":
                     v = text(e, src)
                     if v == "self":
