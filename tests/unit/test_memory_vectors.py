@@ -171,3 +171,31 @@ def test_milvus_server_by_uri_uses_the_same_adapter(milvus_server):
         assert ids(v.search(B, key, 4, [1, 0, 0, 0])) == [E3]
     finally:
         v.close()
+
+
+def test_an_hnsw_collection_answers_like_exact_cosine_inside_the_scope(tmp_path):
+    """index_type = HNSW (faiss, through milvus-lite): the index is built with HNSW and the
+    nearest rows of the scope come back as exact cosine ranks them, foreign rows excluded."""
+    import numpy as np
+
+    rng = np.random.default_rng(25)
+    mat = rng.standard_normal((400, 16)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    key = "0123456789abcdef_16"
+    v = MilvusVectors(lite_dir=tmp_path / "milvus", endpoint_dir=tmp_path, index_type="HNSW")
+    try:
+        ours = [f"mem_{i:024x}" for i in range(300)]
+        theirs = [f"mem_{i:024x}" for i in range(300, 400)]
+        v.upsert(A1, key, 16, [row(e, mat[i].tolist()) for i, e in enumerate(ours)])
+        v.upsert(B, key, 16, [row(e, mat[300 + i].tolist()) for i, e in enumerate(theirs)])
+        v._call("flush", lambda c: c.flush(collection_name(key)))
+        info = v._call("describe", lambda c: c.describe_index(collection_name(key), "vec"))
+        assert info["index_type"] == "HNSW"
+        for qi in (0, 7, 150, 299, 350):
+            q = mat[qi] + 0.05 * rng.standard_normal(16).astype(np.float32)
+            q /= np.linalg.norm(q)
+            want = [ours[i] for i in np.argsort(-(mat[:300] @ q))[:5]]
+            hits = v.search(A1, key, 16, q.tolist(), limit=5)
+            assert ids(hits) == want
+    finally:
+        v.close()
