@@ -167,7 +167,8 @@ class App:
     # -- the graph store -------------------------------------------------------------------
     def _make_indexer(self) -> Indexer:
         ix = Indexer(self.workspace.root, self.store, workers=self.settings.workers,
-                     keep_dir=self.workspace.data_dir / "kept", state=self.index_state)
+                     keep_dir=self.workspace.data_dir / "kept", state=self.index_state,
+                     memory_budget_mb=self.settings.memory_budget_mb)
         ix.listeners.append(self.services.anchors)  # memory anchored to changed code is marked stale
         return ix
 

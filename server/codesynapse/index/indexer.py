@@ -16,11 +16,12 @@ import logging
 import os
 import re
 import stat
+import itertools
 import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +45,28 @@ POOL_THRESHOLD = 16  # fewer changed files than this are parsed in-process
 WRITE_BATCH = 256
 LIVE_BATCH = 64  # updates this small write calls with their symbols (one transaction)
 RESOLVED_FILES = 64  # live-written files whose call resolutions are noted (Indexer._resolved)
-MAX_DEFERRED_CALLS = 1_500_000  # ≈ 150 MB of call sites held for resolution
+MAX_DEFERRED_CALLS = 1_500_000  # at most this many call sites held for resolution (≈ 300 B each)
+DEFAULT_MEMORY_BUDGET_MB = 1024  # index.memoryBudget
+STREAM_FILES = 256  # files whose stored calls (or symbols, imports) are read and resolved at a time
 GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
+
+
+@dataclass(frozen=True)
+class MemoryLimits:
+    """What an index may hold in memory beside its symbol table, from ``index.memoryBudget``
+    (MB): call sites held back from the bulk write until resolution (inserted resolved, no
+    second write; the rest are written unresolved and updated), and the entries of the
+    resolver's qualified-name cache (SymbolIndex.resolve_qname)."""
+
+    deferred_calls: int
+    qname_cache: int
+
+    @classmethod
+    def of(cls, budget_mb: int) -> MemoryLimits:
+        budget = max(64, int(budget_mb)) * 1_000_000
+        # 15% of the budget each: a held call site ≈ 300 B, a cache entry ≈ 200 B
+        return cls(deferred_calls=min(MAX_DEFERRED_CALLS, budget * 15 // 100 // 300),
+                   qname_cache=max(10_000, budget * 15 // 100 // 200))
 
 
 @dataclass
@@ -322,8 +343,10 @@ class Indexer:
     """Keeps one GraphStore and its SymbolIndex in step with a workspace tree."""
 
     def __init__(self, root: Path, store: GraphStore, policy=None, workers: int | None = None,
-                 keep_dir: Path | str | None = None, state: IndexState | None = None):
+                 keep_dir: Path | str | None = None, memory_budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+                 state: IndexState | None = None):
         self.root = Path(root)
+        self.limits = MemoryLimits.of(memory_budget_mb)
         # where large files' extractions are kept for their first live update (extract/incremental.py)
         self.keep_dir = str(keep_dir) if keep_dir else None
         self.store = store
@@ -332,7 +355,7 @@ class Indexer:
         self._state = state
         self._policy = policy
         self.workers = workers or min(2, os.cpu_count() or 1)
-        self.index = SymbolIndex()
+        self.index = SymbolIndex(cache_limit=self.limits.qname_cache)
         self.resolver = Resolver(self.index)
         self.lock = threading.RLock()  # one apply at a time
         self._inherits_by_file: dict[str, list[tuple[str, str]]] = {}
@@ -383,17 +406,23 @@ class Indexer:
             if self._loaded:
                 return
             self._generation = self.store.get_meta(GENERATION)
-            syms: dict[str, list[tuple[str, str, str]]] = {}
-            for s in self.store.all_symbols():
-                syms.setdefault(s.path, []).append((s.qname, s.kind, s.parent, s.signature))
-            imps: dict[str, list[ImportRef]] = {}
-            for im in self.store.imports():
-                imps.setdefault(im.path, []).append(ImportRef(module=im.module, name=im.name, alias=im.alias,
-                                                              line=im.line))
-            for f in self.store.files():
-                if f.status == "skipped":
-                    continue
-                self.index.add_file(f.path, f.module, f.language, syms.get(f.path, ()), imps.get(f.path, ()))
+            # file by file, STREAM_FILES at a time: only the symbol table stays, never every
+            # stored symbol and import row at once
+            indexed = [f for f in self.store.files() if f.status != "skipped"]
+            for i in range(0, len(indexed), STREAM_FILES):
+                chunk = indexed[i:i + STREAM_FILES]
+                paths = [f.path for f in chunk]
+                syms = self.store.symbols_in_files(paths)
+                imps: dict[str, list] = {}
+                for _, im in self.store.imports_touching(paths, ()):
+                    imps.setdefault(im.path, []).append(im)
+                for f in chunk:
+                    # the order all_symbols()/imports() gave: (qname, start line), (line, module, name)
+                    rows = sorted(syms.get(f.path, ()), key=lambda s: (s.qname, s.start_line))
+                    refs = [ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line)
+                            for im in sorted(imps.get(f.path, ()), key=lambda im: (im.line, im.module, im.name))]
+                    self.index.add_file(f.path, f.module, f.language,
+                                        [(s.qname, s.kind, s.parent, s.signature) for s in rows], refs)
             for ih in self.store.inherits():
                 if ih.target:
                     self._inherits_by_file.setdefault(ih.path, []).append((ih.child, ih.target))
@@ -420,7 +449,7 @@ class Indexer:
         if not self._loaded or self.store.get_meta(GENERATION) == self._generation:
             return
         log.info("the index was written by another process: reloading the symbol index")
-        self.index = SymbolIndex()
+        self.index = SymbolIndex(cache_limit=self.limits.qname_cache)
         self.resolver = Resolver(self.index)
         self._inherits_by_file = {}
         self._resolved.clear()
@@ -710,7 +739,7 @@ class Indexer:
         for fx, _ in run.batch:
             self._resolved.pop(fx.path, None)
         if run.batch or run.late_skips:
-            defer = run.deferred_n < MAX_DEFERRED_CALLS
+            defer = run.deferred_n < self.limits.deferred_calls
             self.store.write_files(run.batch, run.late_skips, with_calls=not defer)
             if defer:
                 for fx, _ in run.batch:
@@ -814,6 +843,17 @@ class Indexer:
             self.store.set_meta({"resolution_pending": "0"})
             self._stamp()
 
+    def _calls_of(self, paths: Sequence[str]) -> Iterator:
+        """The stored calls of ``paths``, read STREAM_FILES files at a time (each read whole
+        before the caller writes anything)."""
+        for i in range(0, len(paths), STREAM_FILES):
+            yield from self.store.calls_in_files(paths[i:i + STREAM_FILES])
+
+    def _imports_of(self, paths: Sequence[str]) -> Iterator:
+        """(row id, import row) of ``paths``, STREAM_FILES files at a time."""
+        for i in range(0, len(paths), STREAM_FILES):
+            yield from self.store.imports_touching(paths[i:i + STREAM_FILES], ())
+
     def _resolve(self, changed: set[str], removed: set[str], affected: set[str],
                  deferred: Sequence[tuple[str, list]] = (), fresh: set[str] = frozenset(),
                  exports_changed: set[str] | None = None, reused: set[str] = frozenset()) -> set[str] | None:
@@ -833,6 +873,8 @@ class Indexer:
         changed_modules = {fi.module for p in exporters if (fi := idx.files.get(p)) and fi.module}
         if removed:  # a vanished module changes every import of it: look at every row once
             import_rows = list(self.store.all_imports())
+        elif changed and len(changed) >= len(idx.files):  # every file (a full index): read file by file
+            import_rows = self._imports_of(sorted(changed))
         elif changed or affected:
             import_rows = self.store.imports_touching(sorted(changed), sorted(affected), sorted(changed_modules))
         else:
@@ -861,6 +903,7 @@ class Indexer:
             affected |= grown
             if not removed:  # the rows that name the grown names (all rows were read already)
                 import_rows = self.store.imports_touching((), sorted(grown))
+        done_rows.clear()
 
         # 2. bases next: method lookup through bases depends on them
         inh_updates: list[tuple[int, Resolution]] = []
@@ -914,14 +957,17 @@ class Indexer:
                 self.store.insert_calls(items)
                 items = []
         self.store.insert_calls(items)
+        items = []
         held = {path for path, _ in deferred}
         if everything:
             calls: Iterable = self.store.all_calls()
         else:
-            calls = list(self.store.calls_in_files(sorted(changed - held - fresh)))
-            if affected and len(changed) < len(idx.files):
-                calls += [c for c in self.store.calls_touching(affected)
-                          if c.path not in changed or (c.path in reused and c.path in fresh)]
+            touching = [c for c in self.store.calls_touching(affected)
+                        if c.path not in changed or (c.path in reused and c.path in fresh)] \
+                if affected and len(changed) < len(idx.files) else []
+            # the changed files' own calls are read STREAM_FILES files at a time (a full index:
+            # every call of the tree, never all in memory); the touching rows lie in other files
+            calls = itertools.chain(self._calls_of(sorted(changed - held - fresh)), touching)
         updates: list[tuple[int, Resolution]] = []
         rewritten: set[str] = set()
         for c in calls:
