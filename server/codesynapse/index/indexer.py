@@ -20,7 +20,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -269,6 +269,14 @@ def _compiled(patterns: tuple[str, ...]):
 
 def _worker(args):
     return read_and_extract(*args)
+
+
+EXTRACT_CHUNK = 4  # files a worker extracts per task
+EXTRACT_AHEAD = 8  # tasks in flight per worker: finished extractions wait only this long to be written
+
+
+def _worker_chunk(chunk):
+    return [read_and_extract(*a) for a in chunk]
 
 
 def _pool_context():
@@ -534,12 +542,23 @@ class Indexer:
                 if progress and (i % 50 == 0 or i == total - 1):
                     progress(i + 1, total, a[1])
             return
+        # a bounded window of tasks, not Executor.map (which submits every file at once: when
+        # the writer is slower than the workers, every finished extraction of the tree waited
+        # in memory for it)
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context(),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            for i, r in enumerate(pool.map(_worker, args, chunksize=4)):
-                yield r
-                if progress and (i % 25 == 0 or i == total - 1):
-                    progress(i + 1, total, r.path)
+            ahead: deque = deque()
+            done = 0
+            start = 0
+            while start < total or ahead:
+                while start < total and len(ahead) < self.workers * EXTRACT_AHEAD:
+                    ahead.append(pool.submit(_worker_chunk, args[start:start + EXTRACT_CHUNK]))
+                    start += EXTRACT_CHUNK
+                for r in ahead.popleft().result():
+                    yield r
+                    done += 1
+                    if progress and (done % 25 == 1 or done == total):
+                        progress(done, total, r.path)
 
     def update(self, changed: Sequence[Candidate], deleted: Sequence[str], skipped: Sequence[FileRow] = (),
                progress: Progress | None = None, overlays: dict[str, bytes] | None = None) -> IndexReport:
