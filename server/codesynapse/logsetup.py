@@ -18,6 +18,7 @@ import queue
 import reprlib
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 RECORD_MAX = 2048  # bytes per written record, newline included
@@ -120,12 +121,14 @@ class _Writer(threading.Thread):
     """Writes queued lines to a duplicate of fd 2 with ``os.write``: no Python stream
     lock is held while it blocks, so neither logging nor interpreter exit can wait on it."""
 
-    def __init__(self, q: queue.Queue, handler: _DroppingQueueHandler):
+    def __init__(self, q: queue.Queue, handler: _DroppingQueueHandler,
+                 after_write: Callable[[int], None] | None = None):
         super().__init__(name="codesynapse-log", daemon=True)
         self.q = q
         self.handler = handler
         self.fd = os.dup(sys.stderr.fileno())
         self.reported = 0
+        self.after_write = after_write  # called with the descriptor after each record (rotation)
 
     def run(self) -> None:
         while True:
@@ -143,6 +146,11 @@ class _Writer(threading.Thread):
                     data = data[os.write(self.fd, data):]
             except OSError:
                 return
+            if self.after_write is not None:
+                try:
+                    self.after_write(self.fd)
+                except OSError:
+                    pass  # the record is written; rotation is tried again after the next one
 
 
 _active: tuple[_DroppingQueueHandler, _Writer] | None = None
@@ -175,17 +183,20 @@ def configure(level: int) -> None:
     _install(h, level)
 
 
-def configure_queued(level: int | None = None) -> None:
+def configure_queued(level: int | None = None, after_write: Callable[[int], None] | None = None) -> None:
     """Bounded records to stderr through a bounded queue and one writer thread (the
-    daemon). ``level`` None keeps the root logger's level."""
+    daemon). ``level`` None keeps the root logger's level. ``after_write(fd)`` runs on the
+    writer thread after each record (daemon/logfile.py rotates daemon.log there)."""
     global _active
     if _active is not None:
         if level is not None:
             logging.getLogger().setLevel(level)
+        if after_write is not None:
+            _active[1].after_write = after_write
         return
     q: queue.Queue = queue.Queue(QUEUE_MAX)
     handler = _DroppingQueueHandler(q, BoundedFormatter())
-    writer = _Writer(q, handler)
+    writer = _Writer(q, handler, after_write)
     writer.start()
     _active = (handler, writer)
     _install(handler, logging.getLogger().level if level is None else level)

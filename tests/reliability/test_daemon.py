@@ -337,6 +337,33 @@ def test_the_daemon_exits_after_the_grace_period(repo, data, tmp_path):
     assert not os.path.exists(sock) and lock_info(data) == {}
 
 
+def test_daemon_log_is_rotated_by_size(repo, data, tmp_path):
+    """daemon.log grows to CODESYNAPSE_DAEMON_LOG_BYTES, then becomes daemon.log.1 (.1 →
+    .2 …, at most CODESYNAPSE_DAEMON_LOG_BACKUPS older files) and a new daemon.log starts;
+    the daemon's stderr follows the new file. Before, it grew without bound."""
+    limit, backups = 16384, 2
+    a = client(data, tmp_path, "a", CODESYNAPSE_LOG="1", CODESYNAPSE_DAEMON_LOG_BYTES=str(limit),
+               CODESYNAPSE_DAEMON_LOG_BACKUPS=str(backups))
+    try:
+        init(a, repo, "a")
+        a.wait_ready()
+        (pid,) = daemon_pids(data)
+        log = data / "daemon.log"
+        for _ in range(200):  # each answer is logged at INFO (about 1 KB): far over 3 files' worth
+            a.request("codesynapse/indexStatus", {})
+        wait_until(lambda: (data / f"daemon.log.{backups}").exists(), 30, "a second rotation")
+        a.request("codesynapse/indexStatus", {})
+        files = sorted(p.name for p in data.iterdir() if p.name.startswith("daemon.log"))
+        assert files == ["daemon.log", "daemon.log.1", "daemon.log.2"], files
+        for name in files:  # a file passes the limit by one record (≤ 2 KiB) at most
+            assert (data / name).stat().st_size <= limit + 2048, (name, (data / name).stat().st_size)
+        assert b"Sending data" in (data / "daemon.log.1").read_bytes()
+        fd2 = os.stat(f"/proc/{pid}/fd/2")
+        assert (fd2.st_dev, fd2.st_ino) == (log.stat().st_dev, log.stat().st_ino)  # stderr is the new file
+    finally:
+        a.close()
+
+
 def test_no_share_is_one_process(repo, data, tmp_path):
     a = RawLsp(data, env=ENV, log=tmp_path / "a.log", argv=[sys.executable, "-m", "codesynapse", "serve", "--no-share"])
     try:

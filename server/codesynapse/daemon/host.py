@@ -426,8 +426,12 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 def run_daemon(settings: Settings, data_dir: str | Path, grace: float) -> int:
     from codesynapse import logsetup
 
-    logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO)
+    from codesynapse.daemon.logfile import rotation
+
     data = Path(data_dir)
+    # daemon.log (the proxy's stderr for the daemon) rotated by size: daemon/logfile.py
+    logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO,
+                              after_write=rotation(data / "daemon.log"))
     data.mkdir(parents=True, exist_ok=True)
     try:
         return Host(settings, data, grace).run()
