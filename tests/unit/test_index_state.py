@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from codesynapse.app import App
 from codesynapse.errors import StoreError
 from codesynapse.index.runner import IndexRunner

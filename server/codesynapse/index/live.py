@@ -151,7 +151,8 @@ class LiveIndex:
         """Load the policy file again: its diagnostics go to ``on_policy``; a policy whose
         fingerprint differs replaces the one in force and the tree is indexed again (newly
         excluded files leave, newly included ones enter). True when it was."""
-        from codesynapse.policy import load_policy  # as App.__init__ loads it (app.load_policy_for)
+        # as App.__init__ loads it (app.load_policy_for)
+        from codesynapse.policy import load_policy
 
         policy, diagnostics = load_policy(self.app.workspace.root, self.state.policy)
         changed = self.state.adopt_policy(policy, diagnostics)

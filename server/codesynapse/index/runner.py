@@ -62,7 +62,7 @@ class IndexRunner:
             attempt += 1
             try:
                 report = run(progress)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any cause: logged in one line, tried again later
                 delay = min(delay * 2, RETRY_MAX_S)
                 log.warning("indexing failed again (attempt %d): %s; next attempt in %.0f s",
                             attempt, short_reason(e), delay)

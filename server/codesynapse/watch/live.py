@@ -15,7 +15,6 @@ work is pending.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
