@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -370,3 +371,34 @@ def test_a_client_that_never_reads_stderr_does_not_stop_the_daemon(tmp_path):
         assert c.proc.poll() is None
     finally:
         c.close(timeout=10)
+
+
+def test_what_extraction_workers_write_reaches_the_log_as_records(tmp_path):
+    """A worker process that writes to its stderr (here a real Python FutureWarning: each
+    spawned worker compiles the policy's redact pattern ``[[:upper:]]…`` again) goes through
+    the daemon's logging: the warning's lines are formatted records, and the protocol stream
+    stays intact (the client reads only replies); the daemon's descriptor 1, which workers
+    inherit, is not the protocol pipe. Before, the warning reached the daemon's stderr raw,
+    around the log queue, and descriptor 1 was the protocol stream."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(40):  # over the indexer's pool threshold: extracted by worker processes
+        (root / "pkg" / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n")
+    (root / ".codesynapse.yaml").write_text('version: 1\nredact: ["[[:upper:]]+_KEY=[0-9]+"]\n')
+    log_path = tmp_path / "serve.log"
+    c = RawLsp(tmp_path / "data", env={**ENV, "CODESYNAPSE_LOG": "1", "CODESYNAPSE_SHARE": "0"}, log=log_path)
+    try:
+        c.initialize(root, workers=2)
+        c.wait_ready(files=40)
+        found = c.request("codesynapse/search", {"query": "f7"}, timeout=REPLY_TIMEOUT)
+        assert "pkg/m7.py" in json.dumps(found), found
+        # descriptor 1, which every child inherits, is stderr (the log), not the protocol pipe
+        fd1, log_file = os.stat(f"/proc/{c.proc.pid}/fd/1"), log_path.stat()
+        assert (fd1.st_dev, fd1.st_ino) == (log_file.st_dev, log_file.st_ino)
+    finally:
+        c.close()
+    lines = [ln for ln in log_path.read_bytes().splitlines() if b"Possible nested set" in ln]
+    assert lines, "no worker wrote the warning"
+    raw = [ln for ln in lines if not _RECORD_START.match(ln)]
+    assert not raw, raw[:3]  # each is a record's own line: time, level, logger
+    assert any(b"extraction worker" in ln for ln in lines), lines

@@ -35,6 +35,8 @@ from codesynapse.graph import deps
 from codesynapse.graph.model import FileRow, Resolution
 from codesynapse.index.resolve import Resolver, SymbolIndex
 from codesynapse.index.state import IndexState
+from codesynapse.index.workers import WorkerOutput
+from codesynapse.index.workers import start as start_worker
 from codesynapse.store.graph import GraphStore, base_keys, module_keys
 
 log = logging.getLogger(__name__)
@@ -545,8 +547,10 @@ class Indexer:
         # a bounded window of tasks, not Executor.map (which submits every file at once: when
         # the writer is slower than the workers, every finished extraction of the tree waited
         # in memory for it)
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context(),
-                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
+        # what a worker writes (a warning, a library's note) goes into logging: index/workers.py
+        with WorkerOutput() as out, ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=_pool_context(),
+                initializer=start_worker, initargs=(out, os.getpid(), _die_with_parent)) as pool:
             ahead: deque = deque()
             done = 0
             start = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -199,14 +200,29 @@ def build_server(settings: Settings | None = None, host: Any = None) -> CodeSyna
     return server
 
 
+def protocol_stdout() -> Any:
+    """The protocol stream on a descriptor of its own, with descriptor 1 pointed at stderr:
+    nothing else (a stray print, C code, a child process that inherits descriptor 1, such as
+    a spawned extraction worker before its initializer runs) can write into the protocol.
+    None when there is no stdout to move (pygls' default then)."""
+    try:
+        sys.stdout.flush()
+        fd = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return os.fdopen(fd, "wb")
+
+
 def run_stdio(settings: Settings | None = None, stdin: Any = None) -> int:
     """One process serving one client over stdio (``serve --no-share``, or the proxy's
     fallback, which hands over what it has already read from stdin as ``stdin``)."""
     # bounded records through a queue: the event loop never waits for stderr
     logsetup.configure_queued(None if logging.getLogger().handlers else logging.INFO)
+    out = protocol_stdout()
     server = build_server(settings)
     try:
-        server.start_io(stdin=stdin)
+        server.start_io(stdin=stdin, stdout=out)
         shutdown(server)
     finally:
         logsetup.flush()
