@@ -321,8 +321,10 @@ def _grade(cats: dict[str, dict[str, Any]], cat: str, qd: dict[str, Any], names:
 
 
 def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_path: Path = SPEC,
-                    concurrency: Sequence[int] | None = None) -> dict[str, Any]:
-    """Build the workload, populate one store, run the four modes; see the module docstring."""
+                    concurrency: Sequence[int] | None = None,
+                    modes_run: Sequence[str] | None = None) -> dict[str, Any]:
+    """Build the workload, populate one store, run the four modes (or ``modes_run``); see the
+    module docstring."""
     from codesynapse.app import App
     from codesynapse.bench.machine import machine_info
     from codesynapse.bench.stats import latency_summary
@@ -417,6 +419,8 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
 
         modes = {"lexical": {"embedder": "off", "vectors": "off"}, "dense": {}, "rrf": {}, "native": full}
         results: dict[str, Any] = {}
+        if modes_run:
+            modes = {m: v for m, v in modes.items() if m in modes_run}
         for mode, settings in modes.items():
             cold: list[float] = []
             for _ in range(spec["cold_opens"]):
@@ -439,12 +443,28 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
                 s2.embedder.clear_query_cache()
             graded: list[tuple[dict[str, Any], list[str], list[str]]] = []
             stages: dict[str, list[float]] = {}
-            anchor_reported = 0
+            anchor_reported = graded_timeouts = 0
+            if mode != "dense":
+                # the first recall of a service builds its lexical index (the cold figure above):
+                # done before the graded pass, retried past the 10 s deadline on a loaded machine
+                for _ in range(3):
+                    try:
+                        s2.recall(RecallParams(query="warm-up"))
+                        break
+                    except DeadlineExceeded:
+                        continue
+                if s2.embedder is not None and hasattr(s2.embedder, "clear_query_cache"):
+                    s2.embedder.clear_query_cache()
             for qd in queries:
                 if mode == "dense":
                     names = _dense_only(s2, qd["q"])
                 else:
-                    res = s2.recall(RecallParams(query=qd["q"], include_ids=True))
+                    try:
+                        res = s2.recall(RecallParams(query=qd["q"], include_ids=True))
+                    except DeadlineExceeded:  # graded as nothing found, and counted
+                        graded_timeouts += 1
+                        graded.append((qd, [], []))
+                        continue
                     names = _ranks(res)
                     for st, v in s2.last_stages().items():
                         stages.setdefault(st, []).append(v)
@@ -502,7 +522,8 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
             s2.close()
             results[mode] = {"quality": _quality(graded), "cold": latency_summary(cold), "warm": lat,
                              "stages": {k: latency_summary(v) for k, v in stages.items()},
-                             "anchorStatusReported": anchor_reported if mode != "dense" else None}
+                             "anchorStatusReported": anchor_reported if mode != "dense" else None,
+                             "gradedTimeouts": graded_timeouts}
             log.info("recall bench %s done", mode)
         other_session_svc.close()
         app.close()
@@ -510,16 +531,17 @@ def run_recall_at_k(*, quick: bool = False, data_dir: Path | None = None, spec_p
         q_tot = {m: {"stale": sum(c["stale"] for k, c in r["quality"].items() if " (" not in k),
                      "foreign": sum(c["foreign"] for k, c in r["quality"].items() if " (" not in k)}
                  for m, r in results.items()}
-        lex_p95 = results["lexical"]["warm"]["1"]["p95"]
+        lex_p95 = results["lexical"]["warm"]["1"]["p95"] if "lexical" in results else None
         hy = results["rrf"]
         met = {
             # judged on the held-out half only (the tune half was looked at while improving)
             "paraphraseRecall8(rrf, held out)": (hy["quality"][HELD_OUT]["recall@8"] or 0)
             >= TARGETS["paraphraseRecall8"],
-            "paraphraseRecall8(native, held out)": (results["native"]["quality"][HELD_OUT]["recall@8"] or 0)
-            >= TARGETS["paraphraseRecall8"],
+            "paraphraseRecall8(native, held out)": "native" in results
+            and (results["native"]["quality"][HELD_OUT]["recall@8"] or 0) >= TARGETS["paraphraseRecall8"],
             "exactRecall8(rrf)": (hy["quality"]["exact"]["recall@8"] or 0) >= TARGETS["exactRecall8"],
-            "exactRecall8(native)": (results["native"]["quality"]["exact"]["recall@8"] or 0) >= TARGETS["exactRecall8"],
+            "exactRecall8(native)": "native" in results
+            and (results["native"]["quality"]["exact"]["recall@8"] or 0) >= TARGETS["exactRecall8"],
             "noStaleOrForeign": all(v["stale"] == 0 and v["foreign"] == 0 for v in q_tot.values()),
             "saveToStaleP95": latency_summary(stale_ms)["p95"] <= TARGETS["saveToStaleP95Ms"],
             "warmHybridP95@c1": hy["warm"]["1"]["p95"] <= TARGETS["warmHybridP95Ms"],
@@ -630,9 +652,17 @@ def recall_markdown(r: dict[str, Any], load: str = "") -> str:
               "## Targets", ""]
     for k, ok in r["targetsMet"].items():
         lines.append(f"* {k}: {'met' if ok else '**not met**'}")
-    lines += ["", f"**Migration trigger** (the design records: move lexical recall out of process when its p95 "
-              f"exceeds {mt['thresholdMs']:.0f} ms): lexical warm p95 at concurrency 1 is {_f(mt['lexicalWarmP95Ms'])} ms "
-              f"at {d['entities']:,} entities, so the trigger **{'holds' if mt['holds'] else 'does not hold'}**."]
+    timed_out = {m: x.get("gradedTimeouts", 0) for m, x in r["results"].items() if x.get("gradedTimeouts")}
+    if timed_out:
+        lines += ["", "Graded recalls past the 10 s deadline (graded as nothing found): "
+                  + ", ".join(f"{m} {n}" for m, n in timed_out.items()) + "."]
+    if mt["lexicalWarmP95Ms"] is None:
+        lines += ["", "**Migration trigger:** the lexical mode did not run in this run."]
+    else:
+        lines += ["", f"**Migration trigger** (the design records: move lexical recall out of process when its p95 "
+                  f"exceeds {mt['thresholdMs']:.0f} ms): lexical warm p95 at concurrency 1 is "
+                  f"{_f(mt['lexicalWarmP95Ms'])} ms at {d['entities']:,} entities, so the trigger "
+                  f"**{'holds' if mt['holds'] else 'does not hold'}**."]
     return "\n".join(lines) + "\n"
 
 
