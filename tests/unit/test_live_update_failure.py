@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from codesynapse.app import App
+from codesynapse.errors import StoreError
 from codesynapse.index.state import IndexState
 from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
@@ -94,7 +94,7 @@ def test_a_full_index_clears_a_failed_live_update(app: App) -> None:
     (app.workspace.root / "shop" / "grown.py").write_text(_big_module(800))
     app.store._conn()
     _limit_pages(app, None)
-    with pytest.raises(Exception):
+    with pytest.raises(StoreError):
         live._apply({"shop/grown.py": "disk"})  # the batch as the worker applies it
     st = _status(app)
     assert st["state"] == "failed" and "database or disk is full" in st["error"], st
