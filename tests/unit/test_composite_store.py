@@ -174,3 +174,26 @@ def test_the_composite_takes_the_ports_parameters():
 
     for port in (GraphStore, DependencyStore):
         assert signature_differences(port, CompositeGraphStore.__new__(CompositeGraphStore)) == []
+
+
+def test_an_unsaved_buffer_goes_to_the_overlay_and_leaves_with_it(tmp_path, repo):
+    from codesynapse.index.indexer import Candidate
+
+    root, commit = repo
+    base = build_base(tmp_path, root, commit)
+    comp = composite(tmp_path, root, commit, base)
+    ix = Indexer(root, comp, workers=1)
+    ix.index_tree()
+    rel = "shop/pricing.py"
+    disk = (root / rel).read_bytes()
+    buffer = disk + b"\n\ndef draft_only(x):\n    return x\n"
+    cand = Candidate(rel, "python", len(buffer), 0)
+    ix.update([cand], [], overlays={rel: buffer})  # the editor's unsaved text, as the live updater sends it
+    assert [s.qname for s in comp.symbols_by_qname("shop.pricing.draft_only")] == ["shop.pricing.draft_only"]
+    assert comp.overlay_files() == 1
+    assert base.symbols_by_qname("shop.pricing.draft_only") == []
+    st = (root / rel).stat()
+    ix.update([Candidate(rel, "python", st.st_size, st.st_mtime_ns)], [])  # the buffer closed: the disk again
+    assert comp.symbols_by_qname("shop.pricing.draft_only") == []
+    assert comp.dump() == full_dump(tmp_path, root)
+    comp.close()
