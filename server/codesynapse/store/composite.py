@@ -44,6 +44,7 @@ from codesynapse.store.graph import GraphStore, StoreCapabilities
 
 OVERLAY_IDS = 1 << 40  # overlay row ids are offset by this (JSON-safe: < 2**53)
 GENERATION = "index_generation"  # the indexer's meta key (index/indexer.py)
+COUNT_SEARCH_SCAN = 1000  # base search hits count_search looks through for shadowed ones
 _TOMBSTONES = "team.tombstones"
 _CALL_OVERRIDES = "team.call_overrides"
 _INHERIT_OVERRIDES = "team.inherit_overrides"
@@ -431,9 +432,12 @@ class CompositeGraphStore:
 
     def count_search(self, text: str) -> int:
         sh = self._shadow()
-        n = self.base.count_search(text) + self.overlay.count_search(text)
-        if sh.base_symbols:
-            n -= sum(1 for s, _ in self.base.search(text, 10_000) if s.path in sh.paths)
+        in_base = self.base.count_search(text)
+        n = in_base + self.overlay.count_search(text)
+        if sh.base_symbols and in_base:
+            # the base's hits in shadowed files are not answers; looked for among its first
+            # COUNT_SEARCH_SCAN hits (exact when the base has no more, else a close estimate)
+            n -= sum(1 for s, _ in self.base.search(text, min(in_base, COUNT_SEARCH_SCAN)) if s.path in sh.paths)
         return max(n, 0)
 
     # -- reads: calls ---------------------------------------------------------------------------
