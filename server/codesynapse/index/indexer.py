@@ -12,11 +12,11 @@ rebuilds its in-memory SymbolIndex from the store before it resolves anything.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
 import stat
-import itertools
 import threading
 import time
 import uuid
