@@ -104,6 +104,17 @@ class Services:
                 self._anchors = open_anchor_hook(self.app)
             return self._anchors
 
+    def open_memory_sections(self) -> None:
+        """Open the memory store that context answers read their memory section from (the
+        staleness hook's), before requests are let in: on a server backend that is a
+        connection and a schema check (seconds on a busy server), which the first card would
+        otherwise pay inside its deadline. A store that cannot be opened is logged; answers
+        then carry no memory section until it can be."""
+        try:
+            self.anchors.store()
+        except Exception:
+            log.warning("memory: the store of context answers' memory sections cannot be opened", exc_info=True)
+
     @property
     def own_scope(self) -> Scope:
         """The scope of requests that come without a connection (the CLI, benches): one fresh

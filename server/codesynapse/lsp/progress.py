@@ -69,6 +69,7 @@ def start_indexing(ls) -> None:
 
     def after() -> None:
         live.start_worker()
+        app.services.open_memory_sections()  # before requests: the first card does not pay it
         ls.ready.set()
         if app.symbol_vectors is not None:  # the dense leg, computed from the ready graph in the
             app.symbol_vectors.start()  # background; live updates keep it in line
