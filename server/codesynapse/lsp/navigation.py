@@ -188,150 +188,172 @@ def card_markdown(card: dict) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def sym_info(ls, pos: Positions, s: SymbolRow) -> types.SymbolInformation:
+    return types.SymbolInformation(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Variable),
+                                   location=types.Location(uri=_uri(ls, s.path), range=pos.range(s)),
+                                   container_name=s.parent or None)
+
+
+async def workspace_symbol(ls, params: types.WorkspaceSymbolParams):
+    ls.require_app()
+
+    def run():
+        pos = Positions(ls)
+        return [sym_info(ls, pos, r) for r in ls.app.services.navigation.workspace_symbols(params.query)]
+
+    return await ls.run_read(run)
+
+
+async def document_symbol(ls, params: types.DocumentSymbolParams):
+    ls.require_app()
+
+    def run():
+        rel = _rel(ls, params.text_document.uri)
+        if rel is None:
+            return []
+        pos = Positions(ls)
+        rows = ls.app.services.navigation.document_symbols(rel)
+        nodes: dict[str, types.DocumentSymbol] = {}
+        roots: list[types.DocumentSymbol] = []
+        for r in rows:
+            ds = types.DocumentSymbol(name=r.name, kind=_KIND.get(r.kind, types.SymbolKind.Variable),
+                                      range=pos.range(r), selection_range=pos.name_range(r),
+                                      detail=r.signature or None, children=[])
+            parent = nodes.get(r.parent)
+            (parent.children if parent is not None else roots).append(ds)
+            nodes.setdefault(r.qname, ds)
+        return roots
+
+    return await ls.run_read(run)
+
+
+async def definition(ls, params: types.DefinitionParams):
+    ls.require_app()
+
+    def run():
+        s = target_at(ls, params.text_document.uri, params.position)
+        if s is None:
+            return None
+        return [types.Location(uri=_uri(ls, s.path), range=Positions(ls).name_range(s))]
+
+    return await ls.run_read(run)
+
+
+async def references(ls, params: types.ReferenceParams):
+    ls.require_app()
+
+    def run():
+        s = target_at(ls, params.text_document.uri, params.position)
+        if s is None:
+            return [], None
+        pos = Positions(ls)
+        out = []
+        if params.context.include_declaration:
+            out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
+        # the resolved call sites, then the unresolved ones named like it
+        calls = ls.app.services.navigation.references(s)
+        for c in calls.rows:
+            out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
+                c.path, c.line, c.col, c.callee)))
+        return out, _over_cap(f"references of {s.qname}", calls.total)
+
+    out, note = await ls.run_read(run)
+    return await send_results(ls, params.partial_result_token, out, note)
+
+
+async def hover(ls, params: types.HoverParams):
+    ls.require_app()
+
+    def run():
+        s = target_at(ls, params.text_document.uri, params.position)
+        if s is None:
+            return None
+        card = ls.app.services.navigation.card(s)
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                        value=card_markdown(card)))
+
+    return await ls.run_read(run)
+
+
+def item(ls, pos: Positions, s: SymbolRow) -> types.CallHierarchyItem:
+    return types.CallHierarchyItem(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Function),
+                                   uri=_uri(ls, s.path), range=pos.range(s), selection_range=pos.name_range(s),
+                                   detail=s.qname, data={"qname": s.qname})
+
+
+async def prepare(ls, params: types.CallHierarchyPrepareParams):
+    ls.require_app()
+
+    def run():
+        s = target_at(ls, params.text_document.uri, params.position)
+        return [item(ls, Positions(ls), s)] if s is not None else None
+
+    return await ls.run_read(run)
+
+
+def _qname(it: types.CallHierarchyItem) -> str:
+    data = it.data
+    if isinstance(data, dict) and isinstance(data.get("qname"), str):
+        return data["qname"]
+    return it.detail or it.name
+
+
+def ranges(pos: Positions, calls) -> list[types.Range]:
+    return [pos.line_range(c.path, c.line, c.col, c.callee) for c in calls]
+
+
+def caller_item(ls, pos: Positions, g: Group, qname: str) -> types.CallHierarchyItem:
+    """A caller; for unresolved calls named like the subject, its detail says these are
+    name matches, not calls bound to it."""
+    it = item(ls, pos, g.symbol)
+    if g.unresolved:
+        it.detail = UNRESOLVED_DETAIL.format(callee=g.rows[0].callee, qname=qname)
+        it.data = {"qname": g.symbol.qname, "unresolved": True}
+    return it
+
+
+async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
+    ls.require_app()
+
+    def run():
+        pos = Positions(ls)
+        q = _qname(params.item)
+        groups, total = ls.app.services.navigation.incoming(q)
+        return [types.CallHierarchyIncomingCall(from_=caller_item(ls, pos, g, q), from_ranges=ranges(pos, g.rows))
+                for g in groups], _over_cap(f"incoming calls of {q}", total)
+
+    out, note = await ls.run_read(run)
+    return await send_results(ls, params.partial_result_token, out, note)
+
+
+async def outgoing(ls, params: types.CallHierarchyOutgoingCallsParams):
+    ls.require_app()
+
+    def run():
+        pos = Positions(ls)
+        q = _qname(params.item)
+        groups, total = ls.app.services.navigation.outgoing(q)
+        return [types.CallHierarchyOutgoingCall(to=item(ls, pos, g.symbol), from_ranges=ranges(pos, g.rows))
+                for g in groups], _over_cap(f"outgoing calls of {q}", total)
+
+    out, note = await ls.run_read(run)
+    return await send_results(ls, params.partial_result_token, out, note)
+
+
+# the standard features: (LSP method, handler); each handler converts through the negotiated
+# position codec and calls services.navigation (or .context for hover cards), nothing else
+FEATURES = (
+    (types.WORKSPACE_SYMBOL, workspace_symbol),
+    (types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, document_symbol),
+    (types.TEXT_DOCUMENT_DEFINITION, definition),
+    (types.TEXT_DOCUMENT_REFERENCES, references),
+    (types.TEXT_DOCUMENT_HOVER, hover),
+    (types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY, prepare),
+    (types.CALL_HIERARCHY_INCOMING_CALLS, incoming),
+    (types.CALL_HIERARCHY_OUTGOING_CALLS, outgoing),
+)
+
+
 def register(server) -> None:
-    def sym_info(ls, pos: Positions, s: SymbolRow) -> types.SymbolInformation:
-        return types.SymbolInformation(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Variable),
-                                       location=types.Location(uri=_uri(ls, s.path), range=pos.range(s)),
-                                       container_name=s.parent or None)
-
-    @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(ls, params: types.WorkspaceSymbolParams):
-        ls.require_app()
-
-        def run():
-            pos = Positions(ls)
-            return [sym_info(ls, pos, r) for r in ls.app.services.navigation.workspace_symbols(params.query)]
-
-        return await ls.run_read(run)
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def document_symbol(ls, params: types.DocumentSymbolParams):
-        ls.require_app()
-
-        def run():
-            rel = _rel(ls, params.text_document.uri)
-            if rel is None:
-                return []
-            pos = Positions(ls)
-            rows = ls.app.services.navigation.document_symbols(rel)
-            nodes: dict[str, types.DocumentSymbol] = {}
-            roots: list[types.DocumentSymbol] = []
-            for r in rows:
-                ds = types.DocumentSymbol(name=r.name, kind=_KIND.get(r.kind, types.SymbolKind.Variable),
-                                          range=pos.range(r), selection_range=pos.name_range(r),
-                                          detail=r.signature or None, children=[])
-                parent = nodes.get(r.parent)
-                (parent.children if parent is not None else roots).append(ds)
-                nodes.setdefault(r.qname, ds)
-            return roots
-
-        return await ls.run_read(run)
-
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    async def definition(ls, params: types.DefinitionParams):
-        ls.require_app()
-
-        def run():
-            s = target_at(ls, params.text_document.uri, params.position)
-            if s is None:
-                return None
-            return [types.Location(uri=_uri(ls, s.path), range=Positions(ls).name_range(s))]
-
-        return await ls.run_read(run)
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    async def references(ls, params: types.ReferenceParams):
-        ls.require_app()
-
-        def run():
-            s = target_at(ls, params.text_document.uri, params.position)
-            if s is None:
-                return [], None
-            pos = Positions(ls)
-            out = []
-            if params.context.include_declaration:
-                out.append(types.Location(uri=_uri(ls, s.path), range=pos.name_range(s)))
-            # the resolved call sites, then the unresolved ones named like it
-            calls = ls.app.services.navigation.references(s)
-            for c in calls.rows:
-                out.append(types.Location(uri=_uri(ls, c.path), range=pos.line_range(
-                    c.path, c.line, c.col, c.callee)))
-            return out, _over_cap(f"references of {s.qname}", calls.total)
-
-        out, note = await ls.run_read(run)
-        return await send_results(ls, params.partial_result_token, out, note)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(ls, params: types.HoverParams):
-        ls.require_app()
-
-        def run():
-            s = target_at(ls, params.text_document.uri, params.position)
-            if s is None:
-                return None
-            card = ls.app.services.navigation.card(s)
-            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                            value=card_markdown(card)))
-
-        return await ls.run_read(run)
-
-    def item(ls, pos: Positions, s: SymbolRow) -> types.CallHierarchyItem:
-        return types.CallHierarchyItem(name=s.name, kind=_KIND.get(s.kind, types.SymbolKind.Function),
-                                       uri=_uri(ls, s.path), range=pos.range(s), selection_range=pos.name_range(s),
-                                       detail=s.qname, data={"qname": s.qname})
-
-    @server.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
-    async def prepare(ls, params: types.CallHierarchyPrepareParams):
-        ls.require_app()
-
-        def run():
-            s = target_at(ls, params.text_document.uri, params.position)
-            return [item(ls, Positions(ls), s)] if s is not None else None
-
-        return await ls.run_read(run)
-
-    def _qname(it: types.CallHierarchyItem) -> str:
-        data = it.data
-        if isinstance(data, dict) and isinstance(data.get("qname"), str):
-            return data["qname"]
-        return it.detail or it.name
-
-    def ranges(pos: Positions, calls) -> list[types.Range]:
-        return [pos.line_range(c.path, c.line, c.col, c.callee) for c in calls]
-
-    def caller_item(ls, pos: Positions, g: Group, qname: str) -> types.CallHierarchyItem:
-        """A caller; for unresolved calls named like the subject, its detail says these are
-        name matches, not calls bound to it."""
-        it = item(ls, pos, g.symbol)
-        if g.unresolved:
-            it.detail = UNRESOLVED_DETAIL.format(callee=g.rows[0].callee, qname=qname)
-            it.data = {"qname": g.symbol.qname, "unresolved": True}
-        return it
-
-    @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
-    async def incoming(ls, params: types.CallHierarchyIncomingCallsParams):
-        ls.require_app()
-
-        def run():
-            pos = Positions(ls)
-            q = _qname(params.item)
-            groups, total = ls.app.services.navigation.incoming(q)
-            return [types.CallHierarchyIncomingCall(from_=caller_item(ls, pos, g, q), from_ranges=ranges(pos, g.rows))
-                    for g in groups], _over_cap(f"incoming calls of {q}", total)
-
-        out, note = await ls.run_read(run)
-        return await send_results(ls, params.partial_result_token, out, note)
-
-    @server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
-    async def outgoing(ls, params: types.CallHierarchyOutgoingCallsParams):
-        ls.require_app()
-
-        def run():
-            pos = Positions(ls)
-            q = _qname(params.item)
-            groups, total = ls.app.services.navigation.outgoing(q)
-            return [types.CallHierarchyOutgoingCall(to=item(ls, pos, g.symbol), from_ranges=ranges(pos, g.rows))
-                    for g in groups], _over_cap(f"outgoing calls of {q}", total)
-
-        out, note = await ls.run_read(run)
-        return await send_results(ls, params.partial_result_token, out, note)
+    for method, handler in FEATURES:
+        server.feature(method)(handler)
