@@ -209,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-name", default="")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    say = lambda m: print(m, file=sys.stderr, flush=True)
+
+    def say(m: str) -> None:  # progress on stderr (stdout is never written by server code)
+        sys.stderr.write(f"{m}\n")
+        sys.stderr.flush()
+
     res = run(Path(a.root).resolve(), a.targets, a.under, Path(a.data_dir), say)
     m = res["micro"]
     say(f"java: precision {m['precision']} recall {m['recall']} (tp {m['tp']} fp {m['fp']} fn {m['fn']})")

@@ -426,7 +426,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-name", default="", help="how the report names the corpus")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731 (stderr: progress)
+
+    def say(m: str) -> None:  # progress on stderr (stdout is never written by server code)
+        sys.stderr.write(f"{m}\n")
+        sys.stderr.flush()
+
     res = run(a.lang, Path(a.root).resolve(), a.oracle.split(), a.targets, a.under, Path(a.data_dir), say)
     m = res["micro"]
     say(f"{a.lang}: precision {m['precision']} recall {m['recall']} (tp {m['tp']} fp {m['fp']} fn {m['fn']}), "

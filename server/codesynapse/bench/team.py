@@ -91,7 +91,8 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
                 app.close()
             rows.append({"checkout": i + 1, "seconds": round(seconds, 2), "parsed": report.parsed,
                          "files": report.files, "found": bool(answer.get("found")), "load": os.getloadavg()[0]})
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            sys.stderr.write(json.dumps(rows[-1]) + "\n")  # progress; stdout carries the result
+            sys.stderr.flush()
         head = _git(up, "rev-parse", "HEAD")
         one = _nodes(driver, "", exact=base_graph_id(gid, head))
         total = _nodes(driver, gid)
