@@ -16,16 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codesynapse.bench.report import say
 from codesynapse.bench.corpora import Corpus, cache_dir
 from codesynapse.bench.machine import load_average, machine_info, machine_line
 from codesynapse.bench.proc import TreeSampler, dir_size
-from codesynapse.bench.report import met, num, save_raw, write_perf_section
+from codesynapse.bench.report import met, num, save_raw, say, write_perf_section
+from codesynapse.bench.scale import SCALE_SERIES, keep_point, write_scale
 
 DEFAULT_CORPORA = ("python-stdlib", "django")
-# ``--corpus scale``: the scale series (issue 24), stdlib and Django and the Linux kernel at a
-# quarter, a half and whole (bench/corpora.py linux_corpus)
-SCALE_SERIES = ("python-stdlib", "django", "linux-6.1-25", "linux-6.1-50", "linux-6.1")
 MB = 1_000_000
 
 
@@ -57,40 +54,46 @@ def index_once(corpus: Corpus, data: Path, fresh: bool = True) -> dict[str, Any]
 def run_index_bench(args) -> dict[str, Any]:
     from codesynapse.bench.corpora import resolve
 
-    specs = [c for spec in (args.corpus or DEFAULT_CORPORA)
-             for c in (SCALE_SERIES if spec == "scale" else (spec,))]
+    asked = list(args.corpus or DEFAULT_CORPORA)
+    series = "scale" in asked  # the scale series (issue 24, bench/scale.py)
+    specs = list(dict.fromkeys(c for spec in asked for c in (SCALE_SERIES if spec == "scale" else (spec,))))
     results = []
     for spec in specs:
         corpus = resolve(spec)
         data = cache_dir() / "index" / corpus.name
         say(f"index: {corpus.version} at {corpus.path}")
+        started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         full = index_once(corpus, data, fresh=True)
         say(f"  {full['files']} files, {full['lines']} lines in {full['seconds']:.1f} s, "
              f"peak tree RSS {full['peakTreeRss'] / MB:.0f} MB, index {full['indexBytes'] / MB:.0f} MB")
         again = index_once(corpus, data, fresh=False)
         say(f"  catch-up on the unchanged tree: {again['seconds']:.2f} s, parsed {again['parsed']}")
-        results.append({"corpus": corpus.describe(), "full": full, "catchUp": again})
-    body = index_markdown(results, machine_info(), quick=getattr(args, "quick", False))
-    if len(results) >= 3:
-        body += "\n\n" + scale_markdown(results, Path(args.out))
+        results.append({"corpus": corpus.describe(), "full": full, "catchUp": again, "started": started})
+        if series:
+            say(f"  kept {keep_point(results[-1], machine_info())}")
+    machine = machine_info()
+    body = index_markdown(results, machine, quick=getattr(args, "quick", False))
     write_perf_section(Path(args.out), "index", body)
     save_raw("index", results)
+    if series:
+        doc = write_scale(Path(args.out), results, machine)
+        say(f"  scale series written to {Path(args.out) / 'scale.json'}: fits {json.dumps(doc['fits'])}")
     return {"index": results}
 
 
 def index_markdown(results: list[dict[str, Any]], machine: dict[str, Any], quick: bool = False) -> str:
     lines = ["## Full index", "",
              f"* **Machine:** {machine_line(machine)}",
-             "* **Method:** `codesynapse bench index`. Each corpus is indexed from an empty data folder by a "
+             ("* **Method:** `codesynapse bench index`. Each corpus is indexed from an empty data folder by a "
              "child process (`python -m codesynapse.bench.index_child`, the same `App.index()` as "
              "`codesynapse index`, SQLite backend, 2 extraction workers) while the parent samples the resident "
              "memory of the process and its workers from /proc every 50 ms. *Wall* is `App.index()` "
              "(walk → extract → store → resolve); *process* adds interpreter start and imports. *Peak RSS "
              "(all)* is the largest sampled sum over the main process and its workers; *index size* is the "
-             "data folder on disk. *Catch-up* re-opens the same index on the unchanged tree.",
+             "data folder on disk. *Catch-up* re-opens the same index on the unchanged tree."),
              "",
-             "| corpus | files | lines | symbols | edges | wall s | process s | files/s | lines/s | "
-             "peak RSS all MB | main MB | one worker MB | index MB | catch-up s |",
+             ("| corpus | files | lines | symbols | edges | wall s | process s | files/s | lines/s | "
+             "peak RSS all MB | main MB | one worker MB | index MB | catch-up s |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         f = r["full"]
@@ -111,63 +114,9 @@ def index_markdown(results: list[dict[str, Any]], machine: dict[str, Any], quick
     std = next((r for r in results if r["corpus"]["name"] == "python-stdlib"), None)
     if std:
         f = std["full"]
-        lines += ["", "Target (issue 2, benchmark): the stdlib fully indexed in ≤ 20 s with peak RSS ≤ 500 MB — "
+        lines += ["", ("Target (issue 2, benchmark): the stdlib fully indexed in ≤ 20 s with peak RSS ≤ 500 MB — "
                       f"time {met(f['seconds'] <= 20)} ({f['seconds']:.1f} s), memory "
-                      f"{met(f['peakTreeRss'] <= 500 * MB)} ({f['peakTreeRss'] / MB:,.0f} MB)."]
+                      f"{met(f['peakTreeRss'] <= 500 * MB)} ({f['peakTreeRss'] / MB:,.0f} MB).")]
     if quick:
         lines.append("\n(--quick has no effect on this benchmark: every index is a full one.)")
-    return "\n".join(lines)
-
-
-def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
-    """Least squares y = a·x + b: (a, b, R²)."""
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    a = sxy / sxx if sxx else 0.0
-    b = my - a * mx
-    ss_tot = sum((y - my) ** 2 for y in ys)
-    ss_res = sum((y - (a * x + b)) ** 2 for x, y in zip(xs, ys))
-    return a, b, (1 - ss_res / ss_tot) if ss_tot else 1.0
-
-
-def scale_markdown(results: list[dict[str, Any]], out_dir: Path) -> str:
-    """The scale series: time, peak memory and index size against lines, their linear fits,
-    and a plot (``scale.png`` beside PERFORMANCE.md, when matplotlib is installed)."""
-    pts = sorted(((r["full"]["lines"], r["full"]["seconds"], r["full"]["peakTreeRss"] / MB,
-                   r["full"]["indexBytes"] / MB, r["corpus"]["version"]) for r in results), key=lambda p: p[0])
-    xs = [p[0] / 1e6 for p in pts]
-    ta, tb, tr2 = linear_fit(xs, [p[1] for p in pts])
-    ma, mb, mr2 = linear_fit(xs, [p[2] for p in pts])
-    da, db, dr2 = linear_fit(xs, [p[3] for p in pts])
-    lines = ["### Scale series (issue 24)", "",
-             ("Fitted on the rows above (least squares over lines indexed, in millions): "
-              f"wall ≈ {ta:.1f} s per M lines + {tb:.1f} s (R² {tr2:.3f}); peak RSS (all processes) ≈ "
-              f"{ma:.1f} MB per M lines + {mb:.0f} MB (R² {mr2:.3f}); index on disk ≈ {da:.0f} MB per M lines + "
-              f"{db:.0f} MB (R² {dr2:.3f})."), ""]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        lines.append("(matplotlib is not installed: no plot.)")
-        return "\n".join(lines)
-    fig, ax1 = plt.subplots(figsize=(7, 4), dpi=110)
-    ax1.plot(xs, [p[1] for p in pts], "o-", color="tab:blue", label="wall (s)")
-    ax1.set_xlabel("lines indexed (millions)")
-    ax1.set_ylabel("full index wall (s)", color="tab:blue")
-    ax2 = ax1.twinx()
-    ax2.plot(xs, [p[2] for p in pts], "s--", color="tab:red", label="peak RSS, all processes (MB)")
-    ax2.set_ylabel("peak RSS, all processes (MB)", color="tab:red")
-    ax2.set_ylim(bottom=0)
-    ax1.set_ylim(bottom=0)
-    ax1.set_title("codesynapse bench index: time and memory against lines")
-    fig.tight_layout()
-    png = Path(out_dir) / "scale.png"
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png)
-    plt.close(fig)
-    lines.append(f"![time and peak memory against lines]({png.name})")
     return "\n".join(lines)
