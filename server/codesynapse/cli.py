@@ -483,7 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which benchmark to run (mcp: tools/list tokens and the bridge's added latency; all: each in turn; backends, SQLite vs the Neo4j server of "
                          "CODESYNAPSE_NEO4J_URI, only on its own)")
     sp.add_argument("--corpus", action="append", default=[],
-                    help="a corpus name (python-stdlib, django, go-stdlib, rxjs) or a directory (repeatable)")
+                    help="a corpus name (python-stdlib, django, go-stdlib, rxjs, linux-6.1, linux-6.1-25, linux-6.1-50; "
+                         "'scale' for bench index's scale series) or a directory (repeatable)")
     sp.add_argument("--workload", help="bench tokens: a workload file (default: fixtures/workloads/*.yaml)")
     sp.add_argument("--out", default=None,
                     help="folder for the result files (default: docs/ of the CodeSynapse checkout this runs "
