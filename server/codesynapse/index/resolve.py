@@ -316,6 +316,10 @@ class FileInfo:
         return [first, *self.alternatives.get(name, ())]
 
 
+_MAX_DEPTH = 8  # a qname lookup follows at most this many prefixes, re-exports and star imports
+_NO_ANSWER = tuple((None, room) for room in range(_MAX_DEPTH + 2))  # shared cache values
+
+
 class SymbolIndex:
     """Everything resolution needs, kept in memory and updated file by file. Compact for
     large trees: a qname defined once holds its kind as a string (a {kind: count} dict only
@@ -332,7 +336,9 @@ class SymbolIndex:
         self.bases: dict[str, list[str]] = {}  # class qname → resolved base qnames (in order)
         self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
         self.fields: dict[str, dict[str, dict[str, str]]] = {}  # struct qname → {path: {field: type}}
-        self._cache: dict[str, str | None] = {}
+        # resolve_qname's answers: qname -> (answer, room) when the depth limit did not shape it,
+        # (qname, depth) -> answer when it did; replaced, never emptied, when the table changes
+        self._cache: dict = {}
 
     # -- maintenance -------------------------------------------------------------------
     def add_file(self, path: str, module: str, language: str,
@@ -387,7 +393,7 @@ class SymbolIndex:
         self.files[path] = fi
         if module:
             self.module_files[module].add(path)
-        self._cache.clear()
+        self._cache = {}
 
     def remove_file(self, path: str) -> None:
         fi = self.files.pop(path, None)
@@ -428,11 +434,11 @@ class SymbolIndex:
                 s.discard(path)
                 if not s:
                     del self.module_files[fi.module]
-        self._cache.clear()
+        self._cache = {}
 
     def set_bases(self, bases: dict[str, list[str]]) -> None:
         self.bases = bases
-        self._cache.clear()
+        self._cache = {}
 
     # -- queries -----------------------------------------------------------------------
     def exists(self, qname: str) -> bool:
@@ -525,48 +531,71 @@ class SymbolIndex:
                 return q
         return None
 
-    def resolve_qname(self, q: str, sep: str = ".", depth: int = 0) -> str | None:
-        """Canonical symbol qname for a dotted reference, following re-exports and bases."""
-        key = q if sep == "." else sep + q
-        if key in self._cache:
-            return self._cache[key]
-        if depth == 0 and len(self._cache) >= self.cache_limit:  # bounded: a pure function, recomputed
-            self._cache.clear()
-        self._cache[key] = None  # cycle guard
-        res = self._resolve_qname(q, sep, depth)
-        self._cache[key] = res
-        return res
+    def resolve_qname(self, q: str, sep: str = ".") -> str | None:
+        """Canonical symbol qname for a dotted reference, following re-exports and bases.
 
-    def _resolve_qname(self, q: str, sep: str, depth: int) -> str | None:
-        if depth > 8:
-            return None
+        A pure function of (q, sep) and the symbol table, whatever was looked up before and
+        whatever another thread looks up meanwhile: a walk's state is its own (its depth, and
+        the cache it started with, which a change of the table replaces instead of emptying),
+        and there is no cycle guard: a cycle of re-exports or includes is walked until the
+        depth limit cuts it. An answer reached without the cut is the same at any depth that
+        leaves it the room its walk used, so it is kept index-wide with that room; an answer
+        the cut shaped is kept for its depth only."""
+        cache = self._cache
+        if len(cache) >= self.cache_limit:  # bounded: a pure function, recomputed
+            cache = self._cache = {}
+        return self._walk(q, sep, 0, cache)[0]
+
+    def _walk(self, q: str, sep: str, depth: int, cache: dict) -> tuple[str | None, int, bool]:
+        """(answer, room: how many levels below ``depth`` its walk went, cut: whether the
+        depth limit shaped it)."""
+        if depth > _MAX_DEPTH:
+            return None, 0, True
         if q in self.kinds:
-            return q
+            return q, 0, False
         if sep not in q:
-            return None
+            return None, 0, False
+        key = q if sep == "." else sep + q
+        hit = cache.get(key)
+        if hit is not None and depth + hit[1] <= _MAX_DEPTH:
+            return hit[0], hit[1], False
+        at = (key, depth)
+        if at in cache:
+            return cache[at], 0, True
+        res, room, cut = self._step(q, sep, depth, cache)
+        if cut:
+            cache[at] = res
+        else:
+            cache[key] = _NO_ANSWER[room] if res is None else (res, room)
+        return res, room, cut
+
+    def _step(self, q: str, sep: str, depth: int, cache: dict) -> tuple[str | None, int, bool]:
         prefix, last = q.rsplit(sep, 1)
-        p = self.resolve_qname(prefix, sep, depth + 1)
+        p, r, cut = self._walk(prefix, sep, depth + 1, cache)
+        room = r + 1
         if p is None:
-            return None
+            return None, room, cut
         if self.is_module(p):
             direct = f"{p}{sep}{last}"
             if direct in self.kinds:
-                return direct
+                return direct, room, cut
             for fi in self.module_bindings(p):
                 for target in fi.targets(last):
                     if target != q:
-                        r = self.resolve_qname(target, sep, depth + 1)
-                        if r is not None:
-                            return r
+                        t, r, c = self._walk(target, sep, depth + 1, cache)
+                        room, cut = max(room, r + 1), cut or c
+                        if t is not None:
+                            return t, room, cut
                 for star in fi.stars:
-                    r = self.resolve_qname(f"{star}{sep}{last}", sep, depth + 1)
-                    if r is not None:
-                        return r
-            return None
+                    t, r, c = self._walk(f"{star}{sep}{last}", sep, depth + 1, cache)
+                    room, cut = max(room, r + 1), cut or c
+                    if t is not None:
+                        return t, room, cut
+            return None, room, cut
         if self.is_type(p):
-            return self.member(p, last, sep)
+            return self.member(p, last, sep), room, cut
         direct = f"{p}{sep}{last}"
-        return direct if direct in self.kinds else None
+        return (direct if direct in self.kinds else None), room, cut
 
 
 def _intern(s: str) -> str:
