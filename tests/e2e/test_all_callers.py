@@ -9,6 +9,7 @@ parameter is unresolved; ``pay`` calls ``Account().withdraw`` (resolved)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -17,7 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from tests.e2e.lspclient import check_budget, config, init_params, request, wait_indexed
+from tests.e2e.lspclient import check_budget, config, eventually, init_params, request, wait_indexed
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 
@@ -241,15 +242,28 @@ async def test_symbol_context_pages_the_card_lists_and_cards_name_unresolved_sit
 @ASYNC
 async def test_search_cursor_walks_the_same_pages_as_offsets(client):
     q = {"query": "f_1_", "mode": "compact", "limit": 20}
-    by_offset, offset = [], 0
-    while True:
-        a = await request(client, "codesynapse/search", {**q, "offset": offset})
-        by_offset += [r["qualifiedName"] for r in a["results"]]
-        if not a["hasMore"]:
-            assert "cursor" not in a
+
+    async def vectors_settled():  # the dense leg's hits change while symbols are being embedded
+        st = await request(client, "codesynapse/indexStatus", {})
+        return st.get("symbolVectors", {}).get("state", "ready") != "pending"
+
+    await eventually(vectors_settled, timeout=180)
+    for _attempt in range(3):
+        # each offset page asks every leg again: the walk is only comparable when the dense leg
+        # answered every page the same way (a query embedding can time out on a loaded machine)
+        by_offset, offset, dense = [], 0, set()
+        while True:
+            a = await request(client, "codesynapse/search", {**q, "offset": offset})
+            by_offset += [r["qualifiedName"] for r in a["results"]]
+            dense |= {json.dumps(x, sort_keys=True) for x in a["provenance"]["legs"] if "dense" in str(x)}
+            if not a["hasMore"]:
+                assert "cursor" not in a
+                break
+            offset += len(a["results"])
+        a = await request(client, "codesynapse/search", q)
+        dense |= {json.dumps(x, sort_keys=True) for x in a["provenance"]["legs"] if "dense" in str(x)}
+        if len(dense) <= 1:
             break
-        offset += len(a["results"])
-    a = await request(client, "codesynapse/search", q)
     by_cursor = [r["qualifiedName"] for r in a["results"]]
     while a.get("cursor"):
         a = await request(client, "codesynapse/search", {**q, "cursor": a["cursor"]})

@@ -274,3 +274,38 @@ def test_the_role_prior_orders_the_dense_leg_before_its_cut(tmp_path):
     finally:
         a.symbol_vectors = None  # the stand-in has nothing to close
         a.close()
+
+
+class _Changing:
+    """A dense leg whose answer changes between two requests while the index does not: the
+    vectors still being embedded, or a query that timed out (the stand-in swaps its hits when
+    told; the tests cannot time the real model's progress)."""
+
+    def __init__(self, first, later):
+        self.hits, self.later = first, later
+
+    def search(self, text, limit=10, timeout=2.0):
+        return SimpleNamespace(hits=[SimpleNamespace(qname=q, path=p, score=s) for q, p, s in self.hits],
+                               state="pending", reason="some symbols embedded")
+
+
+def test_a_search_cursor_keeps_the_first_pages_dense_hits(app, vectors):
+    first = [("netkit.backoff.nextDelayMs", "netkit/backoff.py", 0.9)]
+    later = [("netkit.client.parse", "netkit/client.py", 0.9)]
+    q = {"query": "request retry delay", "limit": 1}
+
+    def walk(sv, swap):
+        vectors(sv)
+        a = call_method(app, "codesynapse/search", q)
+        names = [r["qualifiedName"] for r in a["results"]]
+        if swap:
+            sv.hits = sv.later
+        while a.get("cursor"):
+            a = call_method(app, "codesynapse/search", {**q, "cursor": a["cursor"]})
+            assert dense_entry(a)["reason"] == "as on the first page (the cursor keeps its dense hits)"
+            names += [r["qualifiedName"] for r in a["results"]]
+        return names
+
+    steady = walk(_Changing(first, first), swap=False)
+    assert len(steady) >= 4 and "netkit.backoff.nextDelayMs" in steady and "netkit.client.parse" not in steady
+    assert walk(_Changing(first, later), swap=True) == steady

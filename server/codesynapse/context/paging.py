@@ -17,13 +17,16 @@ import msgspec
 from codesynapse.errors import InvalidParams
 
 FIELD = "cursor"
-CURSOR_MAX = 512  # characters; a cursor this server gives is well under 100
+CURSOR_MAX = 512  # characters; a cursor this server gives is well under 100 (about 200 with pinned ids)
+PINNED_MAX = 16  # pinned ids in one cursor (the dense leg gives at most 10)
 
 
 class _Cursor(msgspec.Struct, frozen=True):
     v: str  # index version
     k: str  # digest of what the cursor pages (method, subject, direction / query and filters)
     o: int  # offset of the next item
+    p: list[int] | None = None  # pinned: ids a per-request leg gave the first page (search's dense hits)
+    s: str = ""  # the pinned leg's state on the first page ("" = ready)
 
 
 def index_version(app) -> str:
@@ -44,8 +47,13 @@ def key_of(*parts: object) -> str:
     return hashlib.blake2b("\x1f".join(str(p) for p in parts).encode(), digest_size=8).hexdigest()
 
 
-def encode(app, key: str, offset: int) -> str:
-    raw = msgspec.msgpack.encode(_Cursor(v=index_version(app), k=key, o=offset))
+def encode(app, key: str, offset: int, pinned: tuple[list[int], str] | None = None) -> str:
+    """``pinned``: ids the walk must reuse instead of asking again (a leg whose answer can
+    change without the index changing: the dense leg while vectors are still being embedded,
+    or when its query timed out), with that leg's state then, so that every page continues the
+    first page's ranking."""
+    ids, state = pinned if pinned is not None else (None, "")
+    raw = msgspec.msgpack.encode(_Cursor(v=index_version(app), k=key, o=offset, p=ids, s=state))
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -54,6 +62,11 @@ def decode(app, cursor: str | None, key: str) -> int:
     when it is not one of ours, pages another request, or predates the index."""
     if cursor is None:
         return 0
+    return decode_full(app, cursor, key)[0]
+
+
+def decode_full(app, cursor: str, key: str) -> tuple[int, tuple[list[int], str] | None]:
+    """(offset, (pinned ids, their leg's state) or None) of a cursor, validated as :func:`decode` does."""
     if not isinstance(cursor, str) or not cursor or len(cursor) > CURSOR_MAX:
         raise InvalidParams(FIELD, "is not a cursor this server gave; ask again without cursor")
     try:
@@ -67,6 +80,6 @@ def decode(app, cursor: str | None, key: str) -> int:
     if c.v != index_version(app):
         raise InvalidParams(FIELD, "is stale: the index changed since it was given; ask again without cursor "
                                    "to start from the first page")
-    if c.o < 0:
+    if c.o < 0 or (c.p is not None and len(c.p) > PINNED_MAX) or len(c.s) > 16:
         raise InvalidParams(FIELD, "is not a cursor this server gave; ask again without cursor")
-    return c.o
+    return c.o, (None if c.p is None else (c.p, c.s))

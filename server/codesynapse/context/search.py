@@ -48,10 +48,12 @@ class SearchAnswers:
             raise InvalidParams("query", "is empty; give a name or words to search for")
         # a cursor (the previous page's) stands for the offset it continues from
         cursor_key = paging.key_of("search", prm.query.strip(), prm.mode, prm.kind)
+        pinned = None  # the dense hits the first page of a cursor walk fused (paging.encode)
         if prm.cursor is not None:
             if prm.offset:
                 raise InvalidParams("cursor", "and offset both given; pass the cursor alone")
-            prm = msgspec.structs.replace(prm, offset=paging.decode(self.r.app, prm.cursor, cursor_key), cursor=None)
+            offset, pinned = paging.decode_full(self.r.app, prm.cursor, cursor_key)
+            prm = msgspec.structs.replace(prm, offset=offset, cursor=None)
         max_tokens = normalize_max_tokens(prm.max_tokens, DEFAULT_CONTEXT)
         store = self.r.store
         q = prm.query.strip()
@@ -81,8 +83,9 @@ class SearchAnswers:
         verbatim = bool(literal) and not _IDENT.fullmatch(phrase)
         ranked, legs_of, leg_report, total_approx = [], {}, [], 0
         if not verbatim:
-            ranked, legs_of, leg_report, total_approx = self._approximate(
-                retriever, q, need + len(exact) + len(literal), seen, prm.kind, len(exact) + len(literal) < need)
+            ranked, legs_of, leg_report, total_approx, pinned = self._approximate(
+                retriever, q, need + len(exact) + len(literal), seen, prm.kind, len(exact) + len(literal) < need,
+                pinned)
         lines = {r.id: line for r, line in literal}
         combined = [(r, "exact") for r in exact] + [(r, "literal") for r, _ in literal] + \
             [(r, "approximate") for r in ranked]
@@ -137,23 +140,28 @@ class SearchAnswers:
             nxt = prm.offset + shown
             answer["paginationHint"] = f"more results: ask again with offset {nxt}"
         if answer["hasMore"] or shown < len(page):
-            p.set("cursor", paging.encode(self.r.app, cursor_key, prm.offset + shown), "cursor",
+            p.set("cursor", paging.encode(self.r.app, cursor_key, prm.offset + shown, pinned), "cursor",
                   "ask again with offset")
         if prm.offset == 0 and prm.kind is None:  # modules whose name holds the query (context/deps.py)
             add_search_modules(self.r, p, q)
         return self.r.done(p)
     def _approximate(self, retriever: Retriever, q: str, need: int, seen: set[int], kind: str | None,
-                     run: bool) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int]:
+                     run: bool, pinned: tuple[list[int], str] | None = None
+                     ) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int, tuple[list[int], str] | None]:
         """The approximate part of a search: the lexical leg (BM25 over stemmed fields) and the
         dense leg fused by RRF (k = 60, at most 10 candidates each, role priors applied) for
         the first ranks, then the rest of the lexical ranking for further pages. Returns the
         rows (not in ``seen``, of ``kind``), each one's legs, the provenance entries and the
-        approximate total. ``run`` False: only the count and provenance (the page is full)."""
+        approximate total, and the dense hits to pin in the page's cursor. ``run`` False: only
+        the count and provenance (the page is full). ``pinned`` (from a cursor): the dense hits
+        and state of the walk's first page, used instead of asking the dense leg again — its
+        answer can change while the index does not (vectors still being embedded, a query that
+        timed out), and a walk must not skip or repeat a result when it does."""
         cfg = retriever.config
         report: list[Any] = ["lexical"] if cfg.lexical else []
         total = retriever.count_lexical(q) if cfg.lexical else 0
         if not run:
-            return [], {}, report, total
+            return [], {}, report, total, pinned
         ok = lambda r: r.id not in seen and (kind is None or r.kind == kind)
         lex = [r for r, _ in retriever.lexical_search(q, min(need + LEG_LIMIT * LEG_POOL, 5000))] if cfg.lexical else []
         asked = asked_roles(q) if cfg.priors else set()
@@ -163,7 +171,17 @@ class SearchAnswers:
         rows = {r.id: r for r in lex}
         dense_ids: list[int] = []
         if cfg.dense:
-            dense_ids, entry = retriever.dense_leg(q, rows, Deadline())
+            if pinned is not None:
+                ids, state = pinned
+                for i in ids:
+                    if i not in rows and (r := retriever.store.symbol_by_id(i)) is not None:
+                        rows[i] = r
+                dense_ids = [i for i in ids if i in rows]
+                entry: Any = "dense" if not state else {
+                    "leg": "dense", "state": state, "reason": "as on the first page (the cursor keeps its dense hits)"}
+            else:
+                dense_ids, entry = retriever.dense_leg(q, rows, Deadline())
+                pinned = (list(dense_ids), "" if entry == "dense" else str(entry.get("state", "unavailable"))[:16])
             dense_ids = [i for i in dense_ids if ok(rows[i])]
             report.append(entry)
         fused = rrf([[str(i) for i in lex_ids], [str(i) for i in dense_ids]], RRF_K)
@@ -178,4 +196,4 @@ class SearchAnswers:
         for r in out:
             seen.add(r.id)
         total += sum(1 for i in dense_ids if i not in lex_ids and rows[i] not in lex)
-        return out, legs_of, report, total
+        return out, legs_of, report, total, pinned
