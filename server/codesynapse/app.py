@@ -55,6 +55,12 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
                                password=settings.neo4j_password)
     if settings.backend == "hugegraph":
         from codesynapse.store.hugegraph.graph import HugeGraphStore
+        from codesynapse.store.team import open_team_store, supports_team
+
+        # as on Neo4j: the shared base of HEAD + the checkout's own local overlay (docs/TEAM.md)
+        team = open_team_store(settings, ws, notices) if supports_team(settings) else None
+        if team is not None:
+            return team
 
         return HugeGraphStore(settings.hugegraph_url, ws.graph_id, graph=settings.hugegraph_graph,
                               user=settings.hugegraph_user, password=settings.hugegraph_password)

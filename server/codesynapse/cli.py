@@ -96,7 +96,8 @@ def cmd_publish(args) -> int:
 
     settings = _settings(args)
     if not supports_team(settings):
-        sys.stderr.write("--publish needs the neo4j backend with team graphs on (CODESYNAPSE_BACKEND=neo4j)\n")
+        sys.stderr.write(f"--publish needs a graph server backend (neo4j or hugegraph) with team graphs on, "
+                         f"not {settings.backend!r} (CODESYNAPSE_BACKEND, CODESYNAPSE_TEAM_GRAPHS)\n")
         return 2
     ws = open_workspace(args.path, settings.data_dir or None)
     commit = ws.git_head()
@@ -126,7 +127,8 @@ def cmd_repo(args) -> int:
 
     settings = _settings(args)
     if not supports_team(settings):
-        sys.stderr.write("repo needs the neo4j backend with team graphs on (CODESYNAPSE_BACKEND=neo4j)\n")
+        sys.stderr.write(f"repo needs a graph server backend (neo4j or hugegraph) with team graphs on, "
+                         f"not {settings.backend!r} (CODESYNAPSE_BACKEND, CODESYNAPSE_TEAM_GRAPHS)\n")
         return 2
     ws = open_workspace(args.root, settings.data_dir or None)
     if args.action == "gc":

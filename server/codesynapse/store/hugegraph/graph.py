@@ -420,6 +420,9 @@ class HugeGraphStore(HugeGraphDepsMixin):
     """GraphStore on a HugeGraph 1.5 graph over its Gremlin server (thread-safe)."""
 
     capabilities = SERVER_CAPABILITIES  # docs/BACKENDS.md, "Transactions"
+    # row ids are HugeGraph's 63-bit snowflake ids: a team checkout's overlay (store/composite.py)
+    # numbers its rows above this
+    id_ceiling = 1 << 63
 
     def __init__(self, url: str, graph_id: str, *, graph: str = "hugegraph", user: str = "", password: str = "",
                  connect_timeout: float = 5.0, read_timeout: float = 10.0, write_timeout: float = 300.0):
