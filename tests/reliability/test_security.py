@@ -472,11 +472,17 @@ WIDENING_POLICIES = {
 }
 
 
+def _policy_diagnostics(d: RawLsp) -> list[dict]:
+    """The diagnostics published for the policy file (other files' diagnostics, findings on
+    code, may arrive at any time and are not counted)."""
+    return [n for n in d.notifications if n.get("method") == "textDocument/publishDiagnostics"
+            and n["params"]["uri"].endswith(".codesynapse.yaml")]
+
+
 def _wait_diagnostics(d: RawLsp, seen: int, timeout: float = 60.0) -> dict:
     end = time.monotonic() + timeout
     while True:
-        diags = [n for n in d.notifications if n.get("method") == "textDocument/publishDiagnostics"
-                 and n["params"]["uri"].endswith(".codesynapse.yaml")]
+        diags = _policy_diagnostics(d)
         if len(diags) > seen:
             return diags[-1]["params"]
         assert time.monotonic() < end, "the policy change was never diagnosed"
@@ -493,7 +499,7 @@ def test_the_policy_cannot_widen_the_scope(tmp_path, outside):
         d.initialize(root)
         before = d.wait_ready()
         for name, text in WIDENING_POLICIES.items():
-            seen = sum(1 for n in d.notifications if n.get("method") == "textDocument/publishDiagnostics")
+            seen = len(_policy_diagnostics(d))
             (root / ".codesynapse.yaml").write_text(text)
             diag = _wait_diagnostics(d, seen)
             st = d.wait_ready()
