@@ -65,6 +65,7 @@ class LiveUpdater:
         self._warm_lock = threading.Lock()
         self._warm_thread: threading.Thread | None = None
         self._listeners: list[Callable[[set[str]], None]] = []  # told after each applied update
+        self._head = None  # the HEAD watcher of a team graph's checkout (start_watcher)
         # applies each batch to the index; the policy callback is looked up when it fires
         # (the shared daemon sets ``on_policy`` after the updater is built)
         self.index = LiveIndex(app, self._tell, lambda diagnostics: self.on_policy and self.on_policy(diagnostics))
@@ -161,11 +162,22 @@ class LiveUpdater:
         self.start_worker()
 
     def start_watcher(self, watch: bool = True) -> None:
-        """Start watching (events queue up until the worker starts)."""
+        """Start watching (events queue up until the worker starts). A team graph's checkout
+        also follows its HEAD (watch/head.py): when HEAD moves, the worker indexes the tree
+        again, which first moves the store to the base of the new HEAD (store/team.py)."""
         if watch:
             w = threading.Thread(target=self._watch, name="codesynapse-watch", daemon=True)
             w.start()
             self._threads.append(w)
+        if getattr(self.app.store, "prepare_index", None) is not None and self._head is None:
+            from codesynapse.watch.head import HeadWatcher
+
+            self._head = HeadWatcher(self.app.workspace.root, lambda _commit: self.full_index_soon())
+            self._head.start()
+
+    def full_index_soon(self) -> None:
+        """Index the whole tree again once the queue is quiet (HEAD moved; as after an overflow)."""
+        self._overflow.set()
 
     def start_worker(self) -> None:
         self.worker_started = True  # the first index is in: buffers may be applied from now on
@@ -177,6 +189,8 @@ class LiveUpdater:
         """Stop watching and updating; with ``join``, wait up to that many seconds for a
         batch in progress to finish."""
         self._stop.set()
+        if self._head is not None:
+            self._head.stop()
         try:
             self.q.put_nowait(("stop", ""))
         except queue.Full:
