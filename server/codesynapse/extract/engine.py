@@ -300,6 +300,7 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
         return d
 
     call_sites = f.calls
+    args_hook = getattr(hooks, "call_args", None)
     for call_node, callee_node, ckind in calls:
         if 0 <= f.cut <= call_node.start_byte:
             f.calls_cut += 1
@@ -338,11 +339,15 @@ def _segment(f: _File, root: Node, hi: int | None) -> None:
                     if h:
                         known[inner_recv] = h
                 hint = result_hint(owner.node, inner, known, src)
+        # what each argument is (parameter hints of the called function read them)
+        args = args_hook(call_node, src, owner.node if owner is not None else None,
+                         (lambda r, o=owner: _receiver_hint(f, o, r)) if owner is not None else (lambda r: "")) \
+            if args_hook is not None else ""
         call_sites.append(
             CallSite(
                 caller=caller, callee=callee[:512], name=name[:256],
                 line=call_node.start_point[0] + 1, col=call_node.start_point[1],
-                receiver_hint=hint[:256], kind=ckind,
+                receiver_hint=hint[:256], kind=ckind, args=args,
             )
         )
     del calls

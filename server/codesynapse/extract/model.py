@@ -43,6 +43,7 @@ class CallSite(msgspec.Struct, frozen=True, kw_only=True):
     col: int
     receiver_hint: str = ""  # type the extractor inferred for the receiver, as written ("ArgumentParser")
     kind: str = "call"  # call | new
+    args: str = ""  # what each argument is, when the language says (see ``call_args``); "" no arguments
 
 
 class ImportRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -156,3 +157,72 @@ def parse_field_hint(hint: str) -> tuple[str, str] | None:
     if not dot or not field or not owner:
         return None
     return field, owner
+
+
+# A receiver hint naming an untyped parameter of a function (Python ``def transfer(source,
+# amount): source.withdraw(amount)``): ``<-{pos}:{param}:{mode}.{function}``, ``pos`` the
+# position a bound call passes it at (-1 keyword-only), ``mode`` how the function is called
+# (``f`` a function or staticmethod: any call; ``m`` a method: bound calls only, ``self`` not
+# counted; ``c`` a classmethod). The resolver gives the parameter the one class that every
+# in-project call site of the function passes there (each site's ``CallSite.args``); any other
+# or unknown argument leaves it untyped. The text after the last dot is the function's short
+# name, so stores index the hint under it (a change to a call of that name re-resolves it).
+PARAM_HINT = "<-"
+PARAM_MODES = frozenset({"f", "m", "c"})
+
+
+def param_hint(pos: int, param: str, mode: str, function: str) -> str:
+    """The hint of receiver ``param`` of ``function`` ("" when it cannot be written)."""
+    if not param.isidentifier() or not function.isidentifier() or mode not in PARAM_MODES:
+        return ""
+    return f"{PARAM_HINT}{pos}:{param}:{mode}.{function}"
+
+
+def parse_param_hint(hint: str) -> tuple[int, str, str, str] | None:
+    """(pos, param, mode, function) of a parameter hint, else None."""
+    if not hint.startswith(PARAM_HINT):
+        return None
+    head, dot, function = hint[len(PARAM_HINT):].rpartition(".")
+    parts = head.split(":")
+    if not dot or len(parts) != 3 or parts[2] not in PARAM_MODES or not parts[1].isidentifier() \
+            or not function.isidentifier():
+        return None
+    try:
+        pos = int(parts[0])
+    except ValueError:
+        return None
+    return pos, parts[1], parts[2], function
+
+
+# ``CallSite.args``: what a call passes, for parameter hints. Entries are joined by ";":
+# positional arguments in order, then ``name=entry`` keyword arguments. An entry is a type as
+# written (``Account``, ``bank.Account``: an instance of it), ``self`` (the caller's own
+# instance), ``-`` (``None``) or ``?`` (anything else: unknown). ``*`` alone: the call unpacks
+# ``*args`` / ``**kwargs`` or was too long to write, so every argument is unknown.
+ARGS_UNKNOWN = "*"
+ARGS_MAX = 256
+
+
+def call_args(positional: list[str], keywords: list[tuple[str, str]], splat: bool = False) -> str:
+    """``CallSite.args`` of a call ("" when it passes nothing)."""
+    if splat:
+        return ARGS_UNKNOWN
+    s = ";".join([*positional, *(f"{k}={v}" for k, v in keywords)])
+    return s if len(s) <= ARGS_MAX else ARGS_UNKNOWN
+
+
+def parse_call_args(args: str) -> tuple[list[str], dict[str, str]] | None:
+    """(positional entries, keyword entries) of ``CallSite.args``; None when unknown."""
+    if args == ARGS_UNKNOWN:
+        return None
+    pos: list[str] = []
+    kw: dict[str, str] = {}
+    for e in args.split(";") if args else ():
+        k, eq, v = e.partition("=")
+        if eq:
+            kw[k] = v
+        elif kw:  # a positional entry after a keyword one: not written by call_args
+            return None
+        else:
+            pos.append(e)
+    return pos, kw

@@ -50,6 +50,7 @@ class CallRow(msgspec.Struct, frozen=True, kw_only=True):
     target: str  # "" when unresolved
     resolution: str  # local | import | self | super | inferred | module | constructor | unresolved | external
     confidence: float
+    args: str = ""  # what the call passes (extract/model.py CallSite.args)
 
 
 class ImportRow(msgspec.Struct, frozen=True, kw_only=True):

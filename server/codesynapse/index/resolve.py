@@ -31,12 +31,20 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from codesynapse.extract.model import (
+    PARAM_HINT,
+    RETURN_HINT,
     TYPE_KINDS,
     ImportRef,
+    parse_call_args,
     parse_field_hint,
+    parse_param_hint,
     parse_return_hint,
 )
-from codesynapse.graph.confidence import CONFIDENCE, INFERRED_FROM_RESULT
+from codesynapse.graph.confidence import (
+    CONFIDENCE,
+    INFERRED_FROM_CALLERS,
+    INFERRED_FROM_RESULT,
+)
 from codesynapse.graph.model import Resolution
 
 UNRESOLVED = Resolution("", "unresolved", CONFIDENCE["unresolved"])
@@ -630,6 +638,10 @@ class Resolver:
 
     def __init__(self, index: SymbolIndex):
         self.index = index
+        # the stored calls of a function, for parameter hints (set by the indexer for its
+        # parameter pass, see ``param_type``); None: parameter hints bind nothing
+        self.param_sites = None
+        self._param_cache: dict = {}
 
     # The enclosing class of a unit, walking parents.
     def enclosing_class(self, qname: str) -> str | None:
@@ -734,6 +746,12 @@ class Resolver:
                 if m:
                     return Resolution(m, "super", CONFIDENCE["super"])
             return UNRESOLVED
+        # the receiver is an untyped parameter: the class every call site passes
+        par = parse_param_hint(hint) if hint else None
+        if par is not None:
+            t = self.param_type(caller, par, fi) if len(parts) >= 2 else None
+            m = idx.member(t, last, sep) if t else None
+            return Resolution(m, "inferred", INFERRED_FROM_CALLERS) if m else UNRESOLVED
         # the receiver holds a call's result: the type the called function declares
         ret = parse_return_hint(hint) if hint else None
         if ret is not None:
@@ -829,6 +847,84 @@ class Resolver:
         if idx.kind(r) == "module":
             return UNRESOLVED
         return Resolution(r, "module" if idx.is_module(target) else how, CONFIDENCE[how])
+
+    def param_type(self, caller: str, par: tuple[int, str, str, str], fi: FileInfo) -> str | None:
+        """The class of an untyped parameter (``(pos, param, mode, function)`` of
+        ``parse_param_hint``): the one class that every stored call of the function passes
+        there, read from the calls' ``args`` (``param_sites``). None when unknown: no parameter
+        pass is running, the function is not one definition, a method overrides a base's (the
+        base's callers reach it too), some call of its name is unresolved or itself bound
+        through a parameter hint, some call passes something else, unpacks arguments, calls
+        a method through its class (``C.m(obj, x)``) or a closure, or no call passes anything."""
+        sites = self.param_sites
+        if sites is None or fi.language != "python":
+            return None
+        pos, pname, mode, fname = par
+        idx = self.index
+        fq: str | None = None
+        q: str | None = caller
+        while q:
+            if q.rsplit(".", 1)[-1] == fname and idx.kind(q) in ("function", "method"):
+                fq = q
+                break
+            q = idx.parents.get(q)
+        if fq is None:  # ``self.x = param`` in one method, ``self.x.m()`` in another
+            cls = self.enclosing_class(caller)
+            cand = f"{cls}.{fname}" if cls else ""
+            if cand and idx.kind(cand) in ("function", "method"):
+                fq = cand
+        if fq is None or not isinstance(idx.kinds.get(fq), str):
+            return None
+        key = (fq, pos, pname, mode)
+        cache = self._param_cache
+        if key not in cache:
+            cache[key] = None
+            cache[key] = self._param_type(fq, pos, pname, mode, fname, sites)
+        return cache[key]
+
+    def _param_type(self, fq: str, pos: int, pname: str, mode: str, fname: str, sites) -> str | None:
+        idx = self.index
+        if mode == "m":
+            cls = idx.parents.get(fq)
+            if not cls or not idx.is_type(cls) or idx.member(cls, fname, ".", skip_self=True):
+                return None
+        if sites.unresolved(fname):
+            return None
+        rows = sites.callers(fq)
+        if not rows:
+            return None
+        found: set[str] = set()
+        for r in rows:
+            if r.hint.startswith(PARAM_HINT):
+                return None
+            if mode == "m" and r.resolution not in ("self", "super", "inferred"):
+                return None  # ``Cls.m(obj, x)``: the arguments move by one
+            parsed = parse_call_args(r.args)
+            if parsed is None:
+                return None
+            positional, keywords = parsed
+            if 0 <= pos < len(positional):
+                e = positional[pos]
+            else:
+                e = keywords.get(pname, "-")
+            if e == "-":
+                continue  # None, or the default (None)
+            rfi = idx.files.get(r.path)
+            if e == "?" or rfi is None or rfi.language != "python":
+                return None
+            if e == "self":
+                t = self.enclosing_class(r.caller)
+            elif e.startswith(RETURN_HINT):
+                ret = parse_return_hint(e)
+                t = self.returned_type(r.path, r.caller, ret, rfi) if ret is not None else None
+            else:
+                t = self.resolve_type(e, r.caller, rfi)
+            if not t:
+                return None
+            found.add(t)
+            if len(found) > 1:
+                return None
+        return next(iter(found)) if found else None
 
     def field_type(self, caller: str, fld: tuple[str, str], fi: FileInfo) -> str | None:
         """The type a field hint's field declares (``(field, owner type)`` of

@@ -10,7 +10,15 @@ from pathlib import PurePosixPath
 from tree_sitter import Node
 
 from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, text
-from codesynapse.extract.model import RETURN_HINT, ImportRef, return_hint
+from codesynapse.extract.model import (
+    ARGS_UNKNOWN,
+    PARAM_HINT,
+    RETURN_HINT,
+    ImportRef,
+    call_args,
+    param_hint,
+    return_hint,
+)
 
 _CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _HEADER_END = re.compile(r":\s*(#[^\n]*\s*)*$")
@@ -80,12 +88,13 @@ def _pattern_names(node: Node | None, src: bytes, out: set[str]) -> None:
             _pattern_names(c, src, out)
 
 
-def _bound_names(unit: Node, src: bytes) -> set[str]:
+def _bound_names(unit: Node, src: bytes, with_params: bool = True) -> set[str]:
     """Every name a function binds: its parameters, assignment and loop targets, ``as``
     names, walrus targets, local imports, nested definitions, ``global``/``nonlocal`` names
-    (over-approximated: a name in doubt is bound, so nothing is guessed through it)."""
+    (over-approximated: a name in doubt is bound, so nothing is guessed through it).
+    ``with_params`` False: the names its body binds (a parameter bound again is among them)."""
     out: set[str] = set()
-    params = unit.child_by_field_name("parameters")
+    params = unit.child_by_field_name("parameters") if with_params else None
     for p in params.named_children if params is not None else ():
         if p.type == "identifier":
             out.add(text(p, src))
@@ -307,6 +316,101 @@ def _bound_params(fdef: Node, src: bytes, out: set[str]) -> None:
             out.add(text(n, src))
 
 
+def _param_hints(fdef: Node, src: bytes) -> dict[str, str]:
+    """Parameter hints (extract/model.py ``param_hint``) of the untyped parameters of ``fdef``
+    that its body never binds again: a plain parameter, or one whose default is ``None``.
+    None for a function nested in another one or in a lambda (a closure is handed around as a
+    value), one wrapped by a decorator that may call it some other way, and a dunder method
+    other than ``__init__`` (the runtime calls those)."""
+    out: dict[str, str] = {}
+    name_node = fdef.child_by_field_name("name")
+    fname = text(name_node, src) if name_node is not None else ""
+    if not fname or (fname.startswith("__") and fname.endswith("__") and fname != "__init__"):
+        return out
+    holder = fdef
+    decorators: set[str] = set()
+    if fdef.parent is not None and fdef.parent.type == "decorated_definition":
+        holder = fdef.parent
+        for dec in holder.named_children:
+            if dec.type != "decorator" or not dec.named_children:
+                continue
+            d = dec.named_children[0]
+            if d.type == "call":
+                d = d.child_by_field_name("function") or d
+            decorators.add(text(d, src))
+        if decorators - _TRANSPARENT_DECORATORS:
+            return out
+    n = holder.parent
+    in_class = n is not None and n.type == "block" and n.parent is not None and n.parent.type == "class_definition"
+    while n is not None:
+        if n.type in ("function_definition", "lambda"):
+            return out
+        n = n.parent
+    if in_class and _class_path(fdef, src) == "":
+        return out
+    if not in_class or "staticmethod" in decorators:
+        mode = "f"
+    elif "classmethod" in decorators:
+        mode = "c"
+    else:
+        mode = "m"
+    params = fdef.child_by_field_name("parameters")
+    if params is None:
+        return out
+    rebound = _bound_names(fdef, src, with_params=False)
+    pos = 0
+    skip_first = mode in ("m", "c")
+    keyword_only = False
+    for p in params.named_children:
+        t = p.type
+        if t in ("list_splat_pattern", "keyword_separator"):
+            keyword_only = True
+            continue
+        if t in ("dictionary_splat_pattern", "positional_separator", "comment"):
+            continue
+        if skip_first:
+            skip_first = False
+            continue
+        name = ""
+        if t == "identifier":
+            name = text(p, src)
+        elif t == "default_parameter":
+            val = p.child_by_field_name("value")
+            nm = p.child_by_field_name("name")
+            if val is not None and val.type == "none" and nm is not None and nm.type == "identifier":
+                name = text(nm, src)
+        at = -1 if keyword_only else pos
+        if not keyword_only:
+            pos += 1
+        if name and name not in rebound and name not in ("self", "cls"):
+            h = param_hint(at, name, mode, fname)
+            if h:
+                out[name] = h
+    return out
+
+
+def _arg_entry(e: Node, src: bytes, lookup, bound) -> str:
+    """A ``CallSite.args`` entry for argument ``e`` (extract/model.py ``call_args``)."""
+    t = e.type
+    if t == "none":
+        return "-"
+    if t == "identifier" and text(e, src) == "self":
+        return "self"
+    if t in ("identifier", "attribute"):
+        h = lookup(_norm(e, src, 0))
+        if h and (_TYPE_NAME.match(h) or h.startswith(RETURN_HINT)) and h not in ("cls", "self"):
+            return h
+        return "?"
+    if t == "call":
+        f = e.child_by_field_name("function")
+        if f is not None and f.type in ("identifier", "attribute"):
+            ftext = text(f, src)
+            if _TYPE_NAME.match(ftext) and ftext.rsplit(".", 1)[-1][:1].isupper() \
+                    and ftext.split(".", 1)[0] not in bound():
+                return ftext
+    return "?"
+
+
 class PythonHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
@@ -478,7 +582,7 @@ class PythonHooks(LanguageHooks):
             if not var or not typ or var in conflicts:
                 return
             typ = _OPTIONAL.sub(r"\2", typ)
-            if not _TYPE_NAME.match(typ) and not typ.startswith(RETURN_HINT):
+            if not _TYPE_NAME.match(typ) and not typ.startswith((RETURN_HINT, PARAM_HINT)):
                 return
             if var in hints and hints[var] != typ:
                 drop(var)
@@ -489,6 +593,9 @@ class PythonHooks(LanguageHooks):
             conflicts.add(var)
             hints.pop(var, None)
 
+        if unit.type == "function_definition":
+            # untyped parameters: typed by what every call site passes (the resolver decides)
+            hints.update(_param_hints(unit, src))
         params = unit.child_by_field_name("parameters")
         if params is not None:
             for p in params.named_children:
@@ -580,11 +687,51 @@ class PythonHooks(LanguageHooks):
         inner = ""
         if recv and recv in hints:
             inner = hints[recv]
-            if inner.startswith(RETURN_HINT):
+            if inner.startswith((RETURN_HINT, PARAM_HINT)):
                 return ""
         elif head not in ("self", "cls") and (head in hints or head in self._bound(unit, src)):
             return ""  # a parameter or local of unknown type, or the name of one
         return return_hint(callee, inner)
+
+    def call_args(self, call: Node, src: bytes, unit: Node | None, lookup) -> str:
+        """``CallSite.args`` of ``call`` (extract/model.py ``call_args``): per argument the
+        class it is an instance of when known here (``Cls(...)``, a name or ``self.x`` with a
+        receiver hint, ``self``), ``-`` for ``None``, else ``?``; ``lookup`` gives a receiver's
+        hint as seen from the call's unit."""
+        if call.type != "call":
+            return ""
+        a = call.child_by_field_name("arguments")
+        if a is None:
+            return ""
+        if a.type != "argument_list":
+            return "?"  # f(x for x in xs)
+        positional: list[str] = []
+        keywords: list[tuple[str, str]] = []
+        bound_cache: list[set[str]] = []
+
+        def bound() -> set[str]:
+            if not bound_cache:
+                bound_cache.append(self._bound(unit, src) if unit is not None and unit.type == "function_definition"
+                                   else set())
+            return bound_cache[0]
+
+        for e in a.named_children:
+            t = e.type
+            if t == "comment":
+                continue
+            if t in ("list_splat", "dictionary_splat", "parenthesized_list_splat"):
+                return ARGS_UNKNOWN
+            if t == "keyword_argument":
+                k = e.child_by_field_name("name")
+                v = e.child_by_field_name("value")
+                if k is None or v is None:
+                    return ARGS_UNKNOWN
+                keywords.append((text(k, src), _arg_entry(v, src, lookup, bound)))
+            elif keywords:
+                return ARGS_UNKNOWN
+            else:
+                positional.append(_arg_entry(e, src, lookup, bound))
+        return call_args(positional, keywords)
 
     def _bound(self, unit: Node, src: bytes) -> set[str]:
         c = self._bound_cache

@@ -96,18 +96,19 @@ _KEYS = {
     "caller": "Text", "callee": "Text", "head": "Text", "hint": "Text", "hint_name": "Text", "line": "Int",
     "col": "Int", "target": "Text", "resolution": "Text", "confidence": "Double", "alias": "Text",
     "child": "Text", "base": "Text", "meta_key": "Text", "meta_value": "Text",
-    "mod_head": "Text", "mod_last": "Text", "base_name": "Text", "base_head": "Text",
+    "mod_head": "Text", "mod_last": "Text", "base_name": "Text", "base_head": "Text", "call_args": "Text",
 }
 _FILE_KEYS = ("path", "language", "hash", "size", "mtime_ns", "lines", "module", "status", "reason", "indexed_at")
 _SYM_KEYS = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
              "summary", "parent", "is_test", "exported", "language", "ft_name", "ft_qname", "ft_terms", "ft_len")
 _CALL_KEYS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
-              "resolution", "confidence")
+              "resolution", "confidence", "call_args")
 _IMPORT_KEYS = ("path", "module", "name", "alias", "line", "target", "mod_head", "mod_last")
 _INHERIT_KEYS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "base_name",
                  "base_head")
 # keys that schema version 3 added to labels an older schema created (appended, nullable)
-_APPENDED = {"cs_import": ("mod_head", "mod_last"), "cs_inherit": ("base_name", "base_head")}
+_APPENDED = {"cs_import": ("mod_head", "mod_last"), "cs_inherit": ("base_name", "base_head"),
+             "cs_call": ("call_args",)}  # 6: what each argument is (CallSite.args)
 _SYM_OUT = ("path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col", "end_col", "hash",
             "summary", "parent", "is_test", "exported", "language")
 
@@ -500,7 +501,7 @@ class HugeGraphStore(HugeGraphDepsMixin):
     def _call_row(path: str, c: CallSite, r: Resolution) -> list[Any]:
         return [path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
-                r.target, r.resolution, float(r.confidence)]
+                r.target, r.resolution, float(r.confidence), c.args]
 
     def _step(self, what: str, *, paths: Sequence[str] = (), files: Sequence[list] = (), syms: Sequence[list] = (),
               calls: Sequence[list] = (), imps: Sequence[list] = (), inhs: Sequence[list] = ()) -> None:
@@ -631,7 +632,7 @@ class HugeGraphStore(HugeGraphDepsMixin):
     def _call(r: dict[str, Any]) -> CallRow:
         return CallRow(id=int(r["id"]), path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
                        line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
-                       resolution=r["resolution"], confidence=float(r["confidence"]))
+                       resolution=r["resolution"], confidence=float(r["confidence"]), args=r.get("call_args") or "")
 
     @staticmethod
     def _imp(r: dict[str, Any]) -> ImportRow:

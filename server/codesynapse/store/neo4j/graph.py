@@ -121,7 +121,7 @@ _SYMBOL_PROPS = ("path", "qname", "name", "kind", "signature", "start_line", "en
                  "hash", "summary", "parent", "is_test", "exported", "language", "ft_name", "ft_qname", "ft_terms",
                  "id")
 _CALL_PROPS = ("path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind", "target",
-               "resolution", "confidence", "id")
+               "resolution", "confidence", "args", "id")
 _IMPORT_PROPS = ("path", "module", "name", "alias", "line", "target", "mod_head", "mod_last", "id")
 _INHERIT_PROPS = ("path", "child", "base", "kind", "line", "target", "resolution", "confidence", "base_name",
                   "base_head", "id")
@@ -331,7 +331,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         """A call site in ``_CALL_PROPS`` order (without its id, appended later)."""
         return [path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
                 c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
-                r.target, r.resolution, float(r.confidence)]
+                r.target, r.resolution, float(r.confidence), c.args]
 
     def _insert_tx(self, tx, symbols: list[list], calls: list[list], imports: list[list],
                    inherits: list[list]) -> None:
@@ -468,7 +468,7 @@ class Neo4jGraphStore(Neo4jDepsMixin):
     def _call(r: dict[str, Any]) -> CallRow:
         return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
                        line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
-                       resolution=r["resolution"], confidence=r["confidence"])
+                       resolution=r["resolution"], confidence=r["confidence"], args=r.get("args") or "")
 
     @staticmethod
     def _imp(r: dict[str, Any]) -> ImportRow:
