@@ -43,7 +43,7 @@ class CallSite(msgspec.Struct, frozen=True, kw_only=True):
     col: int
     receiver_hint: str = ""  # type the extractor inferred for the receiver, as written ("ArgumentParser")
     kind: str = "call"  # call | new
-    args: str = ""  # what each argument is, when the language says (see ``call_args``); "" no arguments
+    args: str = ""  # what each argument is, when the language says (see ``call_args``); "" unknown
 
 
 class ImportRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,26 +198,28 @@ def parse_param_hint(hint: str) -> tuple[int, str, str, str] | None:
 # positional arguments in order, then ``name=entry`` keyword arguments. An entry is a type as
 # written (``Account``, ``bank.Account``: an instance of it), ``self`` (the caller's own
 # instance), ``-`` (``None``) or ``?`` (anything else: unknown). ``*`` alone: the call unpacks
-# ``*args`` / ``**kwargs`` or was too long to write, so every argument is unknown.
+# ``*args`` / ``**kwargs`` or was too long to write, so every argument is unknown; ``()``: no
+# arguments. "" (a language that does not write them): unknown.
 ARGS_UNKNOWN = "*"
+ARGS_NONE = "()"
 ARGS_MAX = 256
 
 
 def call_args(positional: list[str], keywords: list[tuple[str, str]], splat: bool = False) -> str:
-    """``CallSite.args`` of a call ("" when it passes nothing)."""
+    """``CallSite.args`` of a call (``()`` when it passes nothing)."""
     if splat:
         return ARGS_UNKNOWN
     s = ";".join([*positional, *(f"{k}={v}" for k, v in keywords)])
-    return s if len(s) <= ARGS_MAX else ARGS_UNKNOWN
+    return (s or ARGS_NONE) if len(s) <= ARGS_MAX else ARGS_UNKNOWN
 
 
 def parse_call_args(args: str) -> tuple[list[str], dict[str, str]] | None:
     """(positional entries, keyword entries) of ``CallSite.args``; None when unknown."""
-    if args == ARGS_UNKNOWN:
+    if args in (ARGS_UNKNOWN, ""):
         return None
     pos: list[str] = []
     kw: dict[str, str] = {}
-    for e in args.split(";") if args else ():
+    for e in args.split(";") if args != ARGS_NONE else ():
         k, eq, v = e.partition("=")
         if eq:
             kw[k] = v

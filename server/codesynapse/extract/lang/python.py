@@ -702,7 +702,7 @@ class PythonHooks(LanguageHooks):
             return ""
         a = call.child_by_field_name("arguments")
         if a is None:
-            return ""
+            return ARGS_UNKNOWN
         if a.type != "argument_list":
             return "?"  # f(x for x in xs)
         positional: list[str] = []
