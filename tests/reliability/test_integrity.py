@@ -54,7 +54,8 @@ def damaged(clean: tuple[Path, str], tmp_path: Path, *sql: str) -> tuple[Path, s
     src.backup(dst)
     src.close()
     for stmt in sql:
-        dst.execute(stmt.replace("$G", gid))
+        # $K: the graph's key, which the code graph's tables hold (graphs table); $G: its id (meta)
+        dst.execute(stmt.replace("$K", "(SELECT key FROM graphs WHERE graph_id='$G')").replace("$G", gid))
     dst.commit()
     dst.close()
     return out, gid
@@ -62,9 +63,9 @@ def damaged(clean: tuple[Path, str], tmp_path: Path, *sql: str) -> tuple[Path, s
 
 CASES = {
     "orphan symbol": (["INSERT INTO symbols(graph_id, path, qname, name, kind, start_line, end_line) "
-                       "VALUES ('$G', 'gone.py', 'gone.f', 'f', 'function', 1, 2)"], "orphans"),
+                       "VALUES ($K, 'gone.py', 'gone.f', 'f', 'function', 1, 2)"], "orphans"),
     "orphan call": (["INSERT INTO calls(graph_id, path, caller, callee, name, head, hint, hint_name, line, col, kind, "
-                     "target, resolution, confidence) VALUES ('$G', 'gone.py', 'gone.f', 'g', 'g', 'g', '', '', 1, 1, "
+                     "target, resolution, confidence) VALUES ($K, 'gone.py', 'gone.f', 'g', 'g', 'g', '', '', 1, 1, "
                      "'call', '', 'unresolved', 0)"], "orphans"),
     "graph rows of a skipped file": (["UPDATE files SET status='skipped', reason='too large' "
                                       "WHERE path='shop/cart.py'"], "orphans"),
@@ -78,13 +79,16 @@ CASES = {
                          "kind, target, resolution, confidence) SELECT graph_id, path, caller, callee, name, head, "
                          "hint, hint_name, line, col, kind, target, resolution, confidence FROM calls "
                          "WHERE id=(SELECT min(id) FROM calls)"], "duplicates"),
+    "rows of a graph key no graph id names": (["INSERT INTO symbols(graph_id, path, qname, name, kind, start_line, "
+                                               "end_line) VALUES (999, 'shop/cart.py', 'shop.cart.f', 'f', "
+                                               "'function', 1, 2)"], "graphs"),
     "bad line range": (["UPDATE symbols SET end_line=0 WHERE id=(SELECT min(id) FROM symbols)"], "symbols"),
     "unknown file status": (["UPDATE files SET status='half-written' WHERE path='shop/cart.py'"], "files"),
     "pending resolution after load": (["INSERT OR REPLACE INTO meta VALUES ('$G', 'resolution_pending', '1')"],
                                       "meta"),
     "FTS out of sync": (["DROP TRIGGER symbols_ai",
                          "INSERT INTO symbols(graph_id, path, qname, name, kind, start_line, end_line) "
-                         "VALUES ('$G', 'shop/cart.py', 'shop.cart.hidden', 'hidden', 'function', 1, 1)"], "fts"),
+                         "VALUES ($K, 'shop/cart.py', 'shop.cart.hidden', 'hidden', 'function', 1, 1)"], "fts"),
 }
 
 

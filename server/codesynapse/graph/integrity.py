@@ -96,7 +96,7 @@ def check_graph(path: str | Path, graph_id: str | None = None, *, loaded: bool =
         if not _sqlite_integrity(conn, rep):
             return rep
         tables = _tables(conn)
-        missing = {"meta", "files", *GRAPH_TABLES, "symbols_fts"} - tables
+        missing = {"meta", "graphs", "files", *GRAPH_TABLES, "symbols_fts"} - tables
         if missing and not loaded:
             # killed while the store was first created: the schema is made statement by
             # statement (CREATE ... IF NOT EXISTS) and completed by the next open
@@ -105,20 +105,26 @@ def check_graph(path: str | Path, graph_id: str | None = None, *, loaded: bool =
         if missing:
             rep.fail("schema", f"missing tables {sorted(missing)}")
             return rep
+        # the code graph's tables hold a graph's key in ``graphs``, meta its id
+        keys = {r[1]: r[0] for r in conn.execute("SELECT key, graph_id FROM graphs")}
+        stored = {r[0] for t in ("files", *GRAPH_TABLES) for r in conn.execute(f"SELECT DISTINCT graph_id FROM {t}")}
+        if stored - set(keys.values()):
+            rep.fail("graphs", "rows whose graph key no graph id names", sorted(stored - set(keys.values())))
         gids = [graph_id] if graph_id else sorted(
-            {r[0] for t in ("meta", "files", *GRAPH_TABLES) for r in conn.execute(f"SELECT DISTINCT graph_id FROM {t}")})
+            {r[0] for r in conn.execute("SELECT DISTINCT graph_id FROM meta")} | set(keys))
         for g in gids:
-            _check_one_graph(conn, g, rep, loaded)
+            _check_one_graph(conn, g, keys.get(g, -1), rep, loaded)
         _check_fts(conn, rep)
     finally:
         conn.close()
     return rep
 
 
-def _check_one_graph(conn: sqlite3.Connection, g: str, rep: IntegrityReport, loaded: bool) -> None:
+def _check_one_graph(conn: sqlite3.Connection, g: str, key: int, rep: IntegrityReport, loaded: bool) -> None:
+    """Check graph ``g``, whose rows in the code graph's tables carry ``key``."""
     q = conn.execute
     for t in ("files", *GRAPH_TABLES):
-        rep.counts[f"{g}:{t}"] = q(f"SELECT count(*) FROM {t} WHERE graph_id=?", (g,)).fetchone()[0]
+        rep.counts[f"{g}:{t}"] = q(f"SELECT count(*) FROM {t} WHERE graph_id=?", (key,)).fetchone()[0]
 
     rep.checks.append("meta")
     meta = {r["key"]: r["value"] for r in q("SELECT key, value FROM meta WHERE graph_id=?", (g,))}
@@ -130,7 +136,7 @@ def _check_one_graph(conn: sqlite3.Connection, g: str, rep: IntegrityReport, loa
     rep.checks.append("file statuses")
     bad = [tuple(r) for r in q(
         f"SELECT path, status FROM files WHERE graph_id=? AND status NOT IN ({','.join('?' * len(FILE_STATUSES))})",
-        (g, *FILE_STATUSES))]
+        (key, *FILE_STATUSES))]
     if bad:
         rep.fail("files", f"graph {g}: {len(bad)} file rows with an unknown status", bad)
 
@@ -138,19 +144,19 @@ def _check_one_graph(conn: sqlite3.Connection, g: str, rep: IntegrityReport, loa
     for t in GRAPH_TABLES:
         orphans = [r[0] for r in q(
             f"SELECT DISTINCT t.path FROM {t} t LEFT JOIN files f ON f.graph_id=t.graph_id AND f.path=t.path "
-            f"WHERE t.graph_id=? AND f.path IS NULL", (g,))]
+            f"WHERE t.graph_id=? AND f.path IS NULL", (key,))]
         if orphans:
             rep.fail("orphans", f"graph {g}: {t} rows of {len(orphans)} paths without a file row", orphans)
         of_skipped = [r[0] for r in q(
             f"SELECT DISTINCT t.path FROM {t} t JOIN files f ON f.graph_id=t.graph_id AND f.path=t.path "
-            f"WHERE t.graph_id=? AND f.status='skipped'", (g,))]
+            f"WHERE t.graph_id=? AND f.status='skipped'", (key,))]
         if of_skipped:
             rep.fail("orphans", f"graph {g}: {t} rows of {len(of_skipped)} skipped files", of_skipped)
 
     rep.checks.append("symbol ranges")
     bad = [tuple(r) for r in q(
         "SELECT path, qname, start_line, end_line FROM symbols WHERE graph_id=? AND "
-        "(start_line IS NULL OR end_line IS NULL OR start_line < 1 OR end_line < start_line)", (g,))]
+        "(start_line IS NULL OR end_line IS NULL OR start_line < 1 OR end_line < start_line)", (key,))]
     if bad:
         rep.fail("symbols", f"graph {g}: {len(bad)} symbols with a bad line range", bad)
 
@@ -159,7 +165,7 @@ def _check_one_graph(conn: sqlite3.Connection, g: str, rep: IntegrityReport, loa
         # it deleted or rewrote may still point at old symbols; Indexer.load re-resolves them
         rep.checks.append("targets not checked (resolution pending; re-resolved on load)")
     else:
-        _check_targets(q, g, rep)
+        _check_targets(q, g, key, rep)
 
     rep.checks.append("no duplicated rows")
     dup_sql = {
@@ -168,22 +174,22 @@ def _check_one_graph(conn: sqlite3.Connection, g: str, rep: IntegrityReport, loa
     }  # imports and inherits have no column: `class Z(NamedTuple, NamedTuple)` is two legal rows
     for t, cols in dup_sql.items():
         dups = [tuple(r) for r in q(
-            f"SELECT {cols}, count(*) AS n FROM {t} WHERE graph_id=? GROUP BY {cols} HAVING n > 1 LIMIT 50", (g,))]
+            f"SELECT {cols}, count(*) AS n FROM {t} WHERE graph_id=? GROUP BY {cols} HAVING n > 1 LIMIT 50", (key,))]
         if dups:
             rep.fail("duplicates", f"graph {g}: {t} rows stored more than once", dups)
 
 
-def _check_targets(q, g: str, rep: IntegrityReport) -> None:
+def _check_targets(q, g: str, key: int, rep: IntegrityReport) -> None:
     rep.checks.append("targets exist or are empty")
     for t, col in (("calls", "target"), ("inherits", "target"), ("imports", "target")):
         dangling = [tuple(r) for r in q(
             f"SELECT t.path, t.{col} FROM {t} t WHERE t.graph_id=? AND t.{col} != '' AND NOT EXISTS "
-            f"(SELECT 1 FROM symbols s WHERE s.graph_id=t.graph_id AND s.qname=t.{col}) LIMIT 50", (g,))]
+            f"(SELECT 1 FROM symbols s WHERE s.graph_id=t.graph_id AND s.qname=t.{col}) LIMIT 50", (key,))]
         if dangling:
             rep.fail("targets", f"graph {g}: {t}.{col} names symbols that do not exist", dangling)
     unresolved_with_target = q(
         "SELECT count(*) FROM calls WHERE graph_id=? AND target='' AND resolution NOT IN ('unresolved', 'external')",
-        (g,)).fetchone()[0]
+        (key,)).fetchone()[0]
     if unresolved_with_target:
         rep.fail("targets", f"graph {g}: {unresolved_with_target} calls without a target claim a resolution")
 

@@ -36,12 +36,14 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 
-SCHEMA_VERSION = 6  # 3: import rows keep their module's first/last segment, inherit rows their base's
+SCHEMA_VERSION = 7  # 3: import rows keep their module's first/last segment, inherit rows their base's
 # 4: SQLite symbols carry stemmed lexical fields (context/lexical.py) in an FTS5 table
 # 5: extraction changed what a graph holds (Go struct field types, TypeScript module-style
 #    names, inferred results of unannotated Python functions in signatures): an index built
 #    before holds none of it for files that did not change since, so it is rebuilt
 # 6: call rows keep what each argument is (CallSite.args, for parameter hints; issue 18)
+# 7: SQLite's code-graph rows carry a small graph key (table graphs) instead of the graph id,
+#    with narrower and partial indexes (issue 24 #3: a smaller index)
 
 
 def module_keys(module: str) -> tuple[str, str]:

@@ -51,7 +51,8 @@ def _escape_like(s: str) -> str:
 
 
 class SqliteDepsMixin:
-    graph_id: str
+    graph_id: str  # the dependency tables' key; the code graph's tables (imports, files) use _gk
+    _gk: int
 
     # -- modules ---------------------------------------------------------------------------
     def manifests(self) -> list[ManifestRow]:
@@ -126,7 +127,7 @@ class SqliteDepsMixin:
             # p itself, and the ranges [p., p/) ∪ [p/, p0) ∪ [p::, p:;) of the (graph_id, module) index
             for r in self._q(  # type: ignore[attr-defined]
                     "SELECT * FROM imports WHERE graph_id=? AND target='' AND (module=? OR (module>=? AND module<?) "
-                    "OR (module>=? AND module<?))", (self.graph_id, p, p + ".", p + "0", p + "::", p + ":;")):
+                    "OR (module>=? AND module<?))", (self._gk, p, p + ".", p + "0", p + "::", p + ":;")):  # type: ignore[attr-defined]
                 out[r["id"]] = ImportRow(path=r["path"], module=r["module"], name=r["name"], alias=r["alias"],
                                          line=r["line"], target=r["target"])
         return sorted(out.values(), key=lambda i: (i.path, i.line, i.module, i.name))
@@ -135,7 +136,8 @@ class SqliteDepsMixin:
         rows = self._q(  # type: ignore[attr-defined]
             "SELECT f.language AS language, i.module AS module, count(DISTINCT i.path) AS n FROM imports i "
             "JOIN files f ON f.graph_id=i.graph_id AND f.path=i.path WHERE i.graph_id=? AND i.target='' "
-            "GROUP BY f.language, i.module ORDER BY n DESC, f.language, i.module LIMIT ?", (self.graph_id, limit))
+            "GROUP BY f.language, i.module ORDER BY n DESC, f.language, i.module LIMIT ?",
+            (self._gk, limit))  # type: ignore[attr-defined]
         return [(r["language"] or "", r["module"], r["n"]) for r in rows]
 
     # -- findings --------------------------------------------------------------------------

@@ -49,21 +49,32 @@ from codesynapse.store.text import CAMEL, callee_head, name_terms
 
 log = logging.getLogger(__name__)
 
+# meta and the dependency tables (deps.py) are keyed by the graph id; the code graph's tables
+# (files, symbols, calls, imports, inherits), millions of rows in a large repository, by its
+# small integer key in ``graphs`` (their column ``graph_id`` holds that key: 1-2 bytes instead
+# of 16 in every row and every index entry). An index holds the columns its queries look up
+# by: the few rows of one qname, name or caller are sorted after (the callers of a target, up
+# to thousands, are read in order from calls_target); calls_head and calls_hint leave out the
+# calls whose head is their name or whose hint is empty (most calls; all of C's), which the
+# name's own lookup finds (calls_touching). Lookups by those keys name their index (INDEXED
+# BY): without statistics (a first index, before optimize()) the planner would rather walk an
+# index in the ORDER BY's order over the whole graph than sort a few rows.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(
   graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(graph_id, key));
+CREATE TABLE IF NOT EXISTS graphs(key INTEGER PRIMARY KEY, graph_id TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS files(
-  graph_id TEXT NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, size INTEGER,
+  graph_id INTEGER NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, size INTEGER,
   mtime_ns INTEGER, lines INTEGER, module TEXT, status TEXT NOT NULL, reason TEXT,
   indexed_at REAL, PRIMARY KEY(graph_id, path));
 CREATE TABLE IF NOT EXISTS symbols(
-  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, qname TEXT NOT NULL,
+  id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, qname TEXT NOT NULL,
   name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT, start_line INTEGER, end_line INTEGER,
   start_col INTEGER, end_col INTEGER, hash TEXT, summary TEXT, parent TEXT, is_test INTEGER,
   exported INTEGER, language TEXT, terms TEXT,
   lex_name TEXT, lex_qname TEXT, lex_sig TEXT, lex_doc TEXT, lex_path TEXT);
-CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname, path, start_line);
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name, qname, path, start_line);
+CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(graph_id, path, start_line);
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
   name, qname, terms, content='symbols', content_rowid='id', tokenize="unicode61 tokenchars '_'");
@@ -86,18 +97,18 @@ CREATE TRIGGER IF NOT EXISTS symbols_lex_ad AFTER DELETE ON symbols BEGIN
   VALUES ('delete', old.id, old.lex_name, old.lex_qname, old.lex_sig, old.lex_doc, old.lex_path);
 END;
 CREATE TABLE IF NOT EXISTS calls(
-  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
+  id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
   callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
   hint_name TEXT NOT NULL, line INTEGER, col INTEGER, kind TEXT, target TEXT NOT NULL,
-  resolution TEXT NOT NULL, confidence REAL NOT NULL);
+  resolution TEXT NOT NULL, confidence REAL NOT NULL, args TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target, path, line, col);
-CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller, path, line, col);
+CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller);
 CREATE INDEX IF NOT EXISTS calls_name ON calls(graph_id, name, target, resolution);
-CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head);
-CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name);
+CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head) WHERE head != name;
+CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name) WHERE hint_name != '';
 CREATE INDEX IF NOT EXISTS calls_path ON calls(graph_id, path);
 CREATE TABLE IF NOT EXISTS imports(
-  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL,
+  id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL,
   name TEXT NOT NULL, alias TEXT NOT NULL, line INTEGER, target TEXT NOT NULL,
   mod_head TEXT NOT NULL, mod_last TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS imports_path ON imports(graph_id, path);
@@ -107,7 +118,7 @@ CREATE INDEX IF NOT EXISTS imports_alias ON imports(graph_id, alias);
 CREATE INDEX IF NOT EXISTS imports_mod_head ON imports(graph_id, mod_head);
 CREATE INDEX IF NOT EXISTS imports_mod_last ON imports(graph_id, mod_last);
 CREATE TABLE IF NOT EXISTS inherits(
-  id INTEGER PRIMARY KEY, graph_id TEXT NOT NULL, path TEXT NOT NULL, child TEXT NOT NULL,
+  id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, child TEXT NOT NULL,
   base TEXT NOT NULL, kind TEXT NOT NULL, line INTEGER, target TEXT NOT NULL,
   resolution TEXT NOT NULL, confidence REAL NOT NULL, base_name TEXT NOT NULL, base_head TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS inherits_path ON inherits(graph_id, path);
@@ -141,7 +152,7 @@ _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start
                 "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms",
                 "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path")
 _CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
-              "target", "resolution", "confidence")
+              "target", "resolution", "confidence", "args")
 
 
 _UNRESOLVED = Resolution("", "unresolved", 0.0)
@@ -168,7 +179,7 @@ def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
 def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
     return (g, path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
             c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
-            r.target, r.resolution, r.confidence)
+            r.target, r.resolution, r.confidence, c.args)
 
 
 def _import_row(g: str, path: str, im, target: str) -> tuple:
@@ -275,13 +286,18 @@ class SqliteGraphStore(SqliteDepsMixin):
             with self._write_lock:
                 # the version first: an older schema's tables lack columns that _SCHEMA indexes
                 version = self._stored_version(conn)
-                if version is not None and version != str(SCHEMA_VERSION):
-                    # the index is derived data: rebuild it rather than refuse to start
-                    log.warning("index schema version %s != %s: rebuilding the index", version, SCHEMA_VERSION)
+                keyed = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='graphs'")
+                             .fetchall())
+                if version is not None and (version != str(SCHEMA_VERSION) or not keyed):
+                    # the index is derived data: rebuild it rather than refuse to start (tables
+                    # without ``graphs`` hold the graph id where the key belongs)
+                    log.warning("index schema version %s%s != %s: rebuilding the index", version,
+                                "" if keyed else " (rows by graph id)", SCHEMA_VERSION)
                     self._drop_all(conn)
                 conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: store/sqlite/deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
+                self._gk = self._graph_key(conn)
         except (sqlite3.Error, StoreError) as e:
             self.close()
             cause = e if isinstance(e, sqlite3.Error) else e.__cause__
@@ -300,6 +316,12 @@ class SqliteGraphStore(SqliteDepsMixin):
         rows = conn.execute("SELECT value FROM meta WHERE key='schema_version' ORDER BY graph_id=? DESC, value",
                             (self.graph_id,)).fetchall()
         return rows[0]["value"] if rows else None
+
+    def _graph_key(self, conn: sqlite3.Connection) -> int:
+        """This graph's key in ``graphs`` (added on first open): the value of the code
+        graph's tables' ``graph_id`` column."""
+        conn.execute("INSERT OR IGNORE INTO graphs(graph_id) VALUES (?)", (self.graph_id,))
+        return conn.execute("SELECT key FROM graphs WHERE graph_id=?", (self.graph_id,)).fetchone()[0]
 
     @staticmethod
     def _drop_all(conn: sqlite3.Connection) -> None:
@@ -519,7 +541,7 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     # -- writes ------------------------------------------------------------------------
     def _delete_paths(self, conn: sqlite3.Connection, paths: Sequence[str], keep: Sequence[str] = ()) -> None:
-        g = self.graph_id
+        g = self._gk
         for table in ("symbols", "calls", "imports", "inherits", "files"):
             if table not in keep:
                 conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND path=?", [(g, p) for p in paths])
@@ -530,7 +552,7 @@ class SqliteGraphStore(SqliteDepsMixin):
         id and path first): rows already stored as they are stay (their ids, their FTS
         entries), the others are deleted or inserted. A one-line edit of a large file then
         writes a few rows instead of all of them."""
-        g = self.graph_id
+        g = self._gk
         spare: dict[tuple, list[int]] = {}
         select = f"SELECT id, {', '.join(cols[1:])} FROM {table} WHERE graph_id=? AND path=?"
         cur = conn.cursor()
@@ -560,7 +582,7 @@ class SqliteGraphStore(SqliteDepsMixin):
         import_targets: dict[tuple[str, int], str] | None = None,
         with_calls: bool = True,
     ) -> None:
-        g = self.graph_id
+        g = self._gk
         call_targets = call_targets or {}
         inherit_targets = inherit_targets or {}
         import_targets = import_targets or {}
@@ -604,7 +626,7 @@ class SqliteGraphStore(SqliteDepsMixin):
         d = fx.delta
         if d is None:
             return False
-        g, path = self.graph_id, fx.path
+        g, path = self._gk, fx.path
         with self._savepoint("write") as conn:
             row = conn.execute("SELECT hash, status FROM files WHERE graph_id=? AND path=?", (g, path)).fetchone()
             if row is None or row[0] != d.base_hash or row[1] != "indexed":
@@ -632,7 +654,7 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
         """Add call sites (with their resolution) for files written with ``with_calls=False``."""
-        self._update(_INSERT_CALLS, [_call_row(self.graph_id, path, c, r) for path, c, r in items])
+        self._update(_INSERT_CALLS, [_call_row(self._gk, path, c, r) for path, c, r in items])
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
@@ -647,15 +669,15 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     def update_call_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
         self._update("UPDATE calls SET target=?, resolution=?, confidence=? WHERE graph_id=? AND id=?",
-                     [(r.target, r.resolution, r.confidence, self.graph_id, i) for i, r in updates])
+                     [(r.target, r.resolution, r.confidence, self._gk, i) for i, r in updates])
 
     def update_inherit_targets(self, updates: Sequence[tuple[int, Resolution]]) -> None:
         self._update("UPDATE inherits SET target=?, resolution=?, confidence=? WHERE graph_id=? AND id=?",
-                     [(r.target, r.resolution, r.confidence, self.graph_id, i) for i, r in updates])
+                     [(r.target, r.resolution, r.confidence, self._gk, i) for i, r in updates])
 
     def update_import_targets(self, updates: Sequence[tuple[int, str]]) -> None:
         self._update("UPDATE imports SET target=? WHERE graph_id=? AND id=?",
-                     [(t, self.graph_id, i) for i, t in updates])
+                     [(t, self._gk, i) for i, t in updates])
 
     # -- reads -------------------------------------------------------------------------
     @staticmethod
@@ -676,7 +698,7 @@ class SqliteGraphStore(SqliteDepsMixin):
     def _call(r: sqlite3.Row) -> CallRow:
         return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
                        line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
-                       resolution=r["resolution"], confidence=r["confidence"])
+                       resolution=r["resolution"], confidence=r["confidence"], args=r["args"])
 
     @staticmethod
     def _imp(r: sqlite3.Row) -> ImportRow:
@@ -692,40 +714,41 @@ class SqliteGraphStore(SqliteDepsMixin):
     _CALL_ORDER = " ORDER BY path, line, col, callee, id"
 
     def files(self) -> list[FileRow]:
-        return [self._file(r) for r in self._q("SELECT * FROM files WHERE graph_id=? ORDER BY path", (self.graph_id,))]
+        return [self._file(r) for r in self._q("SELECT * FROM files WHERE graph_id=? ORDER BY path", (self._gk,))]
 
     def file(self, path: str) -> FileRow | None:
-        rows = self._q("SELECT * FROM files WHERE graph_id=? AND path=?", (self.graph_id, path))
+        rows = self._q("SELECT * FROM files WHERE graph_id=? AND path=?", (self._gk, path))
         return self._file(rows[0]) if rows else None
 
     def symbols_in_file(self, path: str) -> list[SymbolRow]:
         return [self._sym(r) for r in self._q(
             "SELECT * FROM symbols WHERE graph_id=? AND path=? ORDER BY start_line, start_col, qname",
-            (self.graph_id, path))]
+            (self._gk, path))]
 
     def all_symbols(self) -> Iterable[SymbolRow]:
-        cur = self._conn().execute("SELECT * FROM symbols WHERE graph_id=?" + self._SYM_ORDER, (self.graph_id,))
+        cur = self._conn().execute("SELECT * FROM symbols WHERE graph_id=?" + self._SYM_ORDER, (self._gk,))
         for r in cur:
             yield self._sym(r)
 
     def symbols_by_qname(self, qname: str) -> list[SymbolRow]:
         return [self._sym(r) for r in self._q(
-            "SELECT * FROM symbols WHERE graph_id=? AND qname=?" + self._SYM_ORDER, (self.graph_id, qname))]
+            "SELECT * FROM symbols INDEXED BY symbols_qname WHERE graph_id=? AND qname=?" + self._SYM_ORDER,
+            (self._gk, qname))]
 
     def symbols_by_name(self, name: str, limit: int = 50) -> list[SymbolRow]:
         return [self._sym(r) for r in self._q(
-            "SELECT * FROM symbols WHERE graph_id=? AND name=?" + self._SYM_ORDER + " LIMIT ?",
-            (self.graph_id, name, limit))]
+            "SELECT * FROM symbols INDEXED BY symbols_name WHERE graph_id=? AND name=?" + self._SYM_ORDER + " LIMIT ?",
+            (self._gk, name, limit))]
 
     def symbol_by_id(self, symbol_id: int) -> SymbolRow | None:
-        rows = self._q("SELECT * FROM symbols WHERE graph_id=? AND id=?", (self.graph_id, symbol_id))
+        rows = self._q("SELECT * FROM symbols WHERE graph_id=? AND id=?", (self._gk, symbol_id))
         return self._sym(rows[0]) if rows else None
 
     def symbol_at(self, path: str, line: int) -> SymbolRow | None:
         rows = self._q(
             "SELECT * FROM symbols WHERE graph_id=? AND path=? AND start_line<=? AND end_line>=? AND kind!='module' "
             "ORDER BY (end_line-start_line), start_line DESC LIMIT 1",
-            (self.graph_id, path, line, line))
+            (self._gk, path, line, line))
         return self._sym(rows[0]) if rows else None
 
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
@@ -737,7 +760,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             "JOIN symbols s ON s.id = symbols_fts.rowid "
             "WHERE symbols_fts MATCH ? AND s.graph_id=? "
             "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
-            (q, self.graph_id, limit, offset))
+            (q, self._gk, limit, offset))
         return [(self._sym(r), -float(r["score"])) for r in rows]
 
     def count_search(self, text: str) -> int:
@@ -746,7 +769,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             return 0
         rows = self._q(
             "SELECT count(*) AS n FROM symbols_fts JOIN symbols s ON s.id = symbols_fts.rowid "
-            "WHERE symbols_fts MATCH ? AND s.graph_id=?", (q, self.graph_id))
+            "WHERE symbols_fts MATCH ? AND s.graph_id=?", (q, self._gk))
         return rows[0]["n"]
 
     def lexical_search(self, terms: Sequence[str], limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
@@ -766,7 +789,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                 "SELECT s.*, r.score AS score FROM (SELECT rowid, rank AS score FROM symbols_lex "
                 "WHERE symbols_lex MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) r "
                 "CROSS JOIN symbols s ON s.id = r.rowid WHERE s.graph_id=? ORDER BY r.score, s.qname, s.path, s.start_line",
-                (q, _BM25_RANK, inner, self.graph_id))
+                (q, _BM25_RANK, inner, self._gk))
             if len(rows) >= want or inner >= _FTS_ALL:
                 break
             got = self._q("SELECT count(*) AS n FROM (SELECT 1 FROM symbols_lex WHERE symbols_lex MATCH ? LIMIT ?)",
@@ -797,41 +820,42 @@ class SqliteGraphStore(SqliteDepsMixin):
             return 0
         rows = self._q("SELECT count(*) AS n FROM (SELECT 1 FROM symbols_lex CROSS JOIN symbols s "
                        "ON s.id = symbols_lex.rowid WHERE symbols_lex MATCH ? AND s.graph_id=? LIMIT ?)",
-                       (q, self.graph_id, -1 if cap is None else cap))
+                       (q, self._gk, -1 if cap is None else cap))
         return rows[0]["n"]
 
     def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:
         return [self._call(r) for r in self._q(
-            "SELECT * FROM calls WHERE graph_id=? AND target=?" + self._CALL_ORDER + " LIMIT ?",
-            (self.graph_id, qname, limit))]
+            "SELECT * FROM calls INDEXED BY calls_target WHERE graph_id=? AND target=?" + self._CALL_ORDER + " LIMIT ?",
+            (self._gk, qname, limit))]
 
     def count_callers(self, qname: str) -> int:
-        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND target=?", (self.graph_id, qname))[0]["n"]
+        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND target=?", (self._gk, qname))[0]["n"]
 
     def callees(self, caller: str, limit: int = 1000) -> list[CallRow]:
         return [self._call(r) for r in self._q(
-            "SELECT * FROM calls WHERE graph_id=? AND caller=?" + self._CALL_ORDER + " LIMIT ?",
-            (self.graph_id, caller, limit))]
+            "SELECT * FROM calls INDEXED BY calls_caller WHERE graph_id=? AND caller=?" + self._CALL_ORDER + " LIMIT ?",
+            (self._gk, caller, limit))]
 
     def count_callees(self, caller: str) -> int:
-        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND caller=?", (self.graph_id, caller))[0]["n"]
+        return self._q("SELECT count(*) AS n FROM calls INDEXED BY calls_caller WHERE graph_id=? AND caller=?",
+                       (self._gk, caller))[0]["n"]
 
     def unresolved_named(self, name: str, limit: int = 100) -> list[CallRow]:
         return [self._call(r) for r in self._q(
             "SELECT * FROM calls INDEXED BY calls_name WHERE graph_id=? AND name=? AND target='' "
             "AND resolution='unresolved'"
-            + self._CALL_ORDER + " LIMIT ?", (self.graph_id, name, limit))]
+            + self._CALL_ORDER + " LIMIT ?", (self._gk, name, limit))]
 
     def count_unresolved_named(self, name: str) -> int:
         # (graph_id, name, target, resolution) answers this from the index alone
         return self._q("SELECT count(*) AS n FROM calls INDEXED BY calls_name WHERE graph_id=? AND name=? "
-                       "AND target='' AND resolution='unresolved'", (self.graph_id, name))[0]["n"]
+                       "AND target='' AND resolution='unresolved'", (self._gk, name))[0]["n"]
 
     def calls_in_files(self, paths: Iterable[str]) -> list[CallRow]:
         out: list[CallRow] = []
         for p in paths:
             out.extend(self._call(r) for r in self._q(
-                "SELECT * FROM calls WHERE graph_id=? AND path=?" + self._CALL_ORDER, (self.graph_id, p)))
+                "SELECT * FROM calls WHERE graph_id=? AND path=?" + self._CALL_ORDER, (self._gk, p)))
         return out
 
     def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
@@ -840,27 +864,29 @@ class SqliteGraphStore(SqliteDepsMixin):
         for i in range(0, len(names), 300):
             chunk = names[i:i + 300]
             marks = ",".join("?" * len(chunk))
-            for col in ("name", "head", "hint_name"):
-                for r in self._q(f"SELECT * FROM calls WHERE graph_id=? AND {col} IN ({marks})",
-                                 (self.graph_id, *chunk)):
+            # calls_head and calls_hint are partial indexes (a head that is the name, an empty
+            # hint: most calls, C's all): the name's own query finds those rows
+            for col, only in (("name", ""), ("head", " AND head != name"), ("hint_name", " AND hint_name != ''")):
+                for r in self._q(f"SELECT * FROM calls WHERE graph_id=? AND {col} IN ({marks}){only}",
+                                 (self._gk, *chunk)):
                     out[r["id"]] = self._call(r)
         return [out[k] for k in sorted(out)]
 
     def all_calls(self) -> Iterable[CallRow]:
-        cur = self._conn().execute("SELECT * FROM calls WHERE graph_id=? ORDER BY id", (self.graph_id,))
+        cur = self._conn().execute("SELECT * FROM calls WHERE graph_id=? ORDER BY id", (self._gk,))
         for r in cur:
             yield self._call(r)
 
     def imports(self, path: str | None = None) -> list[ImportRow]:
         if path is None:
-            rows = self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY path, line, module, name", (self.graph_id,))
+            rows = self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY path, line, module, name", (self._gk,))
         else:
             rows = self._q("SELECT * FROM imports WHERE graph_id=? AND path=? ORDER BY line, module, name",
-                           (self.graph_id, path))
+                           (self._gk, path))
         return [self._imp(r) for r in rows]
 
     def all_imports(self) -> Iterable[tuple[int, ImportRow]]:
-        for r in self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY id", (self.graph_id,)):
+        for r in self._q("SELECT * FROM imports WHERE graph_id=? ORDER BY id", (self._gk,)):
             yield r["id"], self._imp(r)
 
     def _touching(self, table: str, keys: Sequence[tuple[str, Iterable[str]]]) -> list[sqlite3.Row]:
@@ -872,7 +898,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             for i in range(0, len(vals), 300):
                 chunk = vals[i:i + 300]
                 for r in self._q(f"SELECT * FROM {table} INDEXED BY {table}_{col} WHERE graph_id=? "
-                                 f"AND {col} IN ({','.join('?' * len(chunk))})", (self.graph_id, *chunk)):
+                                 f"AND {col} IN ({','.join('?' * len(chunk))})", (self._gk, *chunk)):
                     out[r["id"]] = r
         return [out[k] for k in sorted(out)]
 
@@ -885,14 +911,14 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     def inherits(self, path: str | None = None) -> list[InheritRow]:
         if path is None:
-            rows = self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY path, line, child, base", (self.graph_id,))
+            rows = self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY path, line, child, base", (self._gk,))
         else:
             rows = self._q("SELECT * FROM inherits WHERE graph_id=? AND path=? ORDER BY line, child, base",
-                           (self.graph_id, path))
+                           (self._gk, path))
         return [self._inh(r) for r in rows]
 
     def all_inherits(self) -> Iterable[tuple[int, InheritRow]]:
-        for r in self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY id", (self.graph_id,)):
+        for r in self._q("SELECT * FROM inherits WHERE graph_id=? ORDER BY id", (self._gk,)):
             yield r["id"], self._inh(r)
 
     def inherits_touching(self, paths: Iterable[str], names: Iterable[str]) -> list[tuple[int, InheritRow]]:
@@ -903,7 +929,7 @@ class SqliteGraphStore(SqliteDepsMixin):
     def subtypes(self, qname: str, limit: int = 100) -> list[InheritRow]:
         return [self._inh(r) for r in self._q(
             "SELECT * FROM inherits WHERE graph_id=? AND target=? ORDER BY child, path LIMIT ?",
-            (self.graph_id, qname, limit))]
+            (self._gk, qname, limit))]
 
     # -- batch reads: in-process, a call per key costs no round trip; each is the one-key
     # read's own indexed query, so the planner's choice is the one measured for it
@@ -938,7 +964,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                 {n: self.count_unresolved_named(n) for n in dict.fromkeys(names)})
 
     def stats(self) -> GraphStats:
-        g = (self.graph_id,)
+        g = (self._gk,)
         langs = {r["language"]: r["n"] for r in self._q(
             "SELECT language, count(*) AS n FROM files WHERE graph_id=? AND status!='skipped' GROUP BY language "
             "ORDER BY language", g)}
@@ -958,7 +984,7 @@ class SqliteGraphStore(SqliteDepsMixin):
         )
 
     def dump(self) -> dict[str, list[tuple]]:
-        g = (self.graph_id,)
+        g = (self._gk,)
         return {
             "files": sorted(tuple(r) for r in self._q(
                 "SELECT path, language, hash, size, lines, module, status, reason FROM files WHERE graph_id=?", g)),

@@ -1,0 +1,119 @@
+"""The SQLite graph's on-disk layout (issue 24 #3, a smaller index): the code graph's tables
+hold a small graph key instead of the graph id, and the head and hint indexes of calls hold
+only the calls whose lookup by name would not find them. Answers stay those of the port
+(tests/contract/test_graph_store.py); here: what is stored, and that lookups still find every
+row a plain scan finds."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from codesynapse.extract.model import CallSite, FileExtraction, Symbol
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+
+def _sym(qname: str, line: int) -> Symbol:
+    return Symbol(qname=qname, name=qname.rsplit(".", 1)[-1], kind="function", signature="", start_line=line,
+                  end_line=line + 1, start_col=0, end_col=1, hash=f"h{line}")
+
+
+# C-like calls (callee = name = head, no hint), Python calls through a receiver (head !=
+# name), one with a receiver hint, one whose head is another call's name
+CALLS = [
+    CallSite(caller="m.f", callee="kmalloc", name="kmalloc", line=2, col=1),
+    CallSite(caller="m.f", callee="spin_lock", name="spin_lock", line=3, col=1),
+    CallSite(caller="m.f", callee="os.path.join", name="join", line=4, col=1),
+    CallSite(caller="m.f", callee="self.save", name="save", line=5, col=1, receiver_hint="pkg.Repo"),
+    CallSite(caller="m.g", callee="kmalloc(n)->next", name="next", line=8, col=1),
+    CallSite(caller="m.g", callee="Repo", name="Repo", line=9, col=1),
+]
+FX = FileExtraction(path="m.c", language="c", hash="h", size=10, lines=10, module="m",
+                    symbols=[_sym("m.f", 1), _sym("m.g", 7)], calls=CALLS)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SqliteGraphStore(tmp_path / "graph.db", "a" * 16)
+    s.write_files([(FX, 1)])
+    yield s
+    s.close()
+
+
+def _index_entries(db, index: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        try:
+            return conn.execute("SELECT sum(ncell) FROM dbstat WHERE name=? AND pagetype='leaf'",
+                                (index,)).fetchone()[0] or 0
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table")
+    finally:
+        conn.close()
+
+
+def test_rows_hold_the_graph_key_not_the_graph_id(tmp_path, store):
+    other = SqliteGraphStore(tmp_path / "graph.db", "b" * 16)
+    try:
+        other.write_files([(FX, 1)])
+        conn = sqlite3.connect(tmp_path / "graph.db")
+        keys = dict(conn.execute("SELECT graph_id, key FROM graphs").fetchall())
+        assert keys == {"a" * 16: 1, "b" * 16: 2}
+        for table in ("files", "symbols", "calls"):
+            assert sorted(conn.execute(f"SELECT DISTINCT graph_id FROM {table}").fetchall()) == [(1,), (2,)]
+        conn.close()
+        # each store reads its own rows only, and a store opened again keeps its key
+        assert len(store.callees("m.f")) == 4 and len(other.callees("m.f")) == 4
+        other.delete_files(["m.c"])
+        assert other.callees("m.f") == [] and len(store.callees("m.f")) == 4
+        again = SqliteGraphStore(tmp_path / "graph.db", "b" * 16)
+        assert again._gk == 2 and again.callees("m.f") == []
+        again.close()
+    finally:
+        other.close()
+
+
+def test_head_and_hint_indexes_leave_out_what_the_name_finds(tmp_path, store):
+    # head != name: os.path.join (os), self.save (self), kmalloc(n)->next (kmalloc); hint: save's
+    assert _index_entries(tmp_path / "graph.db", "calls_head") == 3
+    assert _index_entries(tmp_path / "graph.db", "calls_hint") == 1
+    assert _index_entries(tmp_path / "graph.db", "calls_name") == len(CALLS)
+
+
+@pytest.mark.parametrize("names", [["kmalloc"], ["os", "self"], ["Repo"], ["spin_lock", "join"], ["next"],
+                                   ["nothing"]])
+def test_calls_touching_finds_what_a_scan_finds(store, names):
+    def head(callee: str) -> str:  # the first segment, as the extractor's callers write it
+        for sep in (".", "(", "[", ":", "->"):
+            callee = callee.split(sep, 1)[0]
+        return callee
+
+    want = sorted((c.line, c.col) for c in store.all_calls()
+                  if c.name in names or head(c.callee) in names or (c.hint and c.hint.rsplit(".", 1)[-1] in names))
+    assert sorted((c.line, c.col) for c in store.calls_touching(names)) == want
+    assert want or names == ["nothing"]
+
+
+def test_a_store_from_before_the_graph_key_is_rebuilt(tmp_path):
+    db = tmp_path / "graph.db"
+    conn = sqlite3.connect(db)  # the tables of the previous layout: rows by graph id, no graphs table
+    conn.executescript(
+        "CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+        "PRIMARY KEY(graph_id, key));"
+        "CREATE TABLE files(graph_id TEXT NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, size INTEGER, "
+        "mtime_ns INTEGER, lines INTEGER, module TEXT, status TEXT NOT NULL, reason TEXT, indexed_at REAL, "
+        "PRIMARY KEY(graph_id, path));")
+    from codesynapse.store.graph import SCHEMA_VERSION
+
+    conn.execute("INSERT INTO meta VALUES (?, 'schema_version', ?)", ("a" * 16, str(SCHEMA_VERSION)))
+    conn.execute("INSERT INTO files VALUES (?, 'old.c', 'c', 'h', 1, 1, 1, 'old', 'indexed', '', 0)", ("a" * 16,))
+    conn.commit()
+    conn.close()
+    s = SqliteGraphStore(db, "a" * 16)
+    try:
+        assert s.files() == [] and s.get_meta("schema_version") == str(SCHEMA_VERSION)
+        s.write_files([(FX, 1)])
+        assert [f.path for f in s.files()] == ["m.c"]
+    finally:
+        s.close()
