@@ -1,0 +1,78 @@
+"""A running daemon follows its checkout's HEAD (issue 26, docs/TEAM.md), on the session's
+graph server (test_team.py's ``team`` fixture and its backends) and a real git repository: a
+commit, or a checkout of another commit, moves the daemon's store to the base of the new
+HEAD (built when no one has, re-used when it exists) and its answers follow, without a
+restart. The daemon is an in-process App with its live updater (file watcher, HEAD watcher,
+worker), as lsp/progress.py starts them."""
+
+from __future__ import annotations
+
+import time
+
+from codesynapse.methods import call_method
+from codesynapse.watch.live import LiveUpdater
+
+from tests.contract.test_team import Team, add_function, git, team  # noqa: F401 - the fixture
+
+
+def wait_for(check, what: str, timeout: float = 240.0):
+    end = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_a_running_daemon_follows_head_without_restart(team: Team):  # noqa: F811 - the imported fixture
+    root = team.clone("dev")
+    c1 = git(root, "rev-parse", "HEAD")
+    app = team.app("dev")
+    live = None
+    try:
+        app.index()  # the first index builds c1's base
+
+        def status() -> dict:
+            return call_method(app, "codesynapse/indexStatus", {})
+
+        def found(qname: str) -> bool:
+            return call_method(app, "codesynapse/symbolCard", {"selector": qname})["found"]
+
+        assert (status()["baseCommit"], status()["overlayFiles"]) == (c1, 0)
+        live = LiveUpdater(app)
+        live.start(watch=True)
+
+        # an edit: the overlay holds it, on c1's base
+        add_function(root, "shop/pricing.py", "def loyalty_bonus(total):\n    return total\n")
+        wait_for(lambda: found("shop.pricing.loyalty_bonus"), "the edit in the overlay")
+        assert (status()["baseCommit"], status()["overlayFiles"]) == (c1, 1)
+
+        # committed: the daemon moves to c2's base (built now, a delta over c1's) and the edit
+        # comes from it; the overlay is empty again
+        git(root, "commit", "-qam", "c2")
+        c2 = git(root, "rev-parse", "HEAD")
+        team.commits.add(c2)
+        wait_for(lambda: status()["baseCommit"] == c2, "the base of c2")
+        wait_for(lambda: live.wait_idle(1.0) and status()["state"] == "ready", "the index after the move")
+        assert status()["overlayFiles"] == 0
+        assert found("shop.pricing.loyalty_bonus")
+        card = call_method(app, "codesynapse/symbolCard", {"selector": "shop.pricing.loyalty_bonus"})
+        assert card["provenance"]["freshness"]["baseCommit"] == c2
+        base2 = team.base(c2)
+        try:
+            assert [f.path for f in base2.files()] == ["shop/pricing.py"]  # only what the commit changed
+            assert base2.get_meta("base_parent") == c1
+        finally:
+            base2.close()
+
+        # a checkout of c1 (its base exists): the daemon moves back; the function is gone again
+        git(root, "checkout", "-q", c1)
+        wait_for(lambda: status()["baseCommit"] == c1, "the base of c1 again")
+        wait_for(lambda: live.wait_idle(1.0) and status()["state"] == "ready", "the index after the checkout")
+        assert not found("shop.pricing.loyalty_bonus")
+        assert found("shop.pricing.with_tax")
+    finally:
+        if live is not None:
+            live.stop(join=10)
+        app.close()
