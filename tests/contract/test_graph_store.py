@@ -42,7 +42,7 @@ def sites(calls):
 
 def test_implements_the_protocol(graph_store):
     assert isinstance(graph_store, GraphStore)
-    assert graph_store.get_meta("schema_version") == str(SCHEMA_VERSION) == "7"
+    assert graph_store.get_meta("schema_version") == str(SCHEMA_VERSION) == "8"
 
 
 def test_dump_holds_exactly_what_was_written(g):

@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from codesynapse.extract.model import CallSite, FileExtraction, Symbol
+from codesynapse.graph.model import Resolution
 from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 
@@ -36,7 +37,8 @@ FX = FileExtraction(path="m.c", language="c", hash="h", size=10, lines=10, modul
 @pytest.fixture
 def store(tmp_path):
     s = SqliteGraphStore(tmp_path / "graph.db", "a" * 16)
-    s.write_files([(FX, 1)])
+    s.write_files([(FX, 1)], call_targets={("m.c", 0): Resolution("mm.kmalloc", "import", 0.9),
+                                           ("m.c", 5): Resolution("pkg.Repo", "local", 1.0)})
     yield s
     s.close()
 
@@ -76,9 +78,19 @@ def test_rows_hold_the_graph_key_not_the_graph_id(tmp_path, store):
 
 def test_head_and_hint_indexes_leave_out_what_the_name_finds(tmp_path, store):
     # head != name: os.path.join (os), self.save (self), kmalloc(n)->next (kmalloc); hint: save's
+    conn = sqlite3.connect(tmp_path / "graph.db")
+    assert [r[0] for r in conn.execute("SELECT head FROM calls ORDER BY line")] == ["", "", "os", "self", "kmalloc", ""]
+    conn.close()
     assert _index_entries(tmp_path / "graph.db", "calls_head") == 3
     assert _index_entries(tmp_path / "graph.db", "calls_hint") == 1
     assert _index_entries(tmp_path / "graph.db", "calls_name") == len(CALLS)
+
+
+def test_the_target_index_holds_resolved_calls_only(tmp_path, store):
+    assert _index_entries(tmp_path / "graph.db", "calls_target") == 2
+    assert [(c.line, c.target) for c in store.callers("mm.kmalloc")] == [(2, "mm.kmalloc")]
+    assert store.count_callers("pkg.Repo") == 1 and store.count_callers("nothing") == 0
+    assert store.stats().resolved_calls == 2 and store.stats().calls == len(CALLS)
 
 
 @pytest.mark.parametrize("names", [["kmalloc"], ["os", "self"], ["Repo"], ["spin_lock", "join"], ["next"],

@@ -36,7 +36,7 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 
-SCHEMA_VERSION = 7  # 3: import rows keep their module's first/last segment, inherit rows their base's
+SCHEMA_VERSION = 8  # 3: import rows keep their module's first/last segment, inherit rows their base's
 # 4: SQLite symbols carry stemmed lexical fields (context/lexical.py) in an FTS5 table
 # 5: extraction changed what a graph holds (Go struct field types, TypeScript module-style
 #    names, inferred results of unannotated Python functions in signatures): an index built
@@ -44,6 +44,8 @@ SCHEMA_VERSION = 7  # 3: import rows keep their module's first/last segment, inh
 # 6: call rows keep what each argument is (CallSite.args, for parameter hints; issue 18)
 # 7: SQLite's code-graph rows carry a small graph key (table graphs) instead of the graph id,
 #    with narrower and partial indexes (issue 24 #3: a smaller index)
+# 8: SQLite: a call's head is stored only when it is not its name; calls_target leaves out
+#    unresolved calls
 
 
 def module_keys(module: str) -> tuple[str, str]:

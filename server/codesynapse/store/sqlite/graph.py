@@ -54,11 +54,12 @@ log = logging.getLogger(__name__)
 # small integer key in ``graphs`` (their column ``graph_id`` holds that key: 1-2 bytes instead
 # of 16 in every row and every index entry). An index holds the columns its queries look up
 # by: the few rows of one qname, name or caller are sorted after (the callers of a target, up
-# to thousands, are read in order from calls_target); calls_head and calls_hint leave out the
-# calls whose head is their name or whose hint is empty (most calls; all of C's), which the
-# name's own lookup finds (calls_touching). Lookups by those keys name their index (INDEXED
-# BY): without statistics (a first index, before optimize()) the planner would rather walk an
-# index in the ORDER BY's order over the whole graph than sort a few rows.
+# to thousands, are read in order from calls_target, which leaves out unresolved calls: no
+# target, most of C's calls). A call row's head is empty when it is the call's name, and
+# calls_head and calls_hint leave out empty heads and hints (most calls; all of C's): the
+# name's own lookup finds those calls (calls_touching). Lookups by those keys name their
+# index (INDEXED BY): without statistics (a first index, before optimize()) the planner would
+# rather walk an index in the ORDER BY's order over the whole graph than sort a few rows.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(
   graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(graph_id, key));
@@ -101,10 +102,10 @@ CREATE TABLE IF NOT EXISTS calls(
   callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
   hint_name TEXT NOT NULL, line INTEGER, col INTEGER, kind TEXT, target TEXT NOT NULL,
   resolution TEXT NOT NULL, confidence REAL NOT NULL, args TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target, path, line, col);
+CREATE INDEX IF NOT EXISTS calls_target ON calls(graph_id, target, path, line, col) WHERE target != '';
 CREATE INDEX IF NOT EXISTS calls_caller ON calls(graph_id, caller);
 CREATE INDEX IF NOT EXISTS calls_name ON calls(graph_id, name, target, resolution);
-CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head) WHERE head != name;
+CREATE INDEX IF NOT EXISTS calls_head ON calls(graph_id, head) WHERE head != '';
 CREATE INDEX IF NOT EXISTS calls_hint ON calls(graph_id, hint_name) WHERE hint_name != '';
 CREATE INDEX IF NOT EXISTS calls_path ON calls(graph_id, path);
 CREATE TABLE IF NOT EXISTS imports(
@@ -177,7 +178,8 @@ def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
 
 
 def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
-    return (g, path, c.caller, c.callee, c.name, callee_head(c.callee), c.receiver_hint,
+    head = callee_head(c.callee)
+    return (g, path, c.caller, c.callee, c.name, "" if head == c.name else head, c.receiver_hint,
             c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
             r.target, r.resolution, r.confidence, c.args)
 
@@ -825,11 +827,13 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     def callers(self, qname: str, limit: int = 1000) -> list[CallRow]:
         return [self._call(r) for r in self._q(
-            "SELECT * FROM calls INDEXED BY calls_target WHERE graph_id=? AND target=?" + self._CALL_ORDER + " LIMIT ?",
+            "SELECT * FROM calls INDEXED BY calls_target WHERE graph_id=? AND target=? AND target != ''"
+            + self._CALL_ORDER + " LIMIT ?",
             (self._gk, qname, limit))]
 
     def count_callers(self, qname: str) -> int:
-        return self._q("SELECT count(*) AS n FROM calls WHERE graph_id=? AND target=?", (self._gk, qname))[0]["n"]
+        return self._q("SELECT count(*) AS n FROM calls INDEXED BY calls_target WHERE graph_id=? AND target=? "
+                       "AND target != ''", (self._gk, qname))[0]["n"]
 
     def callees(self, caller: str, limit: int = 1000) -> list[CallRow]:
         return [self._call(r) for r in self._q(
@@ -866,7 +870,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             marks = ",".join("?" * len(chunk))
             # calls_head and calls_hint are partial indexes (a head that is the name, an empty
             # hint: most calls, C's all): the name's own query finds those rows
-            for col, only in (("name", ""), ("head", " AND head != name"), ("hint_name", " AND hint_name != ''")):
+            for col, only in (("name", ""), ("head", " AND head != ''"), ("hint_name", " AND hint_name != ''")):
                 for r in self._q(f"SELECT * FROM calls WHERE graph_id=? AND {col} IN ({marks}){only}",
                                  (self._gk, *chunk)):
                     out[r["id"]] = self._call(r)
