@@ -77,3 +77,31 @@ def test_write_scale_writes_json_markdown_plot_and_the_performance_section(tmp_p
     write_scale(tmp_path, results[:2], MACHINE)
     perf = (tmp_path / "PERFORMANCE.md").read_text(encoding="utf-8")
     assert perf.count("<!-- bench:scale -->") == 1 and "| mid v1 |" not in perf
+
+
+def test_scale_disk_relayout_keeps_the_rows(tmp_path):
+    from codesynapse.bench.scale_disk import relayout, space
+    from codesynapse.extract.model import CallSite, FileExtraction, Symbol
+    from codesynapse.graph.model import Resolution
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+    fx = FileExtraction(path="a.c", language="c", hash="h", size=1, lines=9, module="a", symbols=[
+        Symbol(qname="a.f", name="f", kind="function", signature="int f(void)", start_line=1, end_line=3,
+               start_col=0, end_col=1, hash="ab" * 20)],
+        calls=[CallSite(caller="a.f", callee="g", name="g", line=2, col=1),
+               CallSite(caller="a.f", callee="p->ops.run", name="run", line=3, col=1)])
+    old = SqliteGraphStore(tmp_path / "old.db", "x" * 16)
+    old.write_files([(fx, 1)], call_targets={("a.c", 0): Resolution("a.f", "local", 1.0)})
+    before = old.dump()
+    old.close()
+    got = relayout(tmp_path / "old.db", tmp_path / "new.db")
+    assert got["rows"] == {"files": 1, "symbols": 1, "calls": 2, "imports": 0, "inherits": 0}
+    assert got["byTable"]["calls"] > 0 and "symbols_lex" in got["byTable"]
+    new = SqliteGraphStore(tmp_path / "new.db", "x" * 16)
+    try:
+        assert new.dump() == before
+        assert [c.line for c in new.callers("a.f")] == [2] and len(new.calls_touching(["p"])) == 1
+        assert [s.qname for s, _ in new.search("f", 5)] == ["a.f"]
+    finally:
+        new.close()
+    assert space(tmp_path / "old.db")["rows"]["calls"] == 2
