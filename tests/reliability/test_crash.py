@@ -120,6 +120,185 @@ def test_kill9_cli_index_at_random_points(tree, tmp_path):
     assert not orphans_seen, f"extraction workers outlived the killed index process: {orphans_seen}"
 
 
+def _reader_view(db: Path) -> tuple:
+    """What a reader of the index file sees in one read transaction, as the daemon's request
+    threads read it (their own connection, WAL): the files with their hashes, how many
+    symbols, calls and resolved calls."""
+    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, timeout=30)
+    try:
+        conn.execute("BEGIN")
+        files = hash(tuple(conn.execute("SELECT path, hash FROM files ORDER BY path").fetchall()))
+        counts = conn.execute("SELECT (SELECT count(*) FROM symbols), (SELECT count(*) FROM calls), "
+                              "(SELECT count(*) FROM calls WHERE target != '')").fetchone()
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return (files, *counts)
+
+
+def _watch_wal(proc: subprocess.Popen, db: Path, kill_at: int = 0, committed=None) -> int:
+    """Follow the growth of ``db``'s write-ahead log while ``proc`` runs. With ``kill_at``,
+    SIGKILL ``proc`` (the process only, as an OOM killer or a user would) once the log has
+    grown that many bytes; returns the growth then, or -1 when the process ended first.
+    Without it, returns the growth at which ``committed()`` (read between samples) first
+    said yes: where the update's transaction commits."""
+    def size() -> int:
+        try:
+            return os.path.getsize(str(db) + "-wal")
+        except OSError:
+            return 0
+
+    start = grown = size()
+    while proc.poll() is None:
+        grown = max(grown, size())
+        if kill_at and grown - start >= kill_at:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            return grown - start
+        if committed is not None and committed():
+            proc.wait(900)
+            break
+        time.sleep(0.002)
+    assert proc.returncode == 0 or kill_at, f"the index failed ({proc.returncode})"
+    return -1 if kill_at else grown - start
+
+
+def test_kill9_cli_reindex_serves_and_keeps_the_previous_index(tree, tmp_path):
+    """A re-index of a tree whose every module changed (a bulk update of the whole tree,
+    as after a branch switch) killed at random points while another connection reads the
+    file: the reader only ever sees the previous graph or the new one, never a half-built
+    one; after a kill the file holds the previous graph exactly (or the new one whole, when
+    the kill came after the commit), and the next run catches up to the new one."""
+    root = tmp_path / "repo"
+    shutil.copytree(tree, root)
+    base = tmp_path / "base"
+    cli = [sys.executable, "-m", "codesynapse", "index", str(root), "--data-dir"]
+    subprocess.run([*cli, str(base)], check=True, stdout=subprocess.DEVNULL, timeout=900)
+    before = stored_dump(base, root)
+    view_before = _reader_view(base / "graph.db")
+    for p in sorted(root.rglob("mod*.py")):  # every module changes: f3 becomes g3, its calls too
+        p.write_text(p.read_text().replace("f3(", "g3("))
+    after = fresh_dump(root, tmp_path / "fresh")
+    view_after = _reader_view(tmp_path / "fresh" / "graph.db")
+    assert view_after != view_before
+    # the re-index writes after extracting: kills are placed by how far its write has got,
+    # from the write-ahead log's growth up to the commit in a timing run (a few past it)
+    timing = tmp_path / "timing" / "graph.db"
+    shutil.copytree(base, timing.parent)
+    wal_total = _watch_wal(subprocess.Popen([*cli, str(timing.parent)], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL), timing,
+                           committed=lambda: _reader_view(timing) == view_after)
+    assert wal_total > 0
+    rng = random.Random(SEED + 4)
+    for k in range(KILLS):
+        data = tmp_path / f"re{k}"
+        shutil.copytree(base, data)
+        frac = rng.uniform(0.0, 1.1)
+        seen: list[tuple] = []
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def read(db: Path, seen: list, errors: list, stop: threading.Event) -> None:
+            while not stop.is_set():
+                try:
+                    seen.append(_reader_view(db))
+                except sqlite3.Error as e:  # a reader may wait for a lock; it may never fail
+                    errors.append(e)
+                    return
+
+        reader = threading.Thread(target=read, args=(data / "graph.db", seen, errors, stop))
+        proc = subprocess.Popen([*cli, str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        reader.start()
+        try:
+            finished = _watch_wal(proc, data / "graph.db", kill_at=max(1, int(frac * wal_total))) < 0
+        finally:
+            stop.set()
+            reader.join(60)
+        kill_group(proc.pid)
+        assert not errors, errors
+        half = [v for v in seen if v not in (view_before, view_after)]
+        _record(scenario="cli re-index", kill_at_wal_fraction=round(frac, 3), finished_before_kill=finished,
+                reads=len(seen), half_built_reads=len(half))
+        assert seen and not half, f"kill at {frac:.0%} of the write: a reader saw {len(half)} half-built graphs: {half[:3]}"
+        assert_consistent_on_disk(data / "graph.db")
+        stored = stored_dump(data, root)
+        diff = diff_dumps(before, stored)
+        if diff and not diff_dumps(after, stored):  # killed after the commit: the new graph, whole
+            diff = []
+        else:
+            assert not finished, "the index ended, yet the file does not hold its graph"
+        assert not diff, f"kill at {frac:.0%} of the write: the file holds neither the previous graph nor the " \
+                         "new one:\n" + "\n".join(diff)
+        subprocess.run([*cli, str(data)], check=True, stdout=subprocess.DEVNULL, timeout=900)
+        diff = diff_dumps(after, stored_dump(data, root))
+        assert not diff, f"kill at {frac:.0%} of the write: the catch-up differs from a fresh index:\n" + "\n".join(diff)
+
+
+# the opener, killed (SIGKILL, by itself) as SQLite starts the second DROP TABLE of a rebuild
+_KILL_AT_SECOND_DROP = """
+import os, signal, sqlite3, sys
+real, drops = sqlite3.connect, []
+def connect(*a, **kw):
+    conn = real(*a, **kw)
+    def trace(sql):
+        if sql.lstrip().upper().startswith("DROP TABLE"):
+            drops.append(sql)
+            if len(drops) == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+    conn.set_trace_callback(trace)
+    return conn
+sqlite3.connect = connect
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+SqliteGraphStore(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_kill9_while_an_older_schema_is_dropped(tmp_path):
+    """An index of an older schema version is rebuilt when opened (it is derived data): its
+    tables are dropped and created again. A kill -9 between two of the drops leaves the old
+    tables whole with their version, and the next open rebuilds them: no old row is ever
+    taken for the current schema (before, the version row went with the first drop and the
+    rest of the old tables stayed, read as current)."""
+    root = tmp_path / "repo"
+    python_tree(root, packages=1, modules=4, funcs=2)
+    data = tmp_path / "data"
+    cli = [sys.executable, "-m", "codesynapse", "index", str(root), "--data-dir", str(data)]
+    subprocess.run(cli, check=True, stdout=subprocess.DEVNULL, timeout=900)
+    db = data / "graph.db"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")  # as an older release wrote it
+    graph_id, = conn.execute("SELECT graph_id FROM meta WHERE key='schema_version'").fetchone()
+    files, = conn.execute("SELECT count(*) FROM files").fetchone()
+    conn.close()
+    assert files > 4
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_SECOND_DROP, str(db), graph_id], check=False,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"meta", "files", "symbols", "calls"} <= tables, tables
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall() == [("1",)]
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == files
+    finally:
+        conn.close()
+    # the next start rebuilds: nothing of the old index is left, then a full index as fresh
+    from codesynapse.store.graph import SCHEMA_VERSION
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+    store = SqliteGraphStore(db, graph_id)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert store.files() == [] and store.stats().symbols == 0
+    finally:
+        store.close()
+    subprocess.run(cli, check=True, stdout=subprocess.DEVNULL, timeout=900)
+    diff = diff_dumps(fresh_dump(root, tmp_path / "fresh"), stored_dump(data, root))
+    assert not diff, "\n".join(diff)
+
+
 # ---- full index and incremental updates: the daemon --------------------------------------------
 
 

@@ -28,7 +28,7 @@ except ImportError:  # not POSIX: writers of one process still serialize on the 
 
 from codesynapse.context.lexical import FIELD_WEIGHTS, fts_query, symbol_fields
 from codesynapse.errors import StoreError, StoreUnavailable
-from codesynapse.extract.model import CallSite, FileExtraction
+from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import (
     CallRow,
     FileRow,
@@ -207,6 +207,21 @@ class GraphStoreDamaged(StoreError):
         self.reason = reason
 
 
+def _statements(script: str) -> list[str]:
+    """The statements of an SQL script (trigger bodies whole), to run one by one inside a
+    transaction (``executescript`` commits first)."""
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
 def open_sqlite_graph(path: Path | str, graph_id: str) -> tuple[SqliteGraphStore, str]:
     """Open the graph store at ``path``; when its file is damaged, move it aside (with its
     ``-wal`` and ``-shm``) as ``<name>.corrupt-<UTC timestamp>`` and create a fresh one: the
@@ -295,7 +310,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                     # without ``graphs`` hold the graph id where the key belongs)
                     log.warning("index schema version %s%s != %s: rebuilding the index", version,
                                 "" if keyed else " (rows by graph id)", SCHEMA_VERSION)
-                    self._drop_all(conn)
+                    self._rebuild(conn)
                 conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: store/sqlite/deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
@@ -324,6 +339,26 @@ class SqliteGraphStore(SqliteDepsMixin):
         graph's tables' ``graph_id`` column."""
         conn.execute("INSERT OR IGNORE INTO graphs(graph_id) VALUES (?)", (self.graph_id,))
         return conn.execute("SELECT key FROM graphs WHERE graph_id=?", (self.graph_id,)).fetchone()[0]
+
+    def _rebuild(self, conn: sqlite3.Connection) -> None:
+        """Drop every table and create the current schema with its version, in one
+        transaction: a kill -9 in between leaves the old tables whole (rebuilt at the next
+        open), never some of them dropped with the version row gone, when the others, of
+        the old layout and with their old rows, would pass for the current schema. Another
+        process that rebuilt it first (its transaction ahead of this one) is left alone."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._stored_version(conn) != str(SCHEMA_VERSION) or not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='graphs'").fetchall():
+                self._drop_all(conn)
+                for stmt in _statements(_SCHEMA + DEPS_SCHEMA):
+                    conn.execute(stmt)
+                self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def _drop_all(conn: sqlite3.Connection) -> None:
@@ -948,6 +983,49 @@ class SqliteGraphStore(SqliteDepsMixin):
     def symbols_in_files(self, paths: Iterable[str]) -> dict[str, list[SymbolRow]]:
         out = {p: self.symbols_in_file(p) for p in dict.fromkeys(paths)}
         return {p: rows for p, rows in out.items() if rows}
+
+    def symbol_table_rows(self) -> Iterator[tuple[FileRow, list[tuple[str, str, str, str]], list[ImportRef]]]:
+        """What the resolver's symbol table (index/resolve.py) needs of every indexed file, in
+        path order, streamed: (file row, its symbols as (qname, kind, parent, signature) by
+        qname and position, its imports by line, module and name). Two path-ordered cursors
+        walked side by side, the columns needed only, one file's rows held at a time: a
+        catch-up or daemon start reads the whole index through here (a query per file and
+        whole SymbolRows cost it twice the time)."""
+        files = [f for f in self.files() if f.status != "skipped"]
+        rank = {f.path: i for i, f in enumerate(files)}
+
+        def by_file(sql: str) -> Iterator[tuple[int, list[tuple]]]:
+            cur = self._conn().cursor()
+            cur.row_factory = None
+            k, rows = -1, []
+            for r in cur.execute(sql, (self._gk,)):
+                at = rank.get(r[0])
+                if at is None:  # a skipped file's (none are stored)
+                    continue
+                if at != k:
+                    if rows:
+                        yield k, rows
+                    k, rows = at, []
+                rows.append(r)
+            if rows:
+                yield k, rows
+
+        syms = by_file("SELECT path, qname, kind, parent, signature, start_line, start_col FROM symbols "
+                       "INDEXED BY symbols_path WHERE graph_id=? ORDER BY path")
+        imps = by_file("SELECT path, module, name, alias, line FROM imports INDEXED BY imports_path "
+                       "WHERE graph_id=? ORDER BY path")
+        s, i = next(syms, None), next(imps, None)
+        for k, f in enumerate(files):
+            while s is not None and s[0] < k:
+                s = next(syms, None)
+            while i is not None and i[0] < k:
+                i = next(imps, None)
+            srows = s[1] if s is not None and s[0] == k else []
+            irows = i[1] if i is not None and i[0] == k else []
+            srows.sort(key=lambda r: (r[1], r[5], r[6]))
+            irows.sort(key=lambda r: (r[4], r[1], r[2]))
+            yield (f, [(r[1], r[2], r[3] or "", r[4] or "") for r in srows],
+                   [ImportRef(module=r[1], name=r[2], alias=r[3], line=r[4]) for r in irows])
 
     def callers_many(self, qnames: Iterable[str], limit: int = 1000) -> dict[str, list[CallRow]]:
         out = {q: self.callers(q, limit) for q in dict.fromkeys(qnames)}
