@@ -416,26 +416,11 @@ class Indexer:
             if self._loaded:
                 return
             self._generation = self.store.get_meta(GENERATION)
-            # file by file, STREAM_FILES at a time: only the symbol table stays, never every
-            # stored symbol and import row at once
-            indexed = [f for f in self.store.files() if f.status != "skipped"]
-            for i in range(0, len(indexed), STREAM_FILES):
-                chunk = indexed[i:i + STREAM_FILES]
-                paths = [f.path for f in chunk]
-                syms = self.store.symbols_in_files(paths)
-                imps: dict[str, list] = {}
-                for _, im in self.store.imports_touching(paths, ()):
-                    imps.setdefault(im.path, []).append(im)
-                for f in chunk:
-                    # the order all_symbols()/imports() gave: (qname, start line), (line, module, name)
-                    rows = sorted(syms.get(f.path, ()), key=lambda s: (s.qname, s.start_line))
-                    refs = [ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line)
-                            for im in sorted(imps.get(f.path, ()), key=lambda im: (im.line, im.module, im.name))]
-                    self.index.add_file(f.path, f.module, f.language,
-                                        [(s.qname, s.kind, s.parent, s.signature) for s in rows], refs)
-            for ih in self.store.inherits():
-                if ih.target:
-                    self._inherits_by_file.setdefault(ih.path, []).append((ih.child, ih.target))
+            table = getattr(self.store, "symbol_table", None)
+            if table is not None:  # a team graph: its base's table is kept with the base (store/symtable.py)
+                table().fill(self.index, self._inherits_by_file)
+            else:
+                self._load_rows()
             self.index.set_bases(self._bases())
             self._loaded = True
         if self.store.get_meta("resolution_pending") == "1":
@@ -451,6 +436,34 @@ class Indexer:
             self.resolve_all()
             if self._suspect:
                 self.store.set_meta({"resolution_pending": "1"})
+
+    def _load_rows(self) -> None:
+        """The in-memory index from the store's rows, file by file, STREAM_FILES at a time:
+        only the symbol table stays, never every stored symbol and import row at once."""
+        stream = getattr(self.store, "symbol_table_rows", None)
+        if stream is not None:  # SQLite: two path-ordered reads, streamed (store/sqlite/graph.py)
+            for f, syms, refs in stream():
+                self.index.add_file(f.path, f.module, f.language, syms, refs)
+            indexed = []
+        else:
+            indexed = [f for f in self.store.files() if f.status != "skipped"]
+        for i in range(0, len(indexed), STREAM_FILES):
+            chunk = indexed[i:i + STREAM_FILES]
+            paths = [f.path for f in chunk]
+            syms = self.store.symbols_in_files(paths)
+            imps: dict[str, list] = {}
+            for _, im in self.store.imports_touching(paths, ()):
+                imps.setdefault(im.path, []).append(im)
+            for f in chunk:
+                # the order all_symbols()/imports() gave: (qname, start line), (line, module, name)
+                rows = sorted(syms.get(f.path, ()), key=lambda s: (s.qname, s.start_line))
+                refs = [ImportRef(module=im.module, name=im.name, alias=im.alias, line=im.line)
+                        for im in sorted(imps.get(f.path, ()), key=lambda im: (im.line, im.module, im.name))]
+                self.index.add_file(f.path, f.module, f.language,
+                                    [(s.qname, s.kind, s.parent, s.signature) for s in rows], refs)
+        for ih in self.store.inherits():
+            if ih.target:
+                self._inherits_by_file.setdefault(ih.path, []).append((ih.child, ih.target))
 
     def _follow_store(self) -> None:
         """Called inside the update's transaction (the index's writer lock held): when another

@@ -23,6 +23,7 @@ version (``_Shadow``): limits and counts stay exact with one extra read per key 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -41,10 +42,12 @@ from codesynapse.graph.model import (
     SymbolRow,
 )
 from codesynapse.store.graph import GraphStore, StoreCapabilities
+from codesynapse.store.text import fold_tokens, name_terms, query_terms
 
 OVERLAY_IDS = 1 << 40  # overlay row ids are offset by this (JSON-safe: < 2**53)
 GENERATION = "index_generation"  # the indexer's meta key (index/indexer.py)
 COUNT_SEARCH_SCAN = 1000  # base search hits count_search looks through for shadowed ones
+SEARCH_POOL = 50  # at least this many hits of each store are re-scored together (search)
 _TOMBSTONES = "team.tombstones"
 _CALL_OVERRIDES = "team.call_overrides"
 _INHERIT_OVERRIDES = "team.inherit_overrides"
@@ -62,6 +65,17 @@ def _call_key(c: CallRow) -> tuple:
 
 def _inh_key(r: InheritRow) -> tuple:
     return (r.path, r.line, r.child, r.base)
+
+
+_FIELD_WEIGHTS = (4.0, 2.0, 1.0)  # name, qname, name terms: both stores' column weights (store/neo4j/graph.py)
+_K1 = 1.2
+_DF_CACHE = 10_000  # terms whose base document frequency is kept (per base)
+
+
+def _fields(s: SymbolRow) -> tuple[list[str], list[str], list[str]]:
+    """The tokens of a symbol's three searchable fields, as both stores index them."""
+    return (fold_tokens(s.name).split(), fold_tokens(s.qname).split(),
+            fold_tokens(name_terms(s.name, s.qname)).split())
 
 
 def _reid(row, offset: int = OVERLAY_IDS):
@@ -104,6 +118,9 @@ class CompositeGraphStore:
         self.frozen = frozen
         self._frozen_meta: dict[str, Any] = {}
         self._shadow_cache: tuple[Any, _Shadow] | None = None
+        # (base, its GraphStats, term -> base document frequency): the base never changes, so
+        # its counts (stats, search's statistics) are read once per base
+        self._base_stats: tuple[Any, GraphStats, dict[str, int]] | None = None
         # base rows handed out to a writer inside its transaction (an override keeps the row as
         # the base has it); forgotten when the transaction ends, so they never pile up
         self._tl = threading.local()
@@ -174,6 +191,19 @@ class CompositeGraphStore:
 
     def team_freshness(self) -> dict[str, Any]:
         return {"baseCommit": self.base_commit, "overlayFiles": self.overlay_files()}
+
+    def symbol_table(self):
+        """The resolver's table of this view (``Indexer.load``; store/symtable.py): the base's,
+        kept with the base, under this level's own rows (a frozen delta base's kept table, or
+        the checkout's overlay read as rows), its tombstones and re-resolved inherit rows."""
+        from codesynapse.store import symtable
+
+        below = symtable.table_of(self.base)
+        level = symtable.stored_level(self.overlay) if self.frozen else None
+        if level is None:
+            level = symtable.read_level(self.overlay)
+        overrides = self._overrides(_INHERIT_OVERRIDES, InheritRow).values()
+        return symtable.compose(below, level, self._tombstones(), overrides)
 
     # -- lifecycle / meta ---------------------------------------------------------------------
     def close(self) -> None:
@@ -421,14 +451,74 @@ class CompositeGraphStore:
         return self.base.symbol_at(path, line)
 
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
-        """Both stores' BM25 hits merged by score (the two scales differ: docs/TEAM.md)."""
+        """Both stores' hits for ``text``. When both have some, their BM25 scores are on two
+        scales (each store's own statistics: a small overlay's IDF is near zero), so the
+        union is scored again with one set of statistics (``_rescore``); otherwise the one
+        store's order stands."""
         sh = self._shadow()
         want = limit + offset
+        pool = max(want, SEARCH_POOL)  # each store's own top, re-scored together
         k = min(len(sh.base_symbols), 1000)
-        hits = [(s, sc) for s, sc in self.base.search(text, want + k) if s.path not in sh.paths]
-        hits += [(self._reid(s), sc) for s, sc in self.overlay.search(text, want)]
-        hits.sort(key=lambda h: (-h[1], _sym_key(h[0])))
+        base = [(s, sc) for s, sc in self.base.search(text, pool + k) if s.path not in sh.paths]
+        mine = [(self._reid(s), sc) for s, sc in self.overlay.search(text, pool)]
+        hits = self._rescore(text, base + mine, sh) if base and mine else (base or mine)
         return hits[offset:offset + limit]
+
+    def _rescore(self, text: str, hits: list[tuple[SymbolRow, float]], sh: _Shadow) -> list[tuple[SymbolRow, float]]:
+        """BM25 of each hit with the statistics of this view: N its symbols, a term's document
+        frequency its symbols matching the term (the base's, less those shadowed, plus the
+        overlay's), over the three fields both stores index with their weights (name 4,
+        qualified name 2, name terms 1; store/text.py tokens). No length normalization (b = 0):
+        the fields are identifiers of similar length, and the average lengths of a whole base
+        are not at hand. Ties by (qname, path, start line)."""
+        terms = query_terms(text)
+        if not terms:
+            return sorted(hits, key=lambda h: _sym_key(h[0]))
+        gone = [_fields(s) for s in sh.base_symbols]
+        n_docs = max(1, self._base_count() - len(sh.base_symbols) + self.overlay.stats().symbols)
+        idf = {}
+        for t in terms:
+            df = self._base_df(t) - sum(1 for f in gone if any(t in toks for toks in f))
+            df = min(max(df + self.overlay.count_search(t), 1), n_docs)
+            idf[t] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        scored = []
+        for s, _ in hits:
+            fields = _fields(s)
+            score = 0.0
+            for t in terms:
+                for w, toks in zip(_FIELD_WEIGHTS, fields):
+                    tf = toks.count(t)
+                    if tf:
+                        score += idf[t] * w * tf * (_K1 + 1) / (tf + _K1)
+            scored.append((s, score))
+        scored.sort(key=lambda h: (-h[1], _sym_key(h[0])))
+        return scored
+
+    def _base_graph_stats(self) -> GraphStats:
+        """The base's counts (it never changes: read once per base)."""
+        with self._lock:
+            cached = self._base_stats
+            base = self.base
+        if cached is None or cached[0] is not base:
+            cached = (base, base.stats(), {})
+            with self._lock:
+                self._base_stats = cached
+        return cached[1]
+
+    def _base_count(self) -> int:
+        return self._base_graph_stats().symbols
+
+    def _base_df(self, term: str) -> int:
+        self._base_graph_stats()
+        cache = self._base_stats[2]
+        n = cache.get(term)
+        if n is None:
+            n = self.base.count_search(term)
+            with self._lock:
+                if len(cache) >= _DF_CACHE:
+                    cache.clear()
+                cache[term] = n
+        return n
 
     def count_search(self, text: str) -> int:
         sh = self._shadow()
@@ -635,7 +725,7 @@ class CompositeGraphStore:
     # -- whole graph ----------------------------------------------------------------------------
     def stats(self) -> GraphStats:
         sh = self._shadow()
-        b, o = self.base.stats(), self.overlay.stats()
+        b, o = self._base_graph_stats(), self.overlay.stats()
         gone_files = list(sh.base_files.values())
         languages = dict(b.languages)
         kinds = dict(b.kinds)
