@@ -109,11 +109,14 @@ def scale_markdown(points: list[dict[str, Any]], fit: dict[str, dict[str, float]
     lines.append("")
     if fit:
         w, m, d = fit["wallSeconds"], fit["peakRssAllMB"], fit["indexMB"]
+        def plus(v: float, digits: int) -> str:
+            return f"{'+' if v >= 0 else '−'} {abs(v):.{digits}f}"
+
         lines.append(
             "Least-squares fits against lines indexed (M = millions of lines): "
-            f"wall ≈ {w['perMLines']:.1f} s/M + {w['intercept']:.1f} s (R² {w['r2']:.3f}); "
-            f"peak RSS (all processes) ≈ {m['perMLines']:.1f} MB/M + {m['intercept']:.0f} MB (R² {m['r2']:.3f}); "
-            f"index on disk ≈ {d['perMLines']:.1f} MB/M + {d['intercept']:.0f} MB (R² {d['r2']:.3f}).")
+            f"wall ≈ {w['perMLines']:.1f} s/M {plus(w['intercept'], 1)} s (R² {w['r2']:.3f}); "
+            f"peak RSS (all processes) ≈ {m['perMLines']:.1f} MB/M {plus(m['intercept'], 0)} MB (R² {m['r2']:.3f}); "
+            f"index on disk ≈ {d['perMLines']:.1f} MB/M {plus(d['intercept'], 0)} MB (R² {d['r2']:.3f}).")
     else:
         lines.append("(Fewer than two points: no fit.)")
     if png:
