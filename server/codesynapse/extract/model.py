@@ -221,7 +221,7 @@ def parse_call_args(args: str) -> tuple[list[str], dict[str, str]] | None:
     kw: dict[str, str] = {}
     for e in args.split(";") if args != ARGS_NONE else ():
         k, eq, v = e.partition("=")
-        if eq:
+        if eq and k.isidentifier():  # (a return hint entry starts with "=>")
             kw[k] = v
         elif kw:  # a positional entry after a keyword one: not written by call_args
             return None
