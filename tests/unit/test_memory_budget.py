@@ -44,6 +44,13 @@ class CountingStore(SqliteGraphStore):
         self.reads.append(("all_symbols", -1))
         return super().all_symbols()
 
+    def symbol_table_rows(self):
+        n = 0
+        for row in super().symbol_table_rows():  # counts the files as they stream by
+            n += 1
+            yield row
+        self.reads.append(("symbol_table_rows", n))
+
     def all_imports(self):
         self.reads.append(("all_imports", -1))
         return super().all_imports()
@@ -103,14 +110,41 @@ def test_full_index_and_reload_read_a_few_files_at_a_time(tmp_path: Path, monkey
         max(n for name, n in reads if name == "calls_in_files") <= 2
     assert max(n for name, n in reads if name == "imports_touching") <= 2
     assert not [name for name, _ in reads if name in ("all_imports", "all_symbols", "imports")]
-    # a reopened index (catch-up, daemon start) builds its symbol table file by file
+    # a reopened index (catch-up, daemon start) builds its symbol table from one streamed,
+    # path-ordered read (symbol_table_rows: a file's rows at a time), no whole-table list
     store.reads.clear()
     again = Indexer(root, store, None, workers=1)
     again.load()
-    assert [name for name, _ in store.reads if name in ("all_symbols", "imports")] == []
-    assert sum(n for name, n in store.reads if name == "symbols_in_files") == files
-    assert max(n for name, n in store.reads if name == "symbols_in_files") <= 2
+    assert [name for name, _ in store.reads if name in ("all_symbols", "imports", "symbols_in_files")] == []
+    assert [n for name, n in store.reads if name == "symbol_table_rows"] == [files]
     # and resolves exactly as the index that wrote it
     assert set(again.index.files) == set(first.index.files)
     report = again.index_tree()
     assert report.parsed == 0
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_the_streamed_symbol_table_equals_the_one_read_file_by_file(tmp_path: Path, repo: str):
+    """symbol_table_rows (a catch-up's and a daemon start's read) gives every indexed file
+    with the symbols and imports the per-file reads give, in the order the table is built
+    in; the symbol tables built from it and from the per-file reads are the same."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / repo, root)
+    store, ix = _index(root, tmp_path / "g.db")
+    streamed = list(store.symbol_table_rows())
+    indexed = [f for f in store.files() if f.status != "skipped"]
+    assert [f.path for f, _, _ in streamed] == [f.path for f in indexed] and streamed
+    per_file = store.symbols_in_files([f.path for f in indexed])
+    for f, syms, refs in streamed:
+        want = sorted(per_file.get(f.path, ()), key=lambda s: (s.qname, s.start_line, s.start_col))
+        assert syms == [(s.qname, s.kind, s.parent, s.signature) for s in want]
+        assert [(r.module, r.name, r.alias, r.line) for r in refs] == \
+            [(im.module, im.name, im.alias, im.line) for im in store.imports(f.path)]
+    again = Indexer(root, store, None, workers=1)
+    again.load()
+    assert again.index.kinds == ix.index.kinds and again.index.parents == ix.index.parents
+    # (a file's symbols in any order: the indexer adds them in source order, a load by name)
+    assert {p: (fi.module, fi.bindings, fi.alternatives, fi.stars, set(fi.symbols), fi.results, fi.fields)
+            for p, fi in again.index.files.items()} == \
+        {p: (fi.module, fi.bindings, fi.alternatives, fi.stars, set(fi.symbols), fi.results, fi.fields)
+         for p, fi in ix.index.files.items()}
