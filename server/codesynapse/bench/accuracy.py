@@ -934,15 +934,23 @@ def render_markdown(results: list[dict[str, Any]], machine: dict[str, Any] | Non
 
 
 _GAPS = [
-    "- **Unannotated return values across files**: a local set from a function or method of *another* file "
-    "takes the class that function *declares* (`-> Cls`, `Optional[Cls]`, `-> Self`; return hints, issue 18 "
-    "#4), but the standard library and Django rarely annotate: `template = engine.get_template(name)`, "
-    "`msg = email.message_from_string(s)`, `loop = events.get_event_loop()` get no class, because the "
-    "resolver's symbol index holds signatures, not what a body returns (`return Cls(...)`, `return cls(...)` "
-    "are followed within one file only). Calls on them stay unresolved (counted as same-name candidates).",
+    "- **Return values across files**: a local set from a function or method of *another* file takes the "
+    "class that function declares (`-> Cls`, `Optional[Cls]`, `-> Self`) or, unannotated, the one class every "
+    "`return` of its body builds (`return Cls(...)`, `return self` / `cls(...)`; return hints, issue 18 #4). "
+    "A function that returns what another function returns (`return engine.get_template(name)`), a "
+    "parameter, or several classes gives nothing: `template = engine.get_template(name)`, "
+    "`loop = events.get_event_loop()` get no class, and calls on them stay unresolved (counted as same-name "
+    "candidates).",
+    "- **Parameters**: an untyped parameter is typed by the one class that every in-project call of its "
+    "function passes (a constructor, a name or `self.x` of known class, `self`; parameter hints, issue 18 "
+    "#4; `inferred`, 0.75). Left untyped: a call passing a parameter or a call's result (`request_handler` "
+    "handed on from another parameter), two classes, `*args`, a method called through its class, a method "
+    "that overrides a base's, any unresolved call of the function's name anywhere, closures and decorated "
+    "functions. Not detected: a function also handed around as a value (`executor.submit(f, x)`, "
+    "`handlers = {'a': f}`) may be called elsewhere with other arguments.",
     "- **Attributes set in another method from a call**: `self._loop = events.get_event_loop()` in `__init__` "
-    "then `self._loop.call_soon()` elsewhere, and parameters whose every caller passes one class "
-    "(`request_handler.send_header`), stay unresolved.",
+    "then `self._loop.call_soon()` elsewhere stays unresolved (`__init__`'s parameters are not typed by "
+    "the class's constructor calls).",
     "- **Module-level receivers**: `parser = argparse.ArgumentParser()` followed by `parser.parse_args()` at "
     "module level (scripts' `if __name__ == '__main__':` blocks) stays unresolved: the extraction engine "
     "asks for receiver classes only inside functions and classes (the Python hooks already accept a module).",

@@ -29,10 +29,10 @@ from pathlib import Path
 from codesynapse.extract import content_hash, extract_source, incremental, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.manifests import is_dependency_file
-from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
+from codesynapse.extract.model import PARAM_HINT, CallSite, FileExtraction, ImportRef
 from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.graph import deps
-from codesynapse.graph.model import FileRow, Resolution
+from codesynapse.graph.model import CallRow, FileRow, Resolution
 from codesynapse.index.resolve import Resolver, SymbolIndex
 from codesynapse.index.state import IndexState
 from codesynapse.index.workers import WorkerOutput
@@ -386,6 +386,9 @@ class Indexer:
         # the unsaved buffers the last update indexed (path -> bytes): a listener reading a
         # file as it was indexed looks here before the disk
         self.last_overlays: dict[str, bytes] = {}
+        # names of the calls an update's files held before it rewrote them (None: too many
+        # files), for the parameter pass (_resolve_params)
+        self._param_names: set[str] | None = set()
         self._in_tree = False
 
     @property
@@ -615,6 +618,7 @@ class Indexer:
             self._follow_store()
             self.load()
             run = self._plan_update(changed, deleted, skipped, overlays)
+            self._param_names = self._stored_call_names(run)
             self.store.set_meta({"resolution_pending": "1"})
             self._drop_removed(run, deleted, skipped)
             self._extract_and_write(run, progress, report)
@@ -1006,14 +1010,106 @@ class Indexer:
             calls = itertools.chain(self._calls_of(sorted(changed - held - fresh)), touching)
         updates: list[tuple[int, Resolution]] = []
         rewritten: set[str] = set()
+        param_rows: dict[int, CallRow] = {}  # bound through a parameter hint: the last pass's
+        moved: set[str] = set()  # names of calls written or moved: their functions' parameters may move
+        for path, sites in deferred:
+            moved.update(c.name for c in sites)
         for c in calls:
+            if c.hint.startswith(PARAM_HINT):
+                param_rows[c.id] = c
+                continue
+            if c.path in changed:
+                moved.add(c.name)
             r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
             if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
                 updates.append((c.id, r))
                 rewritten.add(c.path)
+                moved.add(c.name)
                 if len(updates) >= 20_000:
                     self.store.update_call_targets(updates)
                     updates = []
         self.store.update_call_targets(updates)
+        full = everything or bool(changed) and len(changed) >= len(idx.files)
+        rewritten |= self._resolve_params(full, fresh, param_rows, moved)
         return None if bases_changed else rewritten
+
+    def _stored_call_names(self, run: _UpdateRun) -> set[str] | None:
+        """Names of the stored calls of an update's files before it rewrites them: a call
+        that goes away may leave a function's parameter with one class (None: too many files
+        to read, every parameter hint is re-resolved)."""
+        paths = sorted(p for p in {c.path for c in run.changed} | set(run.removed) if p in run.stored)
+        if len(paths) > PARAM_NAMES_FILES:
+            return None
+        return {c.name for c in self._calls_of(paths)} if paths else set()
+
+    def _resolve_params(self, full: bool, fresh: set[str], param_rows: dict[int, CallRow],
+                        moved: set[str]) -> set[str]:
+        """The parameter pass, after every other call is resolved: calls bound through a
+        parameter hint (extract/model.py ``param_hint``) are resolved against the stored calls
+        of their function (``Resolver.param_type``): those of the changed files, and those
+        elsewhere whose function's name is the name of a call written, moved or gone. Returns
+        the files whose stored call resolutions this changed."""
+        before = self._param_names
+        self._param_names = set()
+        rows = param_rows
+        if full or before is None:
+            rows = {c.id: c for c in self.store.all_calls() if c.hint.startswith(PARAM_HINT)}
+        else:
+            names = moved | before
+            if fresh:  # live-written: their calls went in with parameter hints unbound
+                for c in self._calls_of(sorted(fresh)):
+                    names.add(c.name)
+                    if c.hint.startswith(PARAM_HINT):
+                        rows[c.id] = c
+            if names:
+                for c in self.store.calls_touching(names):
+                    if c.hint.startswith(PARAM_HINT) and c.hint.rsplit(".", 1)[-1] in names:
+                        rows[c.id] = c
+        if not rows:
+            return set()
+        res = self.resolver
+        res.param_sites = _ParamSites(self.store)
+        res._param_cache = {}
+        updates: list[tuple[int, Resolution]] = []
+        rewritten: set[str] = set()
+        try:
+            for c in rows.values():
+                r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
+                if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
+                    updates.append((c.id, r))
+                    rewritten.add(c.path)
+        finally:
+            res.param_sites = None
+            res._param_cache = {}
+        self.store.update_call_targets(updates)
+        return rewritten
+
+
+# the parameter pass reads at most this many callers of one function (more: left untyped)
+PARAM_SITES_MAX = 1000
+# an update of more files than this re-resolves every parameter hint instead of reading the
+# names of the calls its files held
+PARAM_NAMES_FILES = 2000
+
+
+class _ParamSites:
+    """The stored calls the parameter pass reads (``Resolver.param_type``), cached for one pass."""
+
+    def __init__(self, store: GraphStore):
+        self.store = store
+        self._named: dict[str, bool] = {}
+
+    def callers(self, qname: str) -> list[CallRow] | None:
+        rows = self.store.callers(qname, limit=PARAM_SITES_MAX + 1)
+        return None if len(rows) > PARAM_SITES_MAX else rows
+
+    def unresolved(self, name: str) -> bool:
+        """True when a call named ``name`` is unresolved or bound through a parameter hint
+        (either may call the function with anything)."""
+        hit = self._named.get(name)
+        if hit is None:
+            hit = self._named[name] = any(
+                c.name == name and (c.resolution == "unresolved" or c.hint.startswith(PARAM_HINT))
+                for c in self.store.calls_touching([name]))
+        return hit
 

@@ -1,0 +1,241 @@
+"""Parameter hints (issue 18 #4): an untyped Python parameter whose every in-project call site
+passes an instance of one class is typed by it, so ``def transfer(source, target, amount):
+source.withdraw(amount)`` binds ``Account.withdraw`` (resolution ``inferred``, the confidence
+graph/confidence.py gives a type read from the callers). Each rule is shown binding and,
+beside it, the cases that must stay unbound: two classes passed, an argument of unknown type,
+``*args`` at a call, a parameter bound again in the body, no call at all, only ``None``
+passed, a decorator that may call the function some other way, a method called through its
+class (the arguments move by one), a method that overrides a base's, and a function whose
+name is also called on an unknown receiver somewhere.
+
+Every tree is written here and indexed by the real indexer into SQLite; expectations are
+written out as (caller, callee text) → (target, resolution)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codesynapse.extract import extract_source
+from codesynapse.extract.model import parse_call_args, parse_param_hint
+from codesynapse.graph.confidence import INFERRED_FROM_CALLERS
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+BANK = '''
+class Account:
+    def withdraw(self, amount):
+        pass
+
+    def deposit(self, amount):
+        pass
+
+
+class Savings:
+    def withdraw(self, amount):
+        pass
+
+
+def register(fn):
+    return fn
+
+
+def transfer(source, target, amount):
+    source.withdraw(amount)
+    target.deposit(amount)
+
+
+def audit(acct, note=None):
+    acct.withdraw(1)
+    note.deposit(2)
+
+
+def mixed(a):
+    a.withdraw(1)
+
+
+def unknown_arg(a):
+    a.withdraw(1)
+
+
+def splat(a):
+    a.withdraw(1)
+
+
+def rebound(a):
+    a = make()
+    a.withdraw(1)
+
+
+def kwonly(*, acct):
+    acct.withdraw(1)
+
+
+def uncalled(a):
+    a.withdraw(1)
+
+
+def nones(a=None):
+    a.withdraw(1)
+
+
+@register
+def decorated(a):
+    a.withdraw(1)
+
+
+def lonely(a):
+    a.withdraw(1)
+
+
+def make():
+    return 1
+
+
+def via_result(a):
+    a.withdraw(1)
+
+
+class Teller:
+    def pay(self, acct):
+        acct.withdraw(1)
+
+    def pay_via_class(self, acct):
+        acct.withdraw(1)
+
+    @staticmethod
+    def stat(acct):
+        acct.deposit(1)
+
+    def keep(self, acct):
+        self.kept = acct
+
+    def use_kept(self):
+        self.kept.deposit(1)
+
+    def run(self):
+        self.pay(Account())
+        Teller.pay_via_class(self, Account())
+        self.pay_via_class(Account())
+        self.stat(Account())
+        self.keep(Account())
+
+
+class Base:
+    def handle(self, req):
+        pass
+
+
+class Sub(Base):
+    def handle(self, req):
+        req.withdraw(1)
+
+    def go(self):
+        self.handle(Account())
+'''
+
+USE = '''
+from pkg import bank
+from pkg.bank import (Account, Savings, audit, decorated, kwonly, lonely, mixed, nones, rebound, splat,
+                      transfer, unknown_arg)
+
+
+def main(x, xs):
+    a = Account()
+    transfer(a, Account(), 1)
+    transfer(source=Account(), target=a, amount=2)
+    bank.transfer(a, a, 3)
+    audit(a)
+    audit(Account(), None)
+    mixed(Account())
+    mixed(Savings())
+    unknown_arg(x)
+    unknown_arg(Account())
+    splat(*xs)
+    rebound(Account())
+    kwonly(acct=Account())
+    nones()
+    nones(None)
+    decorated(Account())
+    lonely(Account())
+    x.lonely(2)
+    r = bank.make()
+    bank.via_result(r)
+    bank.via_result(Account())
+'''
+
+
+def _calls(root: Path, db: Path) -> dict[tuple[str, str], tuple[str, str, float]]:
+    store = SqliteGraphStore(db, "g")
+    try:
+        Indexer(root, store, None, workers=1).index_tree()
+        out: dict[tuple[str, str], tuple[str, str, float]] = {}
+        for c in store.all_calls():
+            key = (c.caller, c.callee)
+            out[key] = (c.target, c.resolution, c.confidence) if key not in out else ("<twice>", "", 0.0)
+        return out
+    finally:
+        store.close()
+
+
+def test_extraction_writes_parameter_hints_and_call_arguments():
+    fx = extract_source("/tmp", "m.py", USE.encode() + BANK.encode(), "python")
+    by = {(c.caller, c.callee): c for c in fx.calls}
+    # the receiver: position 0 as a bound call passes it, a plain function, named transfer
+    assert parse_param_hint(by[("m.transfer", "source.withdraw")].receiver_hint) == (0, "source", "f", "transfer")
+    # a method's self is not counted; a keyword-only parameter has no position
+    assert parse_param_hint(by[("m.Teller.pay", "acct.withdraw")].receiver_hint) == (0, "acct", "m", "pay")
+    assert parse_param_hint(by[("m.Teller.stat", "acct.deposit")].receiver_hint) == (0, "acct", "f", "stat")
+    assert parse_param_hint(by[("m.kwonly", "acct.withdraw")].receiver_hint) == (-1, "acct", "f", "kwonly")
+    # no parameter hint: bound again in the body, a decorator that may wrap it
+    assert by[("m.rebound", "a.withdraw")].receiver_hint.startswith("=>")
+    assert by[("m.decorated", "a.withdraw")].receiver_hint == ""
+    # what each argument is: a constructor, a hinted local, None, unknown, unpacked
+    seen = {c.args for c in fx.calls if c.callee == "transfer"}
+    assert seen == {"Account;Account;?", "source=Account;target=Account;amount=?"}
+    assert {c.args for c in fx.calls if c.callee == "audit"} == {"Account", "Account;-"}
+    assert [c.args for c in fx.calls if c.callee == "splat"] == ["*"]
+    assert next(c.args for c in fx.calls if c.callee == "unknown_arg") == "?"
+    assert [c.args for c in fx.calls if c.callee == "self.keep"] == ["Account"]
+    assert parse_call_args("Account;k=?") == (["Account"], {"k": "?"})
+    assert parse_call_args("*") is None
+    assert [c.args for c in fx.calls if c.callee == "nones"] == ["()", "-"]
+    assert parse_call_args("()") == ([], {})
+    assert parse_call_args("=>=>0.pkg.make;k==>=>0.make") == (["=>=>0.pkg.make"], {"k": "=>=>0.make"})
+    assert parse_call_args("") is None  # a language (or row) that does not say
+
+
+def test_parameters_typed_by_every_call_site(tmp_path):
+    src = tmp_path / "src"
+    for rel, body in {"pkg/__init__.py": "", "pkg/bank.py": BANK, "pkg/use.py": USE}.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+    calls = _calls(src, tmp_path / "g.db")
+    acc = "pkg.bank.Account"
+    bound = {
+        ("pkg.bank.transfer", "source.withdraw"): f"{acc}.withdraw",  # positional, keyword, via the module
+        ("pkg.bank.transfer", "target.deposit"): f"{acc}.deposit",
+        ("pkg.bank.audit", "acct.withdraw"): f"{acc}.withdraw",
+        ("pkg.bank.kwonly", "acct.withdraw"): f"{acc}.withdraw",
+        ("pkg.bank.Teller.pay", "acct.withdraw"): f"{acc}.withdraw",  # self.pay(Account())
+        ("pkg.bank.Teller.stat", "acct.deposit"): f"{acc}.deposit",  # a staticmethod through self
+        ("pkg.bank.Teller.use_kept", "self.kept.deposit"): f"{acc}.deposit",  # self.kept = acct elsewhere
+    }
+    for key, target in bound.items():
+        assert calls[key] == (target, "inferred", INFERRED_FROM_CALLERS), key
+    unbound = [
+        ("pkg.bank.audit", "note.deposit"),  # only None or the default passed
+        ("pkg.bank.mixed", "a.withdraw"),  # Account and Savings
+        ("pkg.bank.unknown_arg", "a.withdraw"),  # one site passes a parameter of unknown type
+        ("pkg.bank.splat", "a.withdraw"),  # splat(*xs)
+        ("pkg.bank.uncalled", "a.withdraw"),  # no call site
+        ("pkg.bank.nones", "a.withdraw"),
+        ("pkg.bank.decorated", "a.withdraw"),  # @register may hand it to anyone
+        ("pkg.bank.lonely", "a.withdraw"),  # x.lonely(2) may be it, with anything
+        ("pkg.bank.via_result", "a.withdraw"),  # r = bank.make(): a result of no known class
+        ("pkg.bank.Teller.pay_via_class", "acct.withdraw"),  # Teller.pay_via_class(self, Account())
+        ("pkg.bank.Sub.handle", "req.withdraw"),  # Base.handle's callers reach it too
+    ]
+    for key in unbound:
+        assert calls[key][:2] == ("", "unresolved"), key
+    # a parameter bound again in the body keeps what the body binds (here nothing)
+    assert calls[("pkg.bank.rebound", "a.withdraw")][:2] == ("", "unresolved")
