@@ -14,6 +14,8 @@ from codesynapse.context.dense import (
     DenseResult,
     _Mirror,
     open_symbol_vectors,
+    query_parts,
+    query_vector,
     split_words,
     symbol_text,
 )
@@ -72,6 +74,37 @@ def test_split_words(text, words):
 ])
 def test_symbol_text(symbol, text):
     assert symbol_text(symbol) == text
+
+
+def test_symbol_text_names_what_the_symbol_calls():
+    # the names it calls, split into words, distinct, after the summary and before the file
+    r = row(qname="shop.pricing.with_tax", name="with_tax", signature="def with_tax(amount)",
+            summary="Add tax to a net amount.")
+    assert symbol_text(r, ["round", "applyDiscount", "round", "__init__"]) == (
+        "function with tax. in shop pricing. def with_tax(amount). Add tax to a net amount. "
+        "calls round, apply discount, init. file shop pricing")
+    assert symbol_text(r, [f"step_{i}" for i in range(20)]).count("step") == 12  # at most CALLS_MAX names
+
+
+@pytest.mark.parametrize("query, parts", [
+    ("where is sales tax added", ["where is sales tax added"]),
+    ("Requests get a 404. Where is the path matched?",
+     ["Requests get a 404. Where is the path matched?", "Requests get a 404.", "Where is the path matched?"]),
+    # a piece under three words is no sentence of its own; one sentence left is the query itself
+    ("Why? The retry gives up early.", ["Why? The retry gives up early."]),
+    ("One two three. Four five six! Seven eight nine? Ten eleven twelve; Thirteen fourteen fifteen.",
+     ["One two three. Four five six! Seven eight nine? Ten eleven twelve; Thirteen fourteen fifteen.",
+      "One two three.", "Four five six!", "Seven eight nine?", "Ten eleven twelve;"]),
+])
+def test_query_parts(query, parts):
+    assert query_parts(query) == parts
+
+
+def test_query_vector_is_the_mean_of_the_unit_parts():
+    assert query_vector([[3.0, 4.0]]) == [3.0, 4.0]  # one part: as embedded
+    assert query_vector([[2.0, 0.0], [0.0, 5.0]]) == [0.5, 0.5]
+    # a zero or non-finite part is left out
+    assert query_vector([[2.0, 0.0], [0.0, 0.0], [float("nan"), 1.0], [0.0, 1.0]]) == [0.5, 0.5]
 
 
 def test_symbol_text_is_capped():
@@ -224,6 +257,29 @@ def test_edits_reembed_only_what_changed_and_deletions_disappear(tmp_path):
         assert "shop.pricing.apply_discount" not in _top(app, "lower the price by some percent", 10)
         st = sv.status()
         assert st["state"] == "ready" and st["embedded"] == st["total"] == 22
+    finally:
+        app.close()
+
+
+def test_a_changed_call_reembeds_the_caller_only(tmp_path):
+    # what a function calls is part of its text: a body edit that changes a call embeds that
+    # function again (and no other); one that keeps its calls embeds nothing (above)
+    app = _app(tmp_path)
+    try:
+        _ready(app)
+        sv = app.symbol_vectors
+        before = _rows(app)
+        embedded = sv.stats["embedded"]
+        pricing = app.workspace.root / "shop" / "pricing.py"
+        pricing.write_text(pricing.read_text().replace("return round(amount * (1 + TAX_RATE), 2)",
+                                                       "return float(amount * (1 + TAX_RATE))"))
+        LiveUpdater(app)._apply({"shop/pricing.py": "disk"})
+        assert sv.wait(60)
+        assert sv.stats["embedded"] == embedded + 1
+        after = _rows(app)
+        assert after["shop.pricing.with_tax"] != before["shop.pricing.with_tax"]
+        assert {k: v for k, v in after.items() if k != "shop.pricing.with_tax"} == \
+            {k: v for k, v in before.items() if k != "shop.pricing.with_tax"}
     finally:
         app.close()
 
