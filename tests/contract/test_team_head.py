@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import time
 
+import msgspec
+from codesynapse.graph.model import GraphStats
+from codesynapse.index.indexer import Indexer
 from codesynapse.methods import call_method
+from codesynapse.store.composite import BASE_STATS
+from codesynapse.store.sqlite.graph import SqliteGraphStore
 from codesynapse.watch.live import LiveUpdater
 
 from tests.contract.test_team import Team, add_function, git, team  # noqa: F401 - the fixture
@@ -63,8 +68,16 @@ def test_a_running_daemon_follows_head_without_restart(team: Team):  # noqa: F81
         try:
             assert [f.path for f in base2.files()] == ["shop/pricing.py"]  # only what the commit changed
             assert base2.get_meta("base_parent") == c1
+            # the base keeps the counts of its readable view (over c1's): a plain index of this tree's
+            kept = msgspec.json.decode(base2.get_meta(BASE_STATS), type=GraphStats)
         finally:
             base2.close()
+        plain = SqliteGraphStore(team.tmp / "plain.db", "plain")
+        try:
+            Indexer(root, plain, workers=1).index_tree()
+            assert kept == plain.stats()
+        finally:
+            plain.close()
 
         # a checkout of c1 (its base exists): the daemon moves back; the function is gone again
         git(root, "checkout", "-q", c1)

@@ -53,6 +53,7 @@ _CALL_OVERRIDES = "team.call_overrides"
 _INHERIT_OVERRIDES = "team.inherit_overrides"
 _IMPORT_OVERRIDES = "team.import_overrides"
 BASE_COMMIT = "team.base_commit"
+BASE_STATS = "team.base_stats"  # meta of a published base: the GraphStats of its readable view (JSON)
 
 
 def _sym_key(s: SymbolRow) -> tuple:
@@ -500,7 +501,8 @@ class CompositeGraphStore:
             cached = self._base_stats
             base = self.base
         if cached is None or cached[0] is not base:
-            cached = (base, base.stats(), {})
+            raw = base.get_meta(BASE_STATS)  # a published base keeps its counts (store/team.py)
+            cached = (base, msgspec.json.decode(raw, type=GraphStats) if raw else base.stats(), {})
             with self._lock:
                 self._base_stats = cached
         return cached[1]

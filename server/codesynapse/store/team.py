@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from codesynapse.errors import StoreError
-from codesynapse.store.composite import BASE_COMMIT, CompositeGraphStore
+from codesynapse.store.composite import BASE_COMMIT, BASE_STATS, CompositeGraphStore
 from codesynapse.store.graph import SCHEMA_VERSION, GraphStore
 from codesynapse.store.symtable import write_table
 
@@ -315,6 +315,8 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
     """Make the base of ``commit`` exist: ``"exists"`` (complete already, or completed by
     another builder while this one waited), ``"built"`` (by this call), or ``"busy"``
     (another builder still holds the lock after ``wait_s``)."""
+    import msgspec
+
     from codesynapse.policy import load_policy
 
     gid = base_graph_id(graph_id, commit)
@@ -366,6 +368,10 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
                     export_commit(root, commit, tree)
                     policy, _ = load_policy(tree)
                     report = build_base_into(store, tree, policy, settings.workers, below, changed, progress)
+                    # the counts of the base as readers see it (a delta: over its parent's), kept
+                    # with it: a checkout reads them once instead of counting the base's nodes
+                    readable = CompositeGraphStore(below, store, frozen=True) if below is not None else store
+                    counts = msgspec.json.encode(readable.stats()).decode()
             finally:
                 if below is not None:
                     below.close()
@@ -375,6 +381,7 @@ def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str
             # the resolver's table of the base's own rows, kept with it: a checkout loads it in
             # one read instead of every row (store/symtable.py)
             table_chars = write_table(store)
+            store.set_meta({BASE_STATS: counts})
             store.set_meta({COMPLETE: "1"})  # last: the base is visible from here on
             log.info("base %s built: %d files (%d parsed%s; symbol table %d KB) in %.1f s", gid, report.files,
                      report.parsed, f", a delta over {parent[:12]}" if parent else "", table_chars // 1024,
