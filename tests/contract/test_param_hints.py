@@ -87,6 +87,11 @@ def test_a_call_site_elsewhere_moves_the_parameter(make_graph_store, tmp_path):
     _index(store, root)
     assert _target(store) == ("pkg.bank.Account.withdraw", "inferred")
 
+    # 0. an edit of the calling file that changes no call keeps it
+    (root / "pkg" / "use.py").write_text(USE + "\n# a comment\n")
+    _index(store, root)
+    assert _target(store) == ("pkg.bank.Account.withdraw", "inferred")
+
     # 1. a new file calls transfer with another class: bank.py is not re-extracted, its call unbinds
     (root / "pkg" / "other.py").write_text(OTHER)
     _index(store, root)

@@ -386,9 +386,9 @@ class Indexer:
         # the unsaved buffers the last update indexed (path -> bytes): a listener reading a
         # file as it was indexed looks here before the disk
         self.last_overlays: dict[str, bytes] = {}
-        # names of the calls an update's files held before it rewrote them (None: too many
-        # files), for the parameter pass (_resolve_params)
-        self._param_names: set[str] | None = set()
+        # the calls an update's files held before it rewrote them (``_call_key``; None: too
+        # many files), for the parameter pass (_resolve_params)
+        self._param_names: Counter | None = Counter()
         self._in_tree = False
 
     @property
@@ -1012,15 +1012,18 @@ class Indexer:
         rewritten: set[str] = set()
         param_rows: dict[int, CallRow] = {}  # bound through a parameter hint: the last pass's
         moved: set[str] = set()  # names of calls written or moved: their functions' parameters may move
+        now: Counter = Counter()  # the changed files' calls (_call_key), to compare with what they held
         for path, sites in deferred:
             moved.update(c.name for c in sites)
         for c in calls:
             if c.hint.startswith(PARAM_HINT):
                 param_rows[c.id] = c
+                if c.path in changed:
+                    now[_call_key(c, c.target)] += 1
                 continue
-            if c.path in changed:
-                moved.add(c.name)
             r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
+            if c.path in changed:
+                now[_call_key(c, r.target)] += 1
             if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
                 updates.append((c.id, r))
                 rewritten.add(c.path)
@@ -1030,37 +1033,38 @@ class Indexer:
                     updates = []
         self.store.update_call_targets(updates)
         full = everything or bool(changed) and len(changed) >= len(idx.files)
-        rewritten |= self._resolve_params(full, fresh, param_rows, moved)
+        rewritten |= self._resolve_params(full, fresh, param_rows, moved, now)
         return None if bases_changed else rewritten
 
-    def _stored_call_names(self, run: _UpdateRun) -> set[str] | None:
-        """Names of the stored calls of an update's files before it rewrites them: a call
-        that goes away may leave a function's parameter with one class (None: too many files
-        to read, every parameter hint is re-resolved)."""
+    def _stored_call_names(self, run: _UpdateRun) -> Counter | None:
+        """The stored calls of an update's files before it rewrites them (``_call_key``): a
+        call that goes away may leave a function's parameter with one class (None: too many
+        files to read, every parameter hint is re-resolved)."""
         paths = sorted(p for p in {c.path for c in run.changed} | set(run.removed) if p in run.stored)
         if len(paths) > PARAM_NAMES_FILES:
             return None
-        return {c.name for c in self._calls_of(paths)} if paths else set()
+        return Counter(_call_key(c, c.target) for c in self._calls_of(paths)) if paths else Counter()
 
     def _resolve_params(self, full: bool, fresh: set[str], param_rows: dict[int, CallRow],
-                        moved: set[str]) -> set[str]:
+                        moved: set[str], now: Counter) -> set[str]:
         """The parameter pass, after every other call is resolved: calls bound through a
         parameter hint (extract/model.py ``param_hint``) are resolved against the stored calls
         of their function (``Resolver.param_type``): those of the changed files, and those
-        elsewhere whose function's name is the name of a call written, moved or gone. Returns
-        the files whose stored call resolutions this changed."""
+        elsewhere whose function's name is the name of a call that came, went, changed its
+        arguments or moved. Returns the files whose stored call resolutions this changed."""
         before = self._param_names
-        self._param_names = set()
+        self._param_names = Counter()
         rows = param_rows
         if full or before is None:
             rows = {c.id: c for c in self.store.all_calls() if c.hint.startswith(PARAM_HINT)}
         else:
-            names = moved | before
             if fresh:  # live-written: their calls went in with parameter hints unbound
                 for c in self._calls_of(sorted(fresh)):
-                    names.add(c.name)
+                    now[_call_key(c, c.target)] += 1
                     if c.hint.startswith(PARAM_HINT):
                         rows[c.id] = c
+            # a body-only edit changes no call: no other file's parameter moves
+            names = moved | {k[3] for k in (before - now) + (now - before)}
             if names:
                 for c in self.store.calls_touching(names):
                     if c.hint.startswith(PARAM_HINT) and c.hint.rsplit(".", 1)[-1] in names:
@@ -1083,6 +1087,14 @@ class Indexer:
             res._param_cache = {}
         self.store.update_call_targets(updates)
         return rewritten
+
+
+def _call_key(c, target: str) -> tuple:
+    """What of a stored call a parameter type may depend on: the call, its arguments and its
+    target (a parameter-hinted call's target is the pass's own answer, so its hint instead)."""
+    if c.hint.startswith(PARAM_HINT):
+        return (c.path, c.caller, c.callee, c.name, c.args, c.hint)
+    return (c.path, c.caller, c.callee, c.name, c.args, target)
 
 
 # the parameter pass reads at most this many callers of one function (more: left untyped)
