@@ -1,9 +1,11 @@
-"""A team on one Neo4j (issue 26, docs/TEAM.md): clones of one remote share the base graph of
-their commit and keep their own uncommitted work in a local overlay.
+"""A team on one graph server (issue 26, docs/TEAM.md): clones of one remote share the base
+graph of their commit and keep their own uncommitted work in a local overlay.
 
-Every step is a real ``codesynapse`` process (``index``, ``index --publish``, ``query``),
-configured only through the environment, against the session's Neo4j 5.26; each test uses a
-remote URL of its own (so graph ids of its own) and removes its bases afterwards.
+Every test runs on both graph server backends, the session's Neo4j 5.26 and HugeGraph 1.5.0
+(``team`` is parametrized like the other contract fixtures). Every step is a real
+``codesynapse`` process (``index``, ``index --publish``, ``query``, ``repo``), configured only
+through the environment; each test uses a remote URL of its own (so graph ids of its own) and
+removes its bases and repository entries afterwards.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import pytest
 from codesynapse.scope import graph_id_for
 from codesynapse.store.team import COMPLETE, base_graph_id
 
-pytestmark = pytest.mark.neo4j
+from tests.contract.support import BACKENDS
+
+# the graph server backends (SQLite keeps one graph per checkout: no team graphs)
+SERVER_BACKENDS = [p for p in BACKENDS if p.values[0] != "sqlite"]
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
 ALICE_FN = "shop.payment.alice_private_refund"
@@ -36,8 +41,8 @@ def git(cwd: Path, *args: str) -> str:
 class Team:
     """An upstream repository, its clones (all with one remote URL) and the server."""
 
-    def __init__(self, tmp: Path, uri: str, remote: str, upstream: Path | None = None):
-        self.tmp, self.uri, self.remote = tmp, uri, remote
+    def __init__(self, tmp: Path, backend: str, uri: str, remote: str, upstream: Path | None = None):
+        self.tmp, self.backend, self.uri, self.remote = tmp, backend, uri, remote
         self.upstream = upstream or tmp / "upstream"
         if upstream is None:
             shutil.copytree(FIXTURE, self.upstream)
@@ -48,12 +53,17 @@ class Team:
         self.commits: set[str] = set()
         self.tenants: set[str] = set()
 
+    def settings(self):
+        from codesynapse.settings import load_settings
+
+        key = "hugegraph_url" if self.backend == "hugegraph" else "neo4j_uri"
+        return load_settings({"backend": self.backend, key: self.uri}, env={})
+
     def grant(self, tenant: str = "local") -> None:
         """The repository entry that lets ``tenant`` read the bases (as ``repo grant`` makes it)."""
-        from codesynapse.settings import load_settings
         from codesynapse.store.team import grant, open_base
 
-        store = open_base(load_settings({"backend": "neo4j", "neo4j_uri": self.uri}, env={}), self.graph_id)
+        store = open_base(self.settings(), self.graph_id)
         try:
             grant(store, tenant, self.graph_id, self.remote)
         finally:
@@ -70,7 +80,8 @@ class Team:
 
     def env(self, who: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODESYNAPSE_")}
-        env.update(CODESYNAPSE_BACKEND="neo4j", CODESYNAPSE_NEO4J_URI=self.uri, CODESYNAPSE_WORKERS="1",
+        server = {"CODESYNAPSE_HUGEGRAPH_URL" if self.backend == "hugegraph" else "CODESYNAPSE_NEO4J_URI": self.uri}
+        env.update(CODESYNAPSE_BACKEND=self.backend, CODESYNAPSE_WORKERS="1", **server,
                    CODESYNAPSE_DATA_DIR=str(self.tmp / f"data-{who}"), CODESYNAPSE_EMBEDDER="none",
                    CODESYNAPSE_SYMBOL_VECTORS="0", **extra)
         return env
@@ -100,33 +111,42 @@ class Team:
         return App(self.tmp / who, load_settings(env=self.env(who)))
 
     def base(self, commit: str):
+        """The base graph of ``commit`` as a plain store of the backend (no team view)."""
+        gid = base_graph_id(self.graph_id, commit)
+        if self.backend == "hugegraph":
+            from codesynapse.store.hugegraph.graph import HugeGraphStore
+
+            return HugeGraphStore(self.uri, gid)
         from codesynapse.store.neo4j.graph import Neo4jGraphStore
 
-        return Neo4jGraphStore(self.uri, base_graph_id(self.graph_id, commit))
+        return Neo4jGraphStore(self.uri, gid)
 
     def cleanup(self) -> None:
-        for t in self.tenants | {"local", "other"}:
-            store = self.base("entries")
-            try:
-                store._write("drop entry", lambda tx, t=t: tx.run(
-                    "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) DELETE e", t=t, g=self.graph_id).consume())
-            finally:
-                store.delete_graph()
-                store.close()
+        from codesynapse.store.team import open_base, revoke, team_server
+
+        store = open_base(self.settings(), self.graph_id)
+        try:
+            for t in self.tenants | {"local", "other"}:
+                revoke(store, t, self.graph_id)
+        finally:
+            store.delete_graph()
+            store.close()
         for c in self.commits:
             store = self.base(c)
             try:
                 store.delete_graph()
-                store._write("drop lock", lambda tx, g=store.graph_id: tx.run(
-                    "MATCH (l:CsBaseLock {graph_id: $g}) DELETE l", g=g).consume())
+                team_server(store).drop_lock(store.graph_id)
             finally:
                 store.close()
 
 
-@pytest.fixture
-def team(neo4j_server, tmp_path, request):
-    remote = f"https://git.example.invalid/team/{request.node.name}-{time.time_ns()}"  # no .git: the identity
-    t = Team(tmp_path, neo4j_server.uri, remote)
+@pytest.fixture(params=SERVER_BACKENDS)
+def team(request, tmp_path):
+    backend = request.param
+    server = request.getfixturevalue("hugegraph_server" if backend == "hugegraph" else "neo4j_server")
+    # no .git: the identity
+    remote = f"https://git.example.invalid/team/{request.node.originalname}-{backend}-{time.time_ns()}"
+    t = Team(tmp_path, backend, server.uri, remote)
     t.grant("local")  # the default tenant's repository entry
     yield t
     t.cleanup()
@@ -355,3 +375,58 @@ def test_gc_keeps_the_last_commits_of_each_branch_and_their_parents(team: Team):
     # the kept delta base still answers: a checkout at c2 reads it without indexing
     assert team.found("ci2", "shop.pricing.step_2") and team.found("ci2", "shop.cart.Cart")
     assert team.index("ci2")["parsed"] == 0
+
+
+def test_the_base_lock_has_one_holder_when_processes_race(team: Team):
+    """Create-if-absent of the build lock is atomic on the server: processes that ask for the
+    lock of one new base at the same instant get one holder (HugeGraph: a deterministic vertex
+    id under the Gremlin server's lock; Neo4j: MERGE on a uniqueness constraint)."""
+    bases = [base_graph_id(team.graph_id, f"{i:040x}") for i in range(6)]
+    script = (
+        "import json, sys, time\n"
+        "from codesynapse.settings import load_settings\n"
+        "from codesynapse.store.team import open_base, team_server\n"
+        "server = team_server(open_base(load_settings(), sys.argv[1]))\n"
+        "start, owner = float(sys.argv[2]), sys.argv[3]\n"
+        "out = []\n"
+        "for gid in sys.argv[4:]:\n"
+        "    time.sleep(max(0.0, start - time.time()))\n"
+        "    out.append(server.acquire_lock(gid, owner, 600.0))\n"
+        "    start += 1.0\n"
+        "print(json.dumps(out))\n")
+    start = time.time() + 25  # after every process has connected
+    procs = [subprocess.Popen([sys.executable, "-c", script, team.graph_id, str(start), f"racer{i}", *bases],
+                              env=team.env(f"racer{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        results.append(json.loads(out))
+    from codesynapse.store.team import open_base, team_server
+
+    store = open_base(team.settings(), team.graph_id)
+    try:
+        for i, gid in enumerate(bases):
+            assert sum(r[i] for r in results) == 1, (gid, [r[i] for r in results])
+            # and the holder keeps it: a latecomer does not get it while the lease runs
+            assert team_server(store).acquire_lock(gid, "latecomer", 600.0) is False
+    finally:
+        for gid in bases:
+            team_server(store).drop_lock(gid)
+        store.close()
+
+
+def test_a_backend_without_team_graphs_refuses_the_team_commands(tmp_path: Path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODESYNAPSE_")}
+    env.update(CODESYNAPSE_BACKEND="sqlite", CODESYNAPSE_DATA_DIR=str(tmp_path / "data"))
+    for args in (["repo", "list", "--root", str(root)], ["index", str(root), "--publish"]):
+        proc = subprocess.run([sys.executable, "-m", "codesynapse", *args], check=False, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert "'sqlite'" in proc.stderr and "neo4j or hugegraph" in proc.stderr

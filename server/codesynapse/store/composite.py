@@ -10,9 +10,11 @@ no change:
 - writes go to the overlay; deleting a base file leaves a tombstone in the overlay;
 - a re-resolution of a base row (an edge elsewhere whose target moved because of a change in
   the overlay) is kept in the overlay as an override of that row and applied on every read;
-- row ids: base rows keep theirs, overlay rows are offset by ``OVERLAY_IDS`` times the
-  number of levels below (a base may be a composite itself) so no two levels collide; writes
-  by id are routed by it;
+- row ids: base rows keep theirs, overlay rows are offset by the base's ``id_ceiling`` (an
+  exclusive bound of its row ids: ``OVERLAY_IDS`` unless the store declares one, as
+  HugeGraph's 63-bit ids do; a composite's is its offset plus its overlay's), so no two
+  levels collide whatever the backends (a base may be a composite itself); writes by id are
+  routed by it;
 - the base never changes (a published base is immutable), so the overlay's transaction and
   snapshot are the composite's.
 
@@ -44,7 +46,7 @@ from codesynapse.graph.model import (
 from codesynapse.store.graph import GraphStore, StoreCapabilities
 from codesynapse.store.text import fold_tokens, name_terms, query_terms
 
-OVERLAY_IDS = 1 << 40  # overlay row ids are offset by this (JSON-safe: < 2**53)
+OVERLAY_IDS = 1 << 40  # the default id ceiling of a store: SQLite's and Neo4j's row ids stay below it
 GENERATION = "index_generation"  # the indexer's meta key (index/indexer.py)
 COUNT_SEARCH_SCAN = 1000  # base search hits count_search looks through for shadowed ones
 SEARCH_POOL = 50  # at least this many hits of each store are re-scored together (search)
@@ -83,6 +85,11 @@ def _reid(row, offset: int = OVERLAY_IDS):
     return msgspec.structs.replace(row, id=row.id + offset)
 
 
+def id_ceiling(store) -> int:
+    """An exclusive upper bound of ``store``'s row ids (a store may declare ``id_ceiling``)."""
+    return getattr(store, "id_ceiling", OVERLAY_IDS)
+
+
 class _Shadow:
     """The overlay's paths and what the base holds for them, for one overlay version."""
 
@@ -108,7 +115,8 @@ class CompositeGraphStore:
         # a base may itself be a composite (a delta base over its parent's: store/team.py): each
         # level's rows get an id range of their own
         self.id_levels = getattr(base, "id_levels", 1) + 1
-        self.offset = OVERLAY_IDS * (self.id_levels - 1)
+        self.offset = id_ceiling(base)
+        self.id_ceiling = self.offset + id_ceiling(overlay)
         self.graph_id = overlay.graph_id
         self.base_commit = base_commit
         # base paths the checkout holds unchanged: path -> (size, mtime_ns) of the local file,
@@ -322,6 +330,11 @@ class CompositeGraphStore:
                                    GENERATION: uuid.uuid4().hex})
         old = self.base
         self.base, self.base_commit, self.clean = base, base_commit, dict(clean)
+        # the overlay is empty now: its ids move above the new base's (a delta base has one
+        # more level than a full one; a HugeGraph base's ids reach 2**63)
+        self.id_levels = getattr(base, "id_levels", 1) + 1
+        self.offset = id_ceiling(base)
+        self.id_ceiling = self.offset + id_ceiling(self.overlay)
         self._forget_seen()
         self._invalidate()
         if old is not base:

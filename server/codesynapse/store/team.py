@@ -3,9 +3,9 @@
 
 - ``base_graph_id(graph_id, commit)``: the base's graph id, ``<identity graph id>@<commit>``.
 - ``publish_base``: build the base of a commit from the committed tree (``git archive``,
-  never the working tree) under a server-side lock (``BaseLock``: one lock node per base with
-  an owner and a lease, created by MERGE on a uniqueness constraint; the builder renews the
-  lease while it works). The ``base_complete`` meta is written last: readers ignore a base
+  never the working tree) under a server-side lock (``BaseLock``: one lock per base with an
+  owner and a lease, created if absent by the server backend (``TeamServer``); the builder
+  renews the lease while it works). The ``base_complete`` meta is written last: readers ignore a base
   without it, and a builder that takes over an expired lock first removes what a dead
   builder left. A complete base is never written again.
 - ``TeamGraphStore``: the checkout's CompositeGraphStore (store/composite.py) over the base of
@@ -13,11 +13,16 @@
   (``prepare_index``) it moves to the base of the current HEAD, building that base when no
   one has, or waiting while another builder does.
 
-Only Neo4j carries bases for now; other backends keep one graph per identity.
+The server side (repository entries, the lock, the list of bases) is the ``TeamServer``
+port, one per graph server backend beside its graph store: ``store/neo4j/team.py`` (MERGE on
+uniqueness constraints) and ``store/hugegraph/team.py`` (deterministic vertex ids under the
+Gremlin server's lock). Everything else here is backend-neutral. SQLite keeps one graph per
+identity.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import os
@@ -29,7 +34,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from codesynapse.errors import StoreError
 from codesynapse.store.composite import BASE_COMMIT, BASE_STATS, CompositeGraphStore
@@ -39,9 +44,7 @@ from codesynapse.store.symtable import write_table
 log = logging.getLogger(__name__)
 
 COMPLETE = "base_complete"  # meta key of a base graph, "1" once every row is written
-LOCK_SCHEMA = ("CREATE CONSTRAINT cs_base_lock_key IF NOT EXISTS FOR (n:CsBaseLock) REQUIRE n.graph_id IS UNIQUE",
-               ("CREATE CONSTRAINT cs_repo_entry_key IF NOT EXISTS FOR (n:CsRepoEntry) "
-                "REQUIRE (n.tenant_id, n.graph_id) IS UNIQUE"))
+TEAM_BACKENDS = ("neo4j", "hugegraph")  # graph server backends with a TeamServer (store/<backend>/team.py)
 WAIT_POLL_S = 0.5
 PARENT = "base_parent"  # meta of a delta base: the commit whose base it shadows ("" or absent: a full base)
 DEPTH = "base_depth"  # how many delta bases lie between this one and a full base, itself included
@@ -54,7 +57,47 @@ def base_graph_id(graph_id: str, commit: str) -> str:
 
 
 def supports_team(settings) -> bool:
-    return settings.backend == "neo4j" and getattr(settings, "team_graphs", True)
+    return settings.backend in TEAM_BACKENDS and getattr(settings, "team_graphs", True)
+
+
+class TeamServer(Protocol):
+    """A graph server backend's side of team graphs: repository entries, the bases of a
+    repository and one build lock per base. Every create-if-absent is atomic on the server
+    (two processes racing make one entry / one lock holder)."""
+
+    def grant(self, tenant: str, graph_id: str, identity: str) -> dict[str, Any]:
+        """Create or renew (revision + 1) the entry: {id, tenant_id, graph_id, identity, revision}."""
+
+    def revoke(self, tenant: str, graph_id: str) -> int:
+        """Remove the entry; how many were removed (0 or 1)."""
+
+    def authorized(self, tenant: str, graph_id: str) -> bool: ...
+
+    def bases(self, graph_id: str, complete_key: str) -> list[tuple[str, bool, float | None]]:
+        """The repository's bases on the server: (base graph id, complete, lease end or None
+        when no builder holds it), by graph id."""
+
+    def acquire_lock(self, base_id: str, owner: str, lease_s: float) -> bool:
+        """Take the base's lock when it is free, ``owner``'s, or its lease has ended."""
+
+    def renew_lock(self, base_id: str, owner: str, lease_s: float) -> bool:
+        """Extend ``owner``'s lease; False when the lock is no longer ``owner``'s."""
+
+    def release_lock(self, base_id: str, owner: str) -> None: ...
+
+    def drop_lock(self, base_id: str) -> None:
+        """Forget the base's lock whoever holds it (``repo gc`` removing the base)."""
+
+
+def team_server(store) -> TeamServer:
+    """The TeamServer of the server a store (from ``open_base``) talks to: the ``team``
+    module beside the store's own (store/<backend>/team.py)."""
+    module = type(store).__module__.rpartition(".")[0] + ".team"
+    try:
+        return importlib.import_module(module).TeamServer(store)
+    except (ImportError, AttributeError) as e:
+        raise StoreError(f"team graphs are not available on the {type(store).__name__} backend "
+                         f"(only on {' and '.join(TEAM_BACKENDS)})") from e
 
 
 def _git_bytes(root: Path, *args: str, timeout: float = 120.0) -> bytes | None:
@@ -101,15 +144,14 @@ def clean_paths(root: Path, commit: str, base: GraphStore) -> dict[str, tuple[in
     return out
 
 
-# -- the server side (Neo4j) ----------------------------------------------------------------------
+# -- the server side ------------------------------------------------------------------------------
 def open_base(settings, graph_id: str):
-    from codesynapse.store.neo4j.driver import ensure_schema
-    from codesynapse.store.neo4j.graph import Neo4jGraphStore
-
-    store = Neo4jGraphStore(settings.neo4j_uri, graph_id, user=settings.neo4j_user,
-                            password=settings.neo4j_password)
-    ensure_schema(store._driver, store.database, LOCK_SCHEMA)
-    return store
+    """The graph store of ``graph_id`` on the team's graph server, with the team labels in
+    place (store/<backend>/team.py ``open_graph``)."""
+    if settings.backend not in TEAM_BACKENDS:
+        raise StoreError(f"team graphs need a graph server backend ({' or '.join(TEAM_BACKENDS)}), "
+                         f"not {settings.backend!r}")
+    return importlib.import_module(f"codesynapse.store.{settings.backend}.team").open_graph(settings, graph_id)
 
 
 def is_complete(store: GraphStore) -> bool:
@@ -181,42 +223,22 @@ def grant(store, tenant: str, graph_id: str, identity: str) -> dict[str, Any]:
     """Create (or renew: a new access-policy revision) the repository entry that authorizes
     ``tenant`` to read the bases of the repository ``graph_id``. The entry is the tenant's; the
     shared graph has no owner."""
-    now = time.time()
-
-    def work(tx):
-        rec = tx.run(
-            "MERGE (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) "
-            "ON CREATE SET e.id = $id, e.created_at = $now, e.revision = 0 "
-            "SET e.identity = $identity, e.revision = e.revision + 1, e.updated_at = $now "
-            "RETURN e {.id, .tenant_id, .graph_id, .identity, .revision} AS e",
-            t=tenant, g=graph_id, id=uuid.uuid4().hex, now=now, identity=identity).single()
-        return dict(rec["e"])
-
-    return store._write("repository grant", work)
+    return team_server(store).grant(tenant, graph_id, identity)
 
 
 def revoke(store, tenant: str, graph_id: str) -> int:
-    return store._write("repository revoke", lambda tx: tx.run(
-        "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) DELETE e RETURN count(*) AS n",
-        t=tenant, g=graph_id).single()["n"])
+    return team_server(store).revoke(tenant, graph_id)
 
 
 def authorized(store, tenant: str, graph_id: str) -> bool:
     """True when a repository entry authorizes ``tenant`` for the repository ``graph_id``."""
-    return bool(store._scalar("repository entry", "MATCH (e:CsRepoEntry {tenant_id: $t, graph_id: $g}) "
-                              "RETURN count(e) > 0", t=tenant, g=graph_id))
+    return team_server(store).authorized(tenant, graph_id)
 
 
 def list_bases(store, graph_id: str) -> list[dict[str, Any]]:
-    """The repository's bases on the server: {graphId, commit, complete, locked}."""
-    rows = store._rows("list bases", (
-        "MATCH (m:CsMeta) WHERE m.graph_id STARTS WITH $p AND m.key = 'schema_version' "
-        "OPTIONAL MATCH (c:CsMeta {graph_id: m.graph_id, key: $complete}) "
-        "OPTIONAL MATCH (l:CsBaseLock {graph_id: m.graph_id}) "
-        "RETURN {graph_id: m.graph_id, complete: c.value = '1', lease: l.expires} ORDER BY m.graph_id"),
-        p=graph_id + "@", complete=COMPLETE)
-    return [{"graphId": r["graph_id"], "commit": r["graph_id"].split("@", 1)[1], "complete": bool(r["complete"]),
-             "leaseUntil": r["lease"]} for r in rows]
+    """The repository's bases on the server: {graphId, commit, complete, leaseUntil}."""
+    return [{"graphId": g, "commit": g.split("@", 1)[1], "complete": complete, "leaseUntil": lease}
+            for g, complete, lease in team_server(store).bases(graph_id, COMPLETE)]
 
 
 def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[str]]:
@@ -258,8 +280,7 @@ def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[s
             base = open_base(settings, b["graphId"])
             try:
                 base.delete_graph()
-                base._write("drop lock", lambda tx, g=b["graphId"]: tx.run(
-                    "MATCH (l:CsBaseLock {graph_id: $g}) DELETE l", g=g).consume())
+                team_server(base).drop_lock(b["graphId"])
             finally:
                 base.close()
             removed.append(b["commit"])
@@ -269,45 +290,23 @@ def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[s
 
 
 class BaseLock:
-    """One builder per base: a ``CsBaseLock`` node (unique by graph id) naming its owner and
+    """One builder per base: the server's lock of the base (TeamServer) naming its owner and
     the time its lease ends. A lock whose lease ended (its builder died) may be taken over."""
 
     def __init__(self, store, lease_s: float):
-        self.store = store
+        self.server = team_server(store)
         self.graph_id = store.graph_id
         self.lease_s = lease_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def acquire(self) -> bool:
-        now = time.time()
-        g, o, exp = self.graph_id, self.owner, now + self.lease_s
-
-        def work(tx):
-            # MERGE on the unique key makes one node whoever comes first; the write (l.seen)
-            # takes the node's lock before the owner and lease are read, so two takers of an
-            # expired lock are serialized
-            rec = tx.run(
-                "MERGE (l:CsBaseLock {graph_id: $g}) ON CREATE SET l.owner = $o, l.expires = $exp "
-                "SET l.seen = $now "
-                "WITH l, (l.owner = $o OR l.expires < $now) AS mine "
-                "SET l.owner = CASE WHEN mine THEN $o ELSE l.owner END, "
-                "    l.expires = CASE WHEN mine THEN $exp ELSE l.expires END "
-                "RETURN mine", g=g, o=o, exp=exp, now=now).single()
-            return bool(rec["mine"])
-
-        return self.store._write("base lock", work)
+        return self.server.acquire_lock(self.graph_id, self.owner, self.lease_s)
 
     def renew(self) -> bool:
-        def work(tx):
-            rec = tx.run("MATCH (l:CsBaseLock {graph_id: $g, owner: $o}) SET l.expires = $exp RETURN count(l) AS n",
-                         g=self.graph_id, o=self.owner, exp=time.time() + self.lease_s).single()
-            return rec["n"] > 0
-
-        return self.store._write("base lock renew", work)
+        return self.server.renew_lock(self.graph_id, self.owner, self.lease_s)
 
     def release(self) -> None:
-        self.store._write("base lock release", lambda tx: tx.run(
-            "MATCH (l:CsBaseLock {graph_id: $g, owner: $o}) DELETE l", g=self.graph_id, o=self.owner).consume())
+        self.server.release_lock(self.graph_id, self.owner)
 
 
 def publish_base(settings, root: Path, identity: str, graph_id: str, commit: str, *, wait_s: float = 600.0,
