@@ -42,6 +42,18 @@ def other():
     transfer(Savings(), 2)
 '''
 
+HANDS_ON = '''
+from pkg import bank
+
+
+def later(fn):
+    return fn
+
+
+def other():
+    later(bank.transfer)
+'''
+
 OTHER_ELSEWHERE = '''
 from pkg.bank import Savings
 
@@ -112,6 +124,16 @@ def test_a_call_site_elsewhere_moves_the_parameter(make_graph_store, tmp_path):
     _index(store, root)
     assert _target(store) == ("pkg.bank.Account.withdraw", "inferred")
     _same_as_full(store, make_graph_store, root, tmp_path, 3)
+
+    # 3b. a new file hands transfer on as a value: it may be called with anything, unbound;
+    # the file goes away: bound again
+    (root / "pkg" / "other.py").write_text(HANDS_ON)
+    _index(store, root)
+    assert _target(store) == ("", "unresolved")
+    _same_as_full(store, make_graph_store, root, tmp_path, 5)
+    (root / "pkg" / "other.py").unlink()
+    _index(store, root)
+    assert _target(store) == ("pkg.bank.Account.withdraw", "inferred")
 
     # 4. the only call site changes its argument to an unknown value: unbound
     (root / "pkg" / "use.py").write_text(USE.replace("def main():", "def main(x):").replace("Account(), 1", "x, 1"))

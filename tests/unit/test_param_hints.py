@@ -95,6 +95,14 @@ def via_result(a):
     a.withdraw(1)
 
 
+def handed_on(a):
+    a.withdraw(1)
+
+
+def run_later(fn, *args):
+    return fn
+
+
 class Teller:
     def pay(self, acct):
         acct.withdraw(1)
@@ -161,6 +169,8 @@ def main(x, xs):
     r = bank.make()
     bank.via_result(r)
     bank.via_result(Account())
+    bank.handed_on(Account())
+    bank.run_later(bank.handed_on, Savings())
 '''
 
 
@@ -196,6 +206,8 @@ def test_extraction_writes_parameter_hints_and_call_arguments():
     assert [c.args for c in fx.calls if c.callee == "splat"] == ["*"]
     assert next(c.args for c in fx.calls if c.callee == "unknown_arg") == "?"
     assert [c.args for c in fx.calls if c.callee == "self.keep"] == ["Account"]
+    # a name of no known class that is no local: perhaps a function handed on as a value
+    assert [c.args for c in fx.calls if c.callee == "bank.run_later"] == ["&handed_on;Savings"]
     assert parse_call_args("Account;k=?") == (["Account"], {"k": "?"})
     assert parse_call_args("*") is None
     assert [c.args for c in fx.calls if c.callee == "nones"] == ["()", "-"]
@@ -232,6 +244,7 @@ def test_parameters_typed_by_every_call_site(tmp_path):
         ("pkg.bank.decorated", "a.withdraw"),  # @register may hand it to anyone
         ("pkg.bank.lonely", "a.withdraw"),  # x.lonely(2) may be it, with anything
         ("pkg.bank.via_result", "a.withdraw"),  # r = bank.make(): a result of no known class
+        ("pkg.bank.handed_on", "a.withdraw"),  # run_later(bank.handed_on, ...) may call it with anything
         ("pkg.bank.Teller.pay_via_class", "acct.withdraw"),  # Teller.pay_via_class(self, Account())
         ("pkg.bank.Sub.handle", "req.withdraw"),  # Base.handle's callers reach it too
     ]
@@ -239,3 +252,42 @@ def test_parameters_typed_by_every_call_site(tmp_path):
         assert calls[key][:2] == ("", "unresolved"), key
     # a parameter bound again in the body keeps what the body binds (here nothing)
     assert calls[("pkg.bank.rebound", "a.withdraw")][:2] == ("", "unresolved")
+
+
+def test_live_updates_follow_the_call_sites(tmp_path):
+    """One long-lived indexer (the language server's): unsaved buffers of another file hand
+    the function on as a value, then pass another class, then go back; each update moves the
+    parameter's binding as a full index of the same text would."""
+    from codesynapse.index.indexer import Candidate
+
+    src = tmp_path / "src"
+    files = {"pkg/__init__.py": "", "pkg/bank.py": BANK, "pkg/use.py": USE,
+             "pkg/other.py": "from pkg.bank import Account, transfer\n\n\ndef other():\n    transfer(Account(), 1, 2)\n"}
+    for rel, body in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    try:
+        ix = Indexer(src, store, None, workers=1)
+        ix.index_tree()
+
+        def target() -> str:
+            return next(c.target for c in store.all_calls() if c.caller == "pkg.bank.transfer"
+                        and c.callee == "source.withdraw")
+
+        def edit(body: str) -> None:
+            ix.update([Candidate("pkg/other.py", "python", len(body), 0)], [], overlays={"pkg/other.py": body.encode()})
+
+        assert target() == "pkg.bank.Account.withdraw"
+        base = files["pkg/other.py"]
+        edit(base + "\n\ndef later(fn):\n    return fn\n\n\ndef hand():\n    later(transfer)\n")
+        assert target() == ""  # handed on: it may be called with anything
+        edit(base + "\n# a comment\n")
+        assert target() == "pkg.bank.Account.withdraw"
+        edit(base.replace("transfer(Account(), 1, 2)", "transfer(Savings(), 1, 2)").replace(
+            "import Account,", "import Account, Savings,"))
+        assert target() == ""  # another class
+        edit(base)
+        assert target() == "pkg.bank.Account.withdraw"
+    finally:
+        store.close()

@@ -946,8 +946,9 @@ _GAPS = [
     "#4; `inferred`, 0.75). Left untyped: a call passing a parameter or a call's result (`request_handler` "
     "handed on from another parameter), two classes, `*args`, a method called through its class, a method "
     "that overrides a base's, any unresolved call of the function's name anywhere, closures and decorated "
-    "functions. Not detected: a function also handed around as a value (`executor.submit(f, x)`, "
-    "`handlers = {'a': f}`) may be called elsewhere with other arguments.",
+    "functions, and a function whose name some call hands on as a value (`executor.submit(f, x)`, "
+    "`Thread(target=self.run)`: it may be called elsewhere with anything; by name). Not detected: a function "
+    "handed on other than as an argument (`handlers = {'a': f}`, `return f`).",
     "- **Attributes set in another method from a call**: `self._loop = events.get_event_loop()` in `__init__` "
     "then `self._loop.call_soon()` elsewhere stays unresolved (`__init__`'s parameters are not typed by "
     "the class's constructor calls).",

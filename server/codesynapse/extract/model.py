@@ -197,7 +197,9 @@ def parse_param_hint(hint: str) -> tuple[int, str, str, str] | None:
 # ``CallSite.args``: what a call passes, for parameter hints. Entries are joined by ";":
 # positional arguments in order, then ``name=entry`` keyword arguments. An entry is a type as
 # written (``Account``, ``bank.Account``: an instance of it), ``self`` (the caller's own
-# instance), ``-`` (``None``) or ``?`` (anything else: unknown). ``*`` alone: the call unpacks
+# instance), ``-`` (``None``), ``&name`` (a name or attribute of no known class, not a local:
+# perhaps a function handed on as a value, whose parameters are then not typed) or ``?``
+# (anything else: unknown). ``*`` alone: the call unpacks
 # ``*args`` / ``**kwargs`` or was too long to write, so every argument is unknown; ``()``: no
 # arguments. "" (a language that does not write them): unknown.
 ARGS_UNKNOWN = "*"
@@ -211,6 +213,15 @@ def call_args(positional: list[str], keywords: list[tuple[str, str]], splat: boo
         return ARGS_UNKNOWN
     s = ";".join([*positional, *(f"{k}={v}" for k, v in keywords)])
     return (s or ARGS_NONE) if len(s) <= ARGS_MAX else ARGS_UNKNOWN
+
+
+def value_refs(args: str) -> list[str]:
+    """The names ``CallSite.args`` hands on as values (its ``&name`` entries)."""
+    if "&" not in args:
+        return []
+    return [v[1:] for e in args.split(";") for v in (e.partition("=")[2] if "=" in e and
+                                                        e.partition("=")[0].isidentifier() else e,)
+            if v.startswith("&")]
 
 
 def parse_call_args(args: str) -> tuple[list[str], dict[str, str]] | None:

@@ -13,6 +13,7 @@ rebuilds its in-memory SymbolIndex from the store before it resolves anything.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import re
@@ -29,7 +30,13 @@ from pathlib import Path
 from codesynapse.extract import content_hash, extract_source, incremental, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.manifests import is_dependency_file
-from codesynapse.extract.model import PARAM_HINT, CallSite, FileExtraction, ImportRef
+from codesynapse.extract.model import (
+    PARAM_HINT,
+    CallSite,
+    FileExtraction,
+    ImportRef,
+    value_refs,
+)
 from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.graph import deps
 from codesynapse.graph.model import CallRow, FileRow, Resolution
@@ -389,6 +396,9 @@ class Indexer:
         # the calls an update's files held before it rewrote them (``_call_key``; None: too
         # many files), for the parameter pass (_resolve_params)
         self._param_names: Counter | None = Counter()
+        # how many stored calls hand each name on as a value (``&name`` arguments); None: not
+        # counted since this process loaded the index (the next parameter pass counts)
+        self._value_refs: Counter | None = None
         self._in_tree = False
 
     @property
@@ -479,6 +489,7 @@ class Indexer:
         self.resolver = Resolver(self.index)
         self._inherits_by_file = {}
         self._resolved.clear()
+        self._value_refs = None
         self._loaded = False
 
     def _stamp(self) -> None:
@@ -1033,7 +1044,8 @@ class Indexer:
                     updates = []
         self.store.update_call_targets(updates)
         full = everything or bool(changed) and len(changed) >= len(idx.files)
-        rewritten |= self._resolve_params(full, fresh, param_rows, moved, now)
+        # calls held back (a bulk write) were not compared with what their files held: all of them
+        rewritten |= self._resolve_params(full or bool(deferred), fresh, param_rows, moved, now)
         return None if bases_changed else rewritten
 
     def _stored_call_names(self, run: _UpdateRun) -> Counter | None:
@@ -1055,24 +1067,56 @@ class Indexer:
         before = self._param_names
         self._param_names = Counter()
         rows = param_rows
-        if full or before is None:
-            rows = {c.id: c for c in self.store.all_calls() if c.hint.startswith(PARAM_HINT)}
-        else:
+        if self._value_refs is None and not (full or before is None):
+            # kept with the graph by the last pass (a scan of every call otherwise)
+            raw = self.store.get_meta(VALUE_REFS_META)
+            if raw:
+                self._value_refs = Counter(json.loads(raw))
+        scanned = full or before is None or self._value_refs is None
+        refs_moved = scanned
+        if scanned:  # (counts the calls as stored now: what the update wrote included)
+            refs: Counter = Counter()
+            all_rows: dict[int, CallRow] = {}
+            for c in self.store.all_calls():
+                if c.args:
+                    refs.update(value_refs(c.args))
+                if c.hint.startswith(PARAM_HINT):
+                    all_rows[c.id] = c
+            self._value_refs = refs
+            if full or before is None:
+                rows = all_rows
+        if not (full or before is None):
             if fresh:  # live-written: their calls went in with parameter hints unbound
                 for c in self._calls_of(sorted(fresh)):
                     now[_call_key(c, c.target)] += 1
                     if c.hint.startswith(PARAM_HINT):
                         rows[c.id] = c
             # a body-only edit changes no call: no other file's parameter moves
-            names = moved | {k[3] for k in (before - now) + (now - before)}
+            gone, came = before - now, now - before
+            names = moved | {k[3] for k in gone + came}
+            for k, n in gone.items():  # a name no longer (or now) handed on as a value
+                for v in value_refs(k[4]):
+                    if not scanned:
+                        self._value_refs[v] -= n
+                    names.add(v)
+                    refs_moved = True
+            for k, n in came.items():
+                for v in value_refs(k[4]):
+                    if not scanned:
+                        self._value_refs[v] += n
+                    names.add(v)
+                    refs_moved = True
             if names:
                 for c in self.store.calls_touching(names):
                     if c.hint.startswith(PARAM_HINT) and c.hint.rsplit(".", 1)[-1] in names:
                         rows[c.id] = c
+        if refs_moved:
+            self._value_refs = +self._value_refs  # (drops names no call hands on any more)
+            self.store.set_meta({VALUE_REFS_META: json.dumps(self._value_refs, sort_keys=True)})
         if not rows:
             return set()
         res = self.resolver
-        res.param_sites = _ParamSites(self.store)
+        res.param_sites = _ParamSites(self.store, self._value_refs)
         res._param_cache = {}
         updates: list[tuple[int, Resolution]] = []
         rewritten: set[str] = set()
@@ -1097,6 +1141,8 @@ def _call_key(c, target: str) -> tuple:
     return (c.path, c.caller, c.callee, c.name, c.args, target)
 
 
+# the meta key of the names stored calls hand on as values, and how many ({name: count} JSON)
+VALUE_REFS_META = "param_value_refs"
 # the parameter pass reads at most this many callers of one function (more: left untyped)
 PARAM_SITES_MAX = 1000
 # an update of more files than this re-resolves every parameter hint instead of reading the
@@ -1107,9 +1153,14 @@ PARAM_NAMES_FILES = 2000
 class _ParamSites:
     """The stored calls the parameter pass reads (``Resolver.param_type``), cached for one pass."""
 
-    def __init__(self, store: GraphStore):
+    def __init__(self, store: GraphStore, value_refs: Counter):
         self.store = store
         self._named: dict[str, bool] = {}
+        self._value_refs = value_refs
+
+    def handed_on(self, name: str) -> bool:
+        """True when some stored call hands ``name`` on as a value (``submit(f, x)``)."""
+        return self._value_refs.get(name, 0) > 0
 
     def callers(self, qname: str) -> list[CallRow] | None:
         rows = self.store.callers(qname, limit=PARAM_SITES_MAX + 1)

@@ -888,7 +888,7 @@ class Resolver:
             cls = idx.parents.get(fq)
             if not cls or not idx.is_type(cls) or idx.member(cls, fname, ".", skip_self=True):
                 return None
-        if sites.unresolved(fname):
+        if sites.unresolved(fname) or sites.handed_on(fname):
             return None
         rows = sites.callers(fq)
         if not rows:

@@ -400,6 +400,11 @@ def _arg_entry(e: Node, src: bytes, lookup, bound) -> str:
         h = lookup(_norm(e, src, 0))
         if h and (_TYPE_NAME.match(h) or h.startswith(RETURN_HINT)) and h not in ("cls", "self"):
             return h
+        # a function handed on as a value (``submit(f, x)``, ``Thread(target=self.run)``): it
+        # may be called elsewhere with anything, so its parameters are not typed (``&name``)
+        name = text(e, src) if t == "identifier" else text(e.child_by_field_name("attribute"), src)
+        if t == "attribute" or name not in bound():
+            return "&" + name if name.isidentifier() else "?"
         return "?"
     if t == "call":
         f = e.child_by_field_name("function")
