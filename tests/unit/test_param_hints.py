@@ -128,6 +128,20 @@ class Teller:
         self.keep(Account())
 
 
+class Holder:
+    def __init__(self, acct):
+        acct.withdraw(1)
+
+
+class SubHolder(Holder):
+    def __init__(self):
+        super().__init__(Account())
+
+
+def hold():
+    return Holder(Savings())
+
+
 class Base:
     def handle(self, req):
         pass
@@ -247,6 +261,7 @@ def test_parameters_typed_by_every_call_site(tmp_path):
         ("pkg.bank.handed_on", "a.withdraw"),  # run_later(bank.handed_on, ...) may call it with anything
         ("pkg.bank.Teller.pay_via_class", "acct.withdraw"),  # Teller.pay_via_class(self, Account())
         ("pkg.bank.Sub.handle", "req.withdraw"),  # Base.handle's callers reach it too
+        ("pkg.bank.Holder.__init__", "acct.withdraw"),  # Holder(Savings()) is no call of __init__
     ]
     for key in unbound:
         assert calls[key][:2] == ("", "unresolved"), key

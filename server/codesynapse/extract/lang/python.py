@@ -321,11 +321,12 @@ def _param_hints(fdef: Node, src: bytes) -> dict[str, str]:
     that its body never binds again: a plain parameter, or one whose default is ``None``.
     None for a function nested in another one or in a lambda (a closure is handed around as a
     value), one wrapped by a decorator that may call it some other way, and a dunder method
-    other than ``__init__`` (the runtime calls those)."""
+    (the runtime calls those; ``__init__`` gets the arguments of calls of its class, which
+    are not calls of it)."""
     out: dict[str, str] = {}
     name_node = fdef.child_by_field_name("name")
     fname = text(name_node, src) if name_node is not None else ""
-    if not fname or (fname.startswith("__") and fname.endswith("__") and fname != "__init__"):
+    if not fname or (fname.startswith("__") and fname.endswith("__")):
         return out
     holder = fdef
     decorators: set[str] = set()
