@@ -15,12 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codesynapse.bench.report import say
 from codesynapse.bench.machine import machine_info
+from codesynapse.bench.report import REPO, default_out, say
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[3]
 WORKLOADS = REPO / "fixtures" / "workloads"
 # the workloads `bench all` runs, each on the corpus it was written for
 DEFAULT_WORKLOADS = ("python_stdlib.yaml", "go_stdlib.yaml", "rxjs.yaml")
@@ -249,13 +248,6 @@ def _subargs(args, name: str):
     return argparse.Namespace(**d)
 
 
-def default_out() -> Path:
-    """Where results go without ``--out``: the ``docs/`` of the CodeSynapse checkout this package
-    runs from (the benchmarks keep its PERFORMANCE.md current), not the current folder's, which
-    may be any project; installed from a wheel, ``./codesynapse-bench``."""
-    if (REPO / "pyproject.toml").is_file() and (REPO / "docs").is_dir():
-        return REPO / "docs"
-    return Path.cwd() / "codesynapse-bench"
 
 
 def run_bench(args) -> int:

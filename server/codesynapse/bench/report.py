@@ -14,6 +14,18 @@ from typing import Any
 from codesynapse.bench.machine import machine_info, machine_line
 from codesynapse.bench.stats import fmt_pct
 
+REPO = Path(__file__).resolve().parents[3]
+
+
+def default_out() -> Path:
+    """Where results go without ``--out``: the ``docs/`` of the CodeSynapse checkout this package
+    runs from (the benchmarks keep its PERFORMANCE.md current), not the current folder's, which
+    may be any project; installed from a wheel, ``./codesynapse-bench``."""
+    if (REPO / "pyproject.toml").is_file() and (REPO / "docs").is_dir():
+        return REPO / "docs"
+    return Path.cwd() / "codesynapse-bench"
+
+
 def say(msg: str) -> None:
     """Progress and summaries of the bench commands go to stderr; stdout carries only the
     JSON a command is asked for."""

@@ -202,9 +202,8 @@ def keep_point(result: dict[str, Any], machine: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from codesynapse.bench.cli import default_out
     from codesynapse.bench.machine import machine_info
-    from codesynapse.bench.report import say
+    from codesynapse.bench.report import default_out, say
 
     ap = argparse.ArgumentParser(prog="python -m codesynapse.bench.scale",
                                  description="write the scale-series report again from kept points")
