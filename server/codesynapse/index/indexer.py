@@ -1171,7 +1171,9 @@ class _ParamSites:
         (either may call the function with anything)."""
         hit = self._named.get(name)
         if hit is None:
-            hit = self._named[name] = any(
+            # an unresolved call of the name is an index count; the calls of a common name
+            # (thousands, over a server's connection) are read only when there is none
+            hit = self._named[name] = self.store.count_unresolved_named(name) > 0 or any(
                 c.name == name and (c.resolution == "unresolved" or c.hint.startswith(PARAM_HINT))
                 for c in self.store.calls_touching([name]))
         return hit
