@@ -182,6 +182,12 @@ def test_calls_touching_name_head_and_hint(g):
     assert g.calls_touching(["nothing"]) == []
 
 
+def test_calls_by_hint_name_reads_only_the_hint_index(g):
+    # Child().run is hinted pkg.a.Child (hint name Child); "run" names two calls, none hinted run
+    assert [(c.path, c.line) for c in g.calls_by_hint_name(["Child", "run"])] == [("pkg/b.py", 5)]
+    assert g.calls_by_hint_name(["run"]) == [] and g.calls_by_hint_name([]) == []
+
+
 def test_all_calls_in_insertion_order(g):
     calls = list(g.all_calls())
     assert [(c.path, c.line) for c in calls] == [

@@ -1106,8 +1106,8 @@ class Indexer:
                         self._value_refs[v] += n
                     names.add(v)
                     refs_moved = True
-            if names:
-                for c in self.store.calls_touching(names):
+            if names:  # (a parameter hint's hint name is its function's: the index answers)
+                for c in self.store.calls_by_hint_name(names):
                     if c.hint.startswith(PARAM_HINT) and c.hint.rsplit(".", 1)[-1] in names:
                         rows[c.id] = c
         if refs_moved:

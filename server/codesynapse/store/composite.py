@@ -602,6 +602,11 @@ class CompositeGraphStore:
         names = list(names)
         return self._calls(self.base.calls_touching(names), self.overlay.calls_touching(names), self._shadow(), None)
 
+    def calls_by_hint_name(self, names: Iterable[str]) -> list[CallRow]:
+        names = list(names)
+        return self._calls(self.base.calls_by_hint_name(names), self.overlay.calls_by_hint_name(names),
+                           self._shadow(), None)
+
     def all_calls(self) -> Iterator[CallRow]:
         sh = self._shadow()
         ov = self._call_overrides(sh)

@@ -339,6 +339,7 @@ for (k in ['name', 'head', 'hint_name']) {
 }
 out
 """
+CALLS_BY_HINT_NAME = "g.V().hasLabel('cs_call').has('graph_id', gid).has('hint_name', within(names)).elementMap()"
 ROWS_OF = {label: f"g.V().hasLabel('{label}').has('graph_id', gid).elementMap()"
            for label in ("cs_call", "cs_import", "cs_inherit")}
 # a page of a label's rows: those of up to IN_CHUNK paths
@@ -800,6 +801,15 @@ class HugeGraphStore(HugeGraphDepsMixin):
         out: dict[int, CallRow] = {}
         for i in range(0, len(names), IN_CHUNK):
             for r in self._run("calls_touching", CALLS_TOUCHING, names=names[i:i + IN_CHUNK]):
+                c = self._call(r)
+                out[c.id] = c
+        return [out[k] for k in sorted(out)]
+
+    def calls_by_hint_name(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names) - {""})
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), IN_CHUNK):
+            for r in self._run("calls_by_hint_name", CALLS_BY_HINT_NAME, names=names[i:i + IN_CHUNK]):
                 c = self._call(r)
                 out[c.id] = c
         return [out[k] for k in sorted(out)]

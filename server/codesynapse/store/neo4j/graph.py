@@ -618,6 +618,16 @@ class Neo4jGraphStore(Neo4jDepsMixin):
                 out[r["id"]] = self._call(r)
         return [out[k] for k in sorted(out)]
 
+    def calls_by_hint_name(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names))
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), TOUCH_CHUNK):
+            for r in self._rows("calls_by_hint_name",
+                                "UNWIND $names AS x MATCH (c:CsCall {graph_id: $g, hint_name: x}) RETURN c {.*}",
+                                names=names[i:i + TOUCH_CHUNK]):
+                out[r["id"]] = self._call(r)
+        return [out[k] for k in sorted(out)]
+
     def all_calls(self) -> Iterable[CallRow]:
         return (self._call(r) for r in self._by_id("all_calls", "CsCall"))
 

@@ -911,6 +911,17 @@ class SqliteGraphStore(SqliteDepsMixin):
                     out[r["id"]] = self._call(r)
         return [out[k] for k in sorted(out)]
 
+    def calls_by_hint_name(self, names: Iterable[str]) -> list[CallRow]:
+        names = sorted(set(names))
+        out: dict[int, CallRow] = {}
+        for i in range(0, len(names), 300):
+            chunk = names[i:i + 300]
+            marks = ",".join("?" * len(chunk))
+            for r in self._q(f"SELECT * FROM calls WHERE graph_id=? AND hint_name IN ({marks}) AND hint_name != ''",
+                             (self._gk, *chunk)):
+                out[r["id"]] = self._call(r)
+        return [out[k] for k in sorted(out)]
+
     def all_calls(self) -> Iterable[CallRow]:
         cur = self._conn().execute("SELECT * FROM calls WHERE graph_id=? ORDER BY id", (self._gk,))
         for r in cur:
