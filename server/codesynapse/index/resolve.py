@@ -344,8 +344,8 @@ class SymbolIndex:
         self.bases: dict[str, list[str]] = {}  # class qname → resolved base qnames (in order)
         self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
         self.fields: dict[str, dict[str, dict[str, str]]] = {}  # struct qname → {path: {field: type}}
-        # resolve_qname's answers: qname -> (answer, room) when the depth limit did not shape it,
-        # (qname, depth) -> answer when it did; replaced, never emptied, when the table changes
+        # resolve_qname's answers that neither its cycle guard nor its depth limit shaped:
+        # qname -> (answer, room); replaced, never emptied, when the table changes
         self._cache: dict = {}
 
     # -- maintenance -------------------------------------------------------------------
@@ -542,44 +542,50 @@ class SymbolIndex:
     def resolve_qname(self, q: str, sep: str = ".") -> str | None:
         """Canonical symbol qname for a dotted reference, following re-exports and bases.
 
-        A pure function of (q, sep) and the symbol table, whatever was looked up before and
-        whatever another thread looks up meanwhile: a walk's state is its own (its depth, and
-        the cache it started with, which a change of the table replaces instead of emptying),
-        and there is no cycle guard: a cycle of re-exports or includes is walked until the
-        depth limit cuts it. An answer reached without the cut is the same at any depth that
-        leaves it the room its walk used, so it is kept index-wide with that room; an answer
-        the cut shaped is kept for its depth only."""
+        Whatever was looked up before, and whatever another thread looks up meanwhile, gives
+        the same answer: a walk's state is its own (its depth, the names on its path, the
+        answers it found under its cycle guard or depth cut, and the cache it started with,
+        which a change of the table replaces instead of emptying). Only an answer that met
+        neither the guard nor the cut goes into the index-wide cache, with the room its walk
+        used (it holds at any depth that leaves that room); an answer shaped by the guard or
+        the cut stays with its walk."""
         cache = self._cache
         if len(cache) >= self.cache_limit:  # bounded: a pure function, recomputed
             cache = self._cache = {}
-        return self._walk(q, sep, 0, cache)[0]
+        return self._walk(q, sep, 0, (cache, {}, set()))[0]
 
-    def _walk(self, q: str, sep: str, depth: int, cache: dict) -> tuple[str | None, int, bool]:
-        """(answer, room: how many levels below ``depth`` its walk went, cut: whether the
-        depth limit shaped it)."""
+    def _walk(self, q: str, sep: str, depth: int, walk: tuple) -> tuple[str | None, int, bool]:
+        """(answer, room: how many levels below ``depth`` its walk went, tainted: whether the
+        cycle guard or the depth limit shaped it)."""
         if depth > _MAX_DEPTH:
             return None, 0, True
         if q in self.kinds:
             return q, 0, False
         if sep not in q:
             return None, 0, False
+        cache, local, path = walk
         key = q if sep == "." else sep + q
         hit = cache.get(key)
         if hit is not None and depth + hit[1] <= _MAX_DEPTH:
             return hit[0], hit[1], False
-        at = (key, depth)
-        if at in cache:
-            return cache[at], 0, True
-        res, room, cut = self._step(q, sep, depth, cache)
-        if cut:
-            cache[at] = res
+        if key in path:  # the cycle guard: this walk's own
+            return None, 0, True
+        if key in local:
+            return local[key], 0, True
+        path.add(key)
+        try:
+            res, room, tainted = self._step(q, sep, depth, walk)
+        finally:
+            path.discard(key)
+        if tainted:
+            local[key] = res
         else:
             cache[key] = _NO_ANSWER[room] if res is None else (res, room)
-        return res, room, cut
+        return res, room, tainted
 
-    def _step(self, q: str, sep: str, depth: int, cache: dict) -> tuple[str | None, int, bool]:
+    def _step(self, q: str, sep: str, depth: int, walk: tuple) -> tuple[str | None, int, bool]:
         prefix, last = q.rsplit(sep, 1)
-        p, r, cut = self._walk(prefix, sep, depth + 1, cache)
+        p, r, cut = self._walk(prefix, sep, depth + 1, walk)
         room = r + 1
         if p is None:
             return None, room, cut
@@ -590,12 +596,12 @@ class SymbolIndex:
             for fi in self.module_bindings(p):
                 for target in fi.targets(last):
                     if target != q:
-                        t, r, c = self._walk(target, sep, depth + 1, cache)
+                        t, r, c = self._walk(target, sep, depth + 1, walk)
                         room, cut = max(room, r + 1), cut or c
                         if t is not None:
                             return t, room, cut
                 for star in fi.stars:
-                    t, r, c = self._walk(f"{star}{sep}{last}", sep, depth + 1, cache)
+                    t, r, c = self._walk(f"{star}{sep}{last}", sep, depth + 1, walk)
                     room, cut = max(room, r + 1), cut or c
                     if t is not None:
                         return t, room, cut
