@@ -197,3 +197,56 @@ def test_an_unsaved_buffer_goes_to_the_overlay_and_leaves_with_it(tmp_path, repo
     assert comp.symbols_by_qname("shop.pricing.draft_only") == []
     assert comp.dump() == full_dump(tmp_path, root)
     comp.close()
+
+
+class _CountingStore(SqliteGraphStore):
+    """A real SQLite base that counts the scans of every call (the parameter pass's count of
+    names handed on as values reads them all unless the count is kept)."""
+
+    scans = 0
+
+    def all_calls(self):
+        type(self).scans += 1
+        return super().all_calls()
+
+
+def test_a_checkout_reads_the_bases_value_counts_instead_of_scanning_it(tmp_path, repo):
+    import json
+
+    from codesynapse.store.graph import VALUE_REFS_META
+
+    root, commit = repo
+    (root / "shop" / "jobs.py").write_text(
+        "from shop.payment import pay_for\n\n\ndef later(run, items):\n    return run(pay_for, items)\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c2")
+    commit = git(root, "rev-parse", "HEAD")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    export_commit(root, commit, tree)
+    base = _CountingStore(tmp_path / "base.db", "g@" + commit)
+    Indexer(tree, base, workers=1).index_tree()
+    kept = json.loads(base.get_meta(VALUE_REFS_META))
+    assert kept.get("pay_for") == 1
+
+    # a clean checkout: the base's counts are the view's; no scan of the base's calls
+    comp = composite(tmp_path, root, commit, base)
+    _CountingStore.scans = 0
+    assert Indexer(root, comp, workers=1).index_tree().parsed == 0
+    assert _CountingStore.scans == 0
+    assert json.loads(comp.get_meta(VALUE_REFS_META)) == kept
+
+    # a change that hands another name on: the checkout's counts are the base's with the
+    # change applied, as a full index of the working tree counts them
+    (root / "shop" / "wip.py").write_text(
+        "from shop.refunds import refund\n\n\ndef soon(run):\n    return run(refund, [])\n")
+    assert Indexer(root, comp, workers=1).index_tree().parsed == 1
+    plain = SqliteGraphStore(tmp_path / "plain.db", "plain")
+    try:
+        Indexer(root, plain, workers=1).index_tree()
+        assert json.loads(comp.get_meta(VALUE_REFS_META)) == json.loads(plain.get_meta(VALUE_REFS_META))
+        assert json.loads(comp.get_meta(VALUE_REFS_META)).get("refund") == 1
+    finally:
+        plain.close()
+    assert json.loads(base.get_meta(VALUE_REFS_META)) == kept  # the base is never written
+    comp.close()

@@ -44,7 +44,7 @@ from codesynapse.index.resolve import Resolver, SymbolIndex
 from codesynapse.index.state import IndexState
 from codesynapse.index.workers import WorkerOutput
 from codesynapse.index.workers import start as start_worker
-from codesynapse.store.graph import GraphStore, base_keys, module_keys
+from codesynapse.store.graph import VALUE_REFS_META, GraphStore, base_keys, module_keys
 
 log = logging.getLogger(__name__)
 
@@ -1141,8 +1141,6 @@ def _call_key(c, target: str) -> tuple:
     return (c.path, c.caller, c.callee, c.name, c.args, target)
 
 
-# the meta key of the names stored calls hand on as values, and how many ({name: count} JSON)
-VALUE_REFS_META = "param_value_refs"
 # the parameter pass reads at most this many callers of one function (more: left untyped)
 PARAM_SITES_MAX = 1000
 # an update of more files than this re-resolves every parameter hint instead of reading the

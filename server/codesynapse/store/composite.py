@@ -43,7 +43,7 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
-from codesynapse.store.graph import GraphStore, StoreCapabilities
+from codesynapse.store.graph import VALUE_REFS_META, GraphStore, StoreCapabilities
 from codesynapse.store.text import fold_tokens, name_terms, query_terms
 
 OVERLAY_IDS = 1 << 40  # the default id ceiling of a store: SQLite's and Neo4j's row ids stay below it
@@ -220,7 +220,13 @@ class CompositeGraphStore:
         self.base.close()
 
     def get_meta(self, key: str) -> str | None:
-        return self.overlay.get_meta(key)
+        raw = self.overlay.get_meta(key)
+        if key == VALUE_REFS_META and not raw:
+            # the counts the base's own pass kept: the view's until this checkout's first pass
+            # (which applies its files' changes to them and keeps the result in the overlay;
+            # a move to another base clears it) — instead of a scan of every call of the base
+            raw = self.base.get_meta(key)
+        return raw
 
     def set_meta(self, values: dict[str, str]) -> None:
         self.overlay.set_meta(values)
@@ -326,7 +332,7 @@ class CompositeGraphStore:
             if paths:
                 self.overlay.delete_files(paths)
             self.overlay.set_meta({_TOMBSTONES: "[]", _CALL_OVERRIDES: "{}", _INHERIT_OVERRIDES: "{}",
-                                   _IMPORT_OVERRIDES: "{}", BASE_COMMIT: base_commit,
+                                   _IMPORT_OVERRIDES: "{}", BASE_COMMIT: base_commit, VALUE_REFS_META: "",
                                    GENERATION: uuid.uuid4().hex})
         old = self.base
         self.base, self.base_commit, self.clean = base, base_commit, dict(clean)

@@ -46,6 +46,9 @@ SCHEMA_VERSION = 8  # 3: import rows keep their module's first/last segment, inh
 #    with narrower and partial indexes (issue 24 #3: a smaller index)
 # 8: SQLite: a call's head is stored only when it is not its name; calls_target leaves out
 #    unresolved calls
+# meta key: how many stored calls hand each name on as a value ({name: count} JSON), kept by
+# the indexer's parameter pass (index/indexer.py) so that a restart need not count again
+VALUE_REFS_META = "param_value_refs"
 
 
 def module_keys(module: str) -> tuple[str, str]:
