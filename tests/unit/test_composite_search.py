@@ -7,7 +7,6 @@ word, whichever store holds which, and the order is the same on every page and e
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,7 @@ from codesynapse.store.composite import CompositeGraphStore
 from codesynapse.store.sqlite.graph import SqliteGraphStore
 from codesynapse.store.team import clean_paths, export_commit
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(cwd), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
-                           *args], check=True, capture_output=True, text=True).stdout.strip()
+from tests.unit.test_composite_store import FIXTURE, git
 
 
 @pytest.fixture
