@@ -122,8 +122,9 @@ def cmd_publish(args) -> int:
 def cmd_repo(args) -> int:
     """``repo grant|revoke|list|gc``: the repository entries and base graphs of a team graph
     server (docs/TEAM.md). The tenant is the daemon's own (--tenant / CODESYNAPSE_TENANT)."""
-    from codesynapse.store.team import authorized, gc_bases, grant, list_bases, open_base, revoke, supports_team
-    from codesynapse.workspace import open_workspace
+    from codesynapse.store.team import (authorized, expire_overlays, gc_bases, grant, list_bases, open_base, revoke,
+                                        supports_team)
+    from codesynapse.workspace import default_data_root, open_workspace
 
     settings = _settings(args)
     if not supports_team(settings):
@@ -136,6 +137,8 @@ def cmd_repo(args) -> int:
             sys.stderr.write("--keep must be at least 1\n")
             return 2
         out: dict = gc_bases(settings, ws.root, ws.graph_id, args.keep)
+        # and the local overlays of this repository's checkouts whose folder is gone
+        out["expiredOverlays"] = expire_overlays([default_data_root(), ws.data_dir.parent], ws.graph_id)
     else:
         store = open_base(settings, ws.graph_id)
         try:

@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -239,6 +240,39 @@ def list_bases(store, graph_id: str) -> list[dict[str, Any]]:
     """The repository's bases on the server: {graphId, commit, complete, leaseUntil}."""
     return [{"graphId": g, "commit": g.split("@", 1)[1], "complete": complete, "leaseUntil": lease}
             for g, complete, lease in team_server(store).bases(graph_id, COMPLETE)]
+
+
+# overlay meta: the checkout folder an overlay belongs to (an overlay whose folder is gone expires)
+CHECKOUT_ROOT = "checkout_root"
+
+
+def expire_overlays(data_roots: Iterable[Path], graph_id: str) -> list[str]:
+    """Remove the overlays of this repository's departed checkouts: an ``overlay.db`` in a
+    data folder below one of ``data_roots`` whose recorded checkout folder no longer exists.
+    Overlays of other repositories, and those that record no folder, are left alone. Returns
+    the data folders whose overlay was removed."""
+    import sqlite3
+
+    removed: list[str] = []
+    for data_root in dict.fromkeys(Path(r) for r in data_roots):
+        if not data_root.is_dir():
+            continue
+        for db in sorted(data_root.glob("*/overlay.db")):
+            try:
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                try:
+                    row = conn.execute("SELECT value FROM meta WHERE graph_id=? AND key=?",
+                                       (graph_id, CHECKOUT_ROOT)).fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                continue  # not readable as an overlay: not ours to remove
+            if not row or not row[0] or Path(row[0]).exists():
+                continue
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+            removed.append(str(db.parent))
+    return removed
 
 
 def gc_bases(settings, root: Path, graph_id: str, keep: int) -> dict[str, list[str]]:
@@ -467,6 +501,8 @@ def open_team_store(settings, ws, notices: list[str] | None = None) -> GraphStor
     overlay, notice = open_sqlite_graph(ws.data_dir / "overlay.db", ws.graph_id)
     if notice and notices is not None:
         notices.append(notice)
+    if overlay.get_meta(CHECKOUT_ROOT) != str(ws.root):  # for expire_overlays
+        overlay.set_meta({CHECKOUT_ROOT: str(ws.root)})
     try:
         return TeamGraphStore(settings, ws, overlay)
     except BaseException:
