@@ -98,10 +98,15 @@ async def test_call_graph_depth_and_limits(client):
         ("test_cart.test_total", 2, [{"to": "shop.cart.Cart.total", "line": 8, "resolution": "inferred"}])]
     both = await ask(client, "codesynapse/callGraph", {"selector": "shop.cart.Cart.checkout"})
     assert "direction" not in both and "callers" in both and "callees" in both
-    assert [n["qualifiedName"] for n in both["callees"]["nodes"]] == ["shop.cart.Cart.total"]
-    assert both["callees"]["unresolvedCandidates"] == 1  # gateway.charge on an untyped parameter
+    # gateway.charge: the untyped parameter is typed by its one caller, pay_for, which passes a
+    # Gateway() (issue 18, parameter inference) — inferred, no unresolved candidate left
+    assert [n["qualifiedName"] for n in both["callees"]["nodes"]] == ["shop.cart.Cart.total",
+                                                                      "shop.payment.Gateway.charge"]
+    assert both["callees"].get("unresolvedCandidates", 0) == 0
     # a callee's call site is written in the root's file: neither its caller nor its path repeats
     assert both["callees"]["nodes"][0]["sites"] == [{"line": 32, "resolution": "self"}]
+    # (confidence 0.75: a type inferred from the callers, below an inferred call's usual)
+    assert both["callees"]["nodes"][1]["sites"] == [{"line": 33, "resolution": "inferred", "confidence": 0.75}]
     assert [n["qualifiedName"] for n in both["callers"]["nodes"]] == ["shop.payment.pay_for"]
 
 

@@ -65,11 +65,12 @@ async def test_call_graph_resolution(client):
     assert edges == [("shop.payment.pay_for", 21, "inferred"), ("test_cart.test_total", 7, "inferred")]
     g2 = await request(client, "codesynapse/callGraph", {"selector": "shop.payment.Gateway.charge",
                                                          "direction": "callers"})
-    # `gateway.charge(amount)` on an untyped parameter stays an unresolved candidate, never "no callers"
-    # and the site is named: file, line, the call as written and the unit it is in (issue 18)
-    assert g2["callers"] == {"nodes": [], "unresolvedCandidates": 1, "unresolved": [
-        {"path": "shop/cart.py", "line": 33, "name": "gateway.charge", "from": "shop.cart.Cart.checkout"}]}
-    assert g2["callers"]["unresolvedCandidates"] == 1
+    # `gateway.charge(amount)` on the untyped parameter of Cart.checkout: its one caller (pay_for)
+    # passes a Gateway(), so the parameter is typed and the call is inferred (issue 18); an untyped
+    # parameter no call types stays an unresolved candidate (test_all_callers: bank.transfer)
+    assert [(n["qualifiedName"], n["sites"]) for n in g2["callers"]["nodes"]] == [
+        ("shop.cart.Cart.checkout", [{"line": 33, "resolution": "inferred", "confidence": 0.75}])]
+    assert g2["callers"].get("unresolvedCandidates", 0) == 0 and "unresolved" not in g2["callers"]
 
 
 async def test_imports_resolve_through_reexport(client):

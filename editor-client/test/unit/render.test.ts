@@ -190,10 +190,11 @@ describe('renderResult', () => {
     expect(renderResult({ title: 'Context for a task', budget: 1500, more: null, result: pending })).toContain(
       '<p class="provenance">found by exact, lexical, dense (pending: the embedding model is loading), graph · index ready · 2,830 bytes</p>',
     );
-    // a recorded card: no "confidence 0" beside the unresolved callee
+    // a recorded card: the confidence of the callee typed from its callers (gateway.charge on a
+    // parameter every caller passes a Gateway to) is in the tooltip, not beside the name
     const card = renderResult({ title: 'Symbol card', budget: 2000, more: null, result: read('symbolCard') });
     expect(card.replace(/<[^>]*>/g, '')).not.toContain('confidence'); // only in the tooltip
-    expect(card).toContain('<li class="ref" title="resolution unresolved, confidence 0"><button class="link symbol" data-action="card" data-selector="gateway.charge" title="gateway.charge">gateway.charge</button> <button class="link location" data-action="open" data-path="shop/cart.py" data-line="33">shop/cart.py:33</button> <span class="detail">unresolved</span></li>');
+    expect(card).toContain('<li class="ref" title="resolution inferred, confidence 0.75"><button class="link symbol" data-action="card" data-selector="shop.payment.Gateway.charge" title="shop.payment.Gateway.charge">shop.payment.Gateway.charge</button> <button class="link location" data-action="open" data-path="shop/cart.py" data-line="33">shop/cart.py:33</button> <span class="detail">inferred</span></li>');
     // recall's leg reports ("Ran yes / Hits 0") and index status' fingerprint go to Details
     const recall = renderResult({ title: 'Recall', budget: null, more: null, result: read('recall') });
     const recallBody = recall.slice(recall.indexOf('<div class="body">'), recall.indexOf('<details class="diagnostics">'));
