@@ -12,6 +12,7 @@ import pytest
 
 from codesynapse import cli
 from codesynapse.bench import cli as bench_cli
+from codesynapse.bench import report as bench_report
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,7 +56,7 @@ def test_bench_out_defaults_to_the_checkouts_docs_not_the_current_folder(tmp_pat
     # installed from a wheel: no checkout around the package
     fake = tmp_path / "site-packages-root"
     fake.mkdir()
-    monkeypatch.setattr(bench_cli, "REPO", fake)
+    monkeypatch.setattr(bench_report, "REPO", fake)  # (default_out lives in bench/report.py)
     assert bench_cli.default_out() == tmp_path / "codesynapse-bench"
     help_text = cli.build_parser()._subparsers._group_actions[0].choices["bench"].format_help()
     assert "results go to docs/" not in help_text
