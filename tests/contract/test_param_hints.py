@@ -6,10 +6,10 @@ re-index of the same tree on the same backend and what SQLite holds for it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from codesynapse.index.indexer import Indexer
-from codesynapse.store.sqlite.graph import SqliteGraphStore
+from tests.contract.test_return_hints import (  # one full-index comparison for both
+    _index,
+    _same_as_full,
+)
 
 BANK = '''
 class Account:
@@ -67,26 +67,10 @@ def other():
 '''
 
 
-def _index(store, root: Path) -> None:
-    Indexer(root, store, workers=1).index_tree()
-
-
 def _target(store) -> tuple[str, str]:
     rows = [(c.target, c.resolution) for c in store.all_calls() if c.callee == "source.withdraw"]
     assert len(rows) == 1
     return rows[0]
-
-
-def _same_as_full(store, make_graph_store, root: Path, tmp: Path, n: int) -> None:
-    full = make_graph_store()
-    _index(full, root)
-    assert store.dump() == full.dump()
-    ref = SqliteGraphStore(tmp / f"ref{n}.sqlite3", "reference")
-    try:
-        _index(ref, root)
-        assert store.dump() == ref.dump()
-    finally:
-        ref.close()
 
 
 def test_a_call_site_elsewhere_moves_the_parameter(make_graph_store, tmp_path):
