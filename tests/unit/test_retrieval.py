@@ -309,3 +309,45 @@ def test_a_search_cursor_keeps_the_first_pages_dense_hits(app, vectors):
     steady = walk(_Changing(first, first), swap=False)
     assert len(steady) >= 4 and "netkit.backoff.nextDelayMs" in steady and "netkit.client.parse" not in steady
     assert walk(_Changing(first, later), swap=True) == steady
+
+
+def test_tests_found_by_their_words_lead_to_the_code_they_exercise(tmp_path):
+    """A test is named in the words of the behaviour it checks; the function it tests is named
+    for its mechanism (``normalize_block``) and shares no word with the task. The role prior
+    sets the tests back behind library functions that share a word of the task, so the graph
+    hop (from the five best candidates) never starts from them: the ``tested`` leg hands
+    their place on to their library callees, a callee many functions call (``load_text``)
+    getting less than the one only they call. Before, ``normalize_block`` was no candidate."""
+    distractors = "".join(f"def {n}(x):\n    return x\n\n\n" for n in (
+        "split_lines", "strip_prefix", "whitespace_chars", "last_line", "every_item", "line_count"))
+    users = "".join(f"def read_{i}():\n    return load_text('{i}')\n\n\n" for i in range(8))
+    a = _small_app(tmp_path, {
+        "textkit/__init__.py": "",
+        "textkit/clean.py": ("def normalize_block(text):\n    return text\n\n\n"
+                             "def load_text(path):\n    return path\n\n\n" + distractors + users),
+        "tests/test_clean.py": (
+            "from textkit.clean import load_text, normalize_block\n\n\n"
+            "def test_strips_trailing_whitespace_from_every_line():\n"
+            "    assert normalize_block(load_text('a ')) == 'a'\n\n\n"
+            "def test_trailing_whitespace_on_the_last_line_is_stripped():\n"
+            "    assert normalize_block(load_text('b ')) == 'b'\n")})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        got = Retriever(a, a.store, cfg).rank("trailing whitespace is not stripped from every line", Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert "textkit.clean.normalize_block" in order[:8]
+        i = got.order[order.index("textkit.clean.normalize_block")]
+        assert "tested" in got.legs[i]
+        assert "tested" in got.provenance
+        if "textkit.clean.load_text" in order:
+            assert order.index("textkit.clean.load_text") > order.index("textkit.clean.normalize_block")
+        # without the graph stages the leg does not run
+        off = Retriever(a, a.store, RetrievalConfig(exact=False, lexical=True, dense=False, expand=False,
+                                                    priors=True)).rank(
+            "trailing whitespace is not stripped from every line", Deadline())
+        assert "textkit.clean.normalize_block" not in [off.rows[i].qname for i in off.order]
+    finally:
+        a.close()

@@ -11,7 +11,10 @@ bodies:
 - lexical: BM25 with field weights over stemmed sub-words of each symbol's name, qualified
   name, signature, summary and path (context/lexical.py; the store's full-text table);
 - dense: the task embedded locally against the symbols' metadata vectors
-  (``app.symbol_vectors``, context/dense.py), when present and ready.
+  (``app.symbol_vectors``, context/dense.py), when present and ready;
+- tested: the library code that the tests in the lexical and dense legs' pools call (a test is
+  named in the words of the behaviour it checks, the function it tests for its mechanism;
+  ``tested_leg``), with the graph stage, unless the task asks about tests.
 
 Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg before it is
 cut); they are fused by reciprocal-rank fusion (k = 60). Exact current matches (a symbol
@@ -158,6 +161,9 @@ class Retriever:
         self.store = store
         self.config = config or getattr(app, "retrieval_config", None) or RetrievalConfig()
         self._module_rep: dict[str, int] = {}
+        # each approximate leg's pool, best first, before the role prior's cut (the tests in it
+        # lead to the code they exercise: ``tested_leg``)
+        self._pools: dict[str, list[SymbolRow]] = {}
 
     # -- helpers ------------------------------------------------------------------------------
     def _key(self, r: SymbolRow, rows: dict[int, SymbolRow]) -> int:
@@ -363,6 +369,7 @@ class Retriever:
 
     def lexical_leg(self, task: str, rows: dict[int, SymbolRow], asked: set[str]) -> list[int]:
         got = self.lexical_search(task, LEG_LIMIT * LEG_POOL)
+        self._pools["lexical"] = [r for r, _s in got]
         ranked = sorted(enumerate(got), key=lambda x: (-x[1][1] * self._prior(x[1][0], asked), x[0]))
         out: list[int] = []
         for _i, (r, _s) in ranked:
@@ -398,6 +405,7 @@ class Retriever:
             if match is None:
                 continue  # stale: the symbol is gone or moved since it was embedded
             found.append((float(h.score), match))
+        self._pools["dense"] = [m for _s, m in found]
         found.sort(key=lambda x: -max(x[0], 0.0) * self._prior(x[1], asked))  # stable: ties keep the vector rank
         out: list[int] = []
         for _s, match in found:
@@ -413,6 +421,52 @@ class Retriever:
         if getattr(res, "reason", ""):
             entry["reason"] = res.reason
         return out, entry
+
+    # -- tested ---------------------------------------------------------------------------------
+    def tested_leg(self, rows: dict[int, SymbolRow], dl: Deadline) -> list[int]:
+        """The library code that the tests found by the lexical and dense legs exercise (their
+        resolved callees). A test is written in the words of the behaviour it checks ("should
+        return the previous value when the next value is an equal object", ``test_put_conn_when
+        _pool_is_full_blocking``), the words a task uses, while the function under test is
+        often named for its mechanism (``replaceEqualDeep``): the role prior sets the test
+        back, and this leg hands its place on to what it tests. Each test weighs as its best
+        place in a leg pool, 1 / (k + rank) as in RRF, split over its distinct library callees
+        by the square root of their number (a test of one function says more about it than
+        one calling twenty), each callee's share divided by the square root of how many
+        functions call it (a constructor or fixture helper every test calls singles nothing
+        out: the symmetric normalization of ``_expand``). At most ``LEG_LIMIT`` ids, best
+        first."""
+        weight: dict[str, float] = {}
+        for pool in self._pools.values():
+            for rank, r in enumerate(pool, 1):
+                if row_role(r) == TEST and r.kind != "module":
+                    weight[r.qname] = weight.get(r.qname, 0.0) + 1.0 / (RRF_K + rank)
+        if not weight:
+            return []
+        store = self.store
+        callees_of = store.callees_many(list(weight), limit=200)
+        targets = {q: list(dict.fromkeys(c.target for c in callees_of.get(q, []) if c.target and c.target != q))
+                   for q in weight}
+        all_targets = list(dict.fromkeys(t for ts in targets.values() for t in ts))
+        if not all_targets:
+            return []
+        dl.check()
+        named = store.symbols_by_qnames(all_targets)
+        lib = {t: x for t in all_targets
+               for x in [next((y for y in named.get(t, []) if y.kind != "module" and row_role(y) == LIBRARY), None)]
+               if x is not None}
+        fan_in = {q: len({c.caller for c in v})
+                  for q, v in store.callers_many(list(lib), limit=FAN_IN_READ).items()} if lib else {}
+        gain: Counter[int] = Counter()
+        for q, w in weight.items():
+            subjects = [t for t in targets[q] if t in lib]
+            if not subjects:
+                continue
+            share = w / math.sqrt(len(subjects))
+            for t in subjects:
+                gain[self._key(lib[t], rows)] += share / math.sqrt(max(1, fan_in.get(t, 1)))
+        best = sorted(gain, key=lambda i: (-gain[i], rows[i].qname, rows[i].path))
+        return best[:LEG_LIMIT]
 
     # -- everything -----------------------------------------------------------------------------
     def rank(self, task: str, dl: Deadline, paths: list[str] = ()) -> Ranked:
@@ -464,6 +518,13 @@ class Retriever:
             out.provenance.append(entry)
             if ids:
                 add_leg("dense", ids)
+        if cfg.expand and TEST not in asked and self._pools:
+            # a task about tests is answered by the tests themselves
+            dl.check()
+            ids = self.tested_leg(rows, dl)
+            if ids:
+                out.provenance.append("tested")
+                add_leg("tested", ids)
         if paths:
             # the files the request names are its scope, not a search: all their symbols
             ids = [self._key(r, rows) for rel in paths for r in self.store.symbols_in_file(rel) if r.kind != "module"]
