@@ -125,3 +125,104 @@ def test_a_lookup_running_in_another_thread_sees_no_half_walked_answer():
         kinds.go.set()
         t.join(10)
     assert got["walker"] == "c.f"
+
+
+# -- include graphs: the search per strongly connected component (issue 24) -------------
+
+def _c(idx: SymbolIndex, module: str, defines: list[str], includes: list[str]) -> None:
+    """A C header ``module``.h defining ``defines`` and including ``includes``, in order."""
+    syms = [(module, "module", "")] + [(f"{module}.{n}", "function", module) for n in defines]
+    idx.add_file(f"{module}.h", module, "c", syms,
+                 [ImportRef(module=m, name="*", line=i + 1) for i, m in enumerate(includes)])
+
+
+def _two_way() -> SymbolIndex:
+    """``a`` includes ``b`` then ``c``; ``b`` includes ``a`` then ``d`` (a and b: one component);
+    ``c`` and ``d`` both define ``f``; ``e`` (included by ``d``) defines ``g``; ``x`` includes
+    ``b`` then ``a``."""
+    idx = SymbolIndex()
+    _c(idx, "a", [], ["b", "c"])
+    _c(idx, "b", [], ["a", "d"])
+    _c(idx, "c", ["f"], [])
+    _c(idx, "d", ["f"], ["e"])
+    _c(idx, "e", ["g"], [])
+    _c(idx, "x", [], ["b", "a"])
+    return idx
+
+
+def test_inside_an_include_cycle_each_module_sees_what_its_own_include_order_meets_first():
+    # as a preprocessor with include guards reads them: a -> b -> (a: already open) -> d: d.f;
+    # b -> a -> (b: open) -> c: c.f; x -> b -> a -> c: c.f. These are also the answers of the
+    # walk with a per-walk cycle guard (7b7b129), which the component search replaces.
+    want = {"a.f": "d.f", "b.f": "c.f", "x.f": "c.f", "a.g": "e.g", "b.g": "e.g", "x.g": "e.g",
+            "a.h": None, "b.h": None, "x.h": None, "c.g": None}
+    queries = list(want)
+    for order in (queries, queries[::-1], queries[3:] + queries[:3], ["b.h", "a.f", "x.f", "b.f"] + queries):
+        idx = _two_way()
+        assert {q: idx.resolve_qname(q) for q in order} == want, order
+    # a module's answer kept for one entry of the cycle is not another entry's
+    idx = _two_way()
+    assert idx.resolve_qname("a.f") == "d.f"
+    assert idx.resolve_qname("b.f") == "c.f"
+    idx = _two_way()
+    assert idx.resolve_qname("b.f") == "c.f"
+    assert idx.resolve_qname("a.f") == "d.f"
+
+
+def test_an_include_chain_longer_than_the_depth_limit_is_followed_to_its_end():
+    idx = SymbolIndex()
+    for i in range(12):  # h0 includes h1 ... h11, which defines f: twelve headers deep
+        _c(idx, f"h{i}", ["f"] if i == 11 else [], [f"h{i + 1}"] if i < 11 else [])
+    drv = [("drv", "module", ""), ("drv.probe", "function", "drv")]
+    idx.add_file("drv.c", "drv", "c", drv, [ImportRef(module="h0", name="*", line=1)])
+    assert idx.resolve_qname("h0.f") == "h11.f"
+    r = Resolver(idx).resolve_call("drv.c", "drv.probe", "f", "")
+    assert (r.target, r.resolution) == ("h11.f", "import")
+
+
+def _preprocessor_order(includes: dict[str, list[str]], defines: dict[str, set[str]], start: str, name: str):
+    """The reference: the first module a preprocessor with include guards opens, from
+    ``start``, that defines ``name`` (a module first, then its includes, depth first)."""
+    opened: set[str] = set()
+
+    def visit(m: str):
+        opened.add(m)
+        if name in defines[m]:
+            return f"{m}.{name}"
+        for inc in includes[m]:
+            if inc not in opened:
+                found = visit(inc)
+                if found:
+                    return found
+        return None
+
+    return visit(start)
+
+
+def test_random_include_graphs_with_cycles_answer_as_the_preprocessor_order_in_any_lookup_order():
+    import random
+
+    for seed in range(6):
+        rnd = random.Random(seed)
+        n = 40
+        includes = {f"m{i}": [f"m{rnd.randrange(n)}" for _ in range(rnd.randrange(4))] for i in range(n)}
+        defines = {f"m{i}": {nm for nm in "fgh" if rnd.random() < 0.08} for i in range(n)}
+        queries = [(f"m{i}", nm) for i in range(n) for nm in "fghz"]
+        want = {f"{m}.{nm}": _preprocessor_order(includes, defines, m, nm) for m, nm in queries}
+        for shuffle in range(3):
+            rnd.shuffle(queries)
+            idx = SymbolIndex(cache_limit=50 if shuffle == 2 else 1_000_000)  # 50: emptied on the way
+            for m in includes:
+                _c(idx, m, sorted(defines[m]), includes[m])
+            got = {f"{m}.{nm}": idx.resolve_qname(f"{m}.{nm}") for m, nm in queries}
+            assert got == want, (seed, shuffle)
+
+
+def test_a_changed_include_is_seen_by_the_next_lookup():
+    idx = _two_way()
+    assert idx.resolve_qname("a.f") == "d.f"
+    _c(idx, "b", [], ["a"])  # b no longer includes d
+    assert idx.resolve_qname("a.f") == "c.f"
+    assert idx.resolve_qname("a.g") is None
+    _c(idx, "c", ["f"], ["e"])
+    assert idx.resolve_qname("a.g") == "e.g"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import re
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -345,7 +346,9 @@ class SymbolIndex:
         self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
         self.fields: dict[str, dict[str, dict[str, str]]] = {}  # struct qname → {path: {field: type}}
         # resolve_qname's answers that neither its cycle guard nor its depth limit shaped:
-        # qname -> (answer, room); replaced, never emptied, when the table changes
+        # qname -> (answer, room); a star search's (module, name, sep) -> (answer, room) and
+        # (component, name, sep) -> (None, room); under None the star graph (_Stars) these
+        # answers were computed on. Replaced, never emptied, when the table changes
         self._cache: dict = {}
 
     # -- maintenance -------------------------------------------------------------------
@@ -446,7 +449,8 @@ class SymbolIndex:
 
     def set_bases(self, bases: dict[str, list[str]]) -> None:
         self.bases = bases
-        self._cache = {}
+        stars = self._cache.get(None)  # the star graph does not depend on bases
+        self._cache = {} if stars is None else {None: stars}
 
     # -- queries -----------------------------------------------------------------------
     def exists(self, qname: str) -> bool:
@@ -542,17 +546,31 @@ class SymbolIndex:
     def resolve_qname(self, q: str, sep: str = ".") -> str | None:
         """Canonical symbol qname for a dotted reference, following re-exports and bases.
 
-        Whatever was looked up before, and whatever another thread looks up meanwhile, gives
-        the same answer: a walk's state is its own (its depth, the names on its path, the
-        answers it found under its cycle guard or depth cut, and the cache it started with,
-        which a change of the table replaces instead of emptying). Only an answer that met
-        neither the guard nor the cut goes into the index-wide cache, with the room its walk
-        used (it holds at any depth that leaves that room); an answer shaped by the guard or
-        the cut stays with its walk."""
+        A pure function of (q, sep) and the symbol table, whatever was looked up before and
+        whatever another thread looks up meanwhile. Two kinds of step:
+
+        * a name of a module (``m.n``) is looked for as a C preprocessor with include guards
+          would meet it: the module's own definition first, then, file by file in path order,
+          the file's imports of that name (in source order) and its star imports (``#include``,
+          ``from x import *``, in order), each star-imported module entered depth first and
+          at most once (``_find``). Include and star chains have no depth limit; a cycle
+          ends where the search meets a module it has entered. The answer for a module
+          depends on where the search starts only inside a strongly connected component of
+          the star-import graph (``_Stars``); it is kept index-wide per (module, name) for the
+          module the search started from, and per (component, name) when nothing was found;
+        * the rest (a prefix, a named import's target, a class member) is a walk with a depth
+          limit and a cycle guard of its own: an answer shaped by either stays with its walk,
+          only one that met neither is kept index-wide, with the room its walk used.
+
+        The index-wide cache and the star graph are replaced, never emptied, when the table
+        changes; a lookup keeps the ones it started with."""
         cache = self._cache
+        stars = cache.get(None)  # the star graph of this table, kept with its cache
+        if stars is None:
+            stars = cache.setdefault(None, _Stars(self))
         if len(cache) >= self.cache_limit:  # bounded: a pure function, recomputed
-            cache = self._cache = {}
-        return self._walk(q, sep, 0, (cache, {}, set()))[0]
+            cache = self._cache = {None: stars}
+        return self._walk(q, sep, 0, (cache, {}, set(), stars))[0]
 
     def _walk(self, q: str, sep: str, depth: int, walk: tuple) -> tuple[str | None, int, bool]:
         """(answer, room: how many levels below ``depth`` its walk went, tainted: whether the
@@ -563,7 +581,7 @@ class SymbolIndex:
             return q, 0, False
         if sep not in q:
             return None, 0, False
-        cache, local, path = walk
+        cache, local, path, _ = walk
         key = q if sep == "." else sep + q
         hit = cache.get(key)
         if hit is not None and depth + hit[1] <= _MAX_DEPTH:
@@ -590,26 +608,183 @@ class SymbolIndex:
         if p is None:
             return None, room, cut
         if self.is_module(p):
-            direct = f"{p}{sep}{last}"
-            if direct in self.kinds:
-                return direct, room, cut
-            for fi in self.module_bindings(p):
-                for target in fi.targets(last):
-                    if target != q:
-                        t, r, c = self._walk(target, sep, depth + 1, walk)
-                        room, cut = max(room, r + 1), cut or c
-                        if t is not None:
-                            return t, room, cut
-                for star in fi.stars:
-                    t, r, c = self._walk(f"{star}{sep}{last}", sep, depth + 1, walk)
-                    room, cut = max(room, r + 1), cut or c
-                    if t is not None:
-                        return t, room, cut
-            return None, room, cut
+            t, r, c = self._find(p, last, sep, depth, walk)
+            return t, max(room, r), cut or c
         if self.is_type(p):
             return self.member(p, last, sep), room, cut
         direct = f"{p}{sep}{last}"
         return (direct if direct in self.kinds else None), room, cut
+
+    def _find(self, module: str, name: str, sep: str, depth: int, walk: tuple) -> tuple[str | None, int, bool]:
+        """``name`` as seen from ``module`` (see resolve_qname): (answer, room, tainted).
+
+        A depth-first search over the star-import graph with a set of entered modules. Why
+        its answers can be kept: the search enters a component C of the graph only through
+        a module x all of whose component is still unentered (a module reachable from x that
+        was entered before has been searched completely, or is on the search's stack, and
+        then x could reach back to it: the same component). Everything entered before found
+        nothing, so from x on the search finds what a search starting at x finds: the
+        answer for x. When the search leaves x with nothing found, nothing is reachable from
+        any module of C (they all reach the same modules), so every module of C answers
+        None. Inside C the answer depends on the entry (``a`` includes ``b`` and ``b``
+        includes ``a``; both define ``f``): only entries are kept."""
+        cache, local, _, stars = walk
+        comp = stars.component
+        key = (module, name, sep)
+        hit = cache.get(key) or cache.get((comp(module), name, sep))
+        if hit is not None and depth + hit[1] <= _MAX_DEPTH:
+            return hit[0], hit[1], False
+        if key in local:
+            return local[key], 0, True
+        kinds = self.kinds
+        room = 0
+        tainted = False
+        entered: set[str] = {module}
+        # the search's stack: [module, its component, entered from another component (or the
+        # start), iterator over its steps]
+        stack: list = []
+        found: str | None = None
+
+        def enter(m: str, is_entry: bool) -> str | None:
+            direct = f"{m}{sep}{name}"
+            if direct in kinds:
+                return direct
+            stack.append((m, comp(m), is_entry, stars.steps(m)))
+            return None
+
+        found = enter(module, True)
+        while stack and found is None:
+            m, c, is_entry, steps = stack[-1]
+            step = next(steps, None)
+            if step is None:  # searched completely: nothing is reachable from here
+                stack.pop()
+                if is_entry:
+                    store = local if tainted else cache
+                    none = None if tainted else (None, room)
+                    store[(m, name, sep)] = none
+                    store[(c, name, sep)] = none
+                continue
+            kind, arg = step
+            if kind == 0:  # a file's imports of ``name``, by name, in order
+                own = f"{m}{sep}{name}"
+                for target in arg.targets(name):
+                    if target == own:
+                        continue
+                    t, r, tc = self._walk(target, sep, depth + 1, walk)
+                    room, tainted = max(room, r + 1), tainted or tc
+                    if t is not None:
+                        found = t
+                        break
+            elif kind == 1:  # a star import of a module of the graph
+                if arg in entered:
+                    continue
+                entered.add(arg)
+                ac = comp(arg)
+                if ac != c:
+                    hit = cache.get((arg, name, sep)) or cache.get((ac, name, sep))
+                    if hit is not None and depth + hit[1] <= _MAX_DEPTH:
+                        room = max(room, hit[1])
+                        found = hit[0]
+                        continue
+                found = enter(arg, ac != c)
+            else:  # a star import of anything else: walked as the name behind it
+                t, r, tc = self._walk(f"{arg}{sep}{name}", sep, depth + 1, walk)
+                room, tainted = max(room, r + 1), tainted or tc
+                found = t
+        # what the search found is the answer of every entry still on its stack (and of the
+        # start, which may have answered before anything was pushed)
+        if found is not None:
+            store = local if tainted else cache
+            value = found if tainted else (found, room)
+            for m, _c, is_entry, _ in stack:
+                if is_entry:
+                    store[(m, name, sep)] = value
+            store[key] = value
+        return found, room, tainted
+
+
+class _Stars:
+    """The star-import graph of a SymbolIndex (module -> the modules of the graph its files
+    star-import, ``#include`` in C) and its strongly connected components, computed on
+    demand (Tarjan, iterative) and kept until the table changes. Shared by lookups running
+    in several threads: a component is computed under a lock, and once computed it never
+    changes."""
+
+    def __init__(self, index: SymbolIndex):
+        self.index = index
+        self.plans: dict[str, tuple] = {}
+        self.comp: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self._next = 0
+
+    def plan(self, m: str) -> tuple:
+        """The steps of a search in module ``m``, in order: for each of its files (by path), (0,
+        file) when the file imports names, then (1, module) per star import of a module of the
+        graph, (2, text) per any other star import."""
+        p = self.plans.get(m)
+        if p is None:
+            idx = self.index
+            out: list = []
+            for fi in idx.module_bindings(m):
+                if fi.bindings:
+                    out.append((0, fi))
+                for star in fi.stars:
+                    out.append((1, star) if star in idx.kinds and idx.is_module(star) else (2, star))
+            p = self.plans[m] = tuple(out)
+        return p
+
+    def steps(self, m: str):
+        return iter(self.plan(m))
+
+    def _succ(self, m: str):
+        return iter([arg for kind, arg in self.plan(m) if kind == 1])
+
+    def component(self, m: str) -> int:
+        c = self.comp.get(m)
+        if c is not None:
+            return c
+        with self.lock:
+            if m not in self.comp:
+                self._tarjan(m)
+            return self.comp[m]
+
+    def _tarjan(self, root: str) -> None:
+        comp = self.comp
+        index: dict[str, int] = {root: 0}
+        low: dict[str, int] = {root: 0}
+        on: list[str] = [root]
+        onset = {root}
+        work = [(root, self._succ(root))]
+        n = 1
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w in comp:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = n
+                    n += 1
+                    on.append(w)
+                    onset.add(w)
+                    work.append((w, self._succ(w)))
+                    break
+                if w in onset and index[w] < low[v]:
+                    low[v] = index[w]
+            else:
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    if low[v] < low[u]:
+                        low[u] = low[v]
+                if low[v] == index[v]:
+                    cid = self._next
+                    self._next += 1
+                    while True:
+                        w = on.pop()
+                        onset.discard(w)
+                        comp[w] = cid
+                        if w == v:
+                            break
 
 
 def _intern(s: str) -> str:
