@@ -351,3 +351,29 @@ def test_tests_found_by_their_words_lead_to_the_code_they_exercise(tmp_path):
         assert "textkit.clean.normalize_block" not in [off.rows[i].qname for i in off.order]
     finally:
         a.close()
+
+
+def test_tests_calling_a_hit_do_not_thin_out_its_library_caller(tmp_path):
+    """The graph hop splits a hit's share over its callers; the callers the role prior sets
+    back (tests) count for their prior. ``enforce_quota`` is called by one library function
+    and twenty tests: counted whole, the 21 callers were more than ``EXPAND_FANOUT`` and the
+    hop only reinforced candidates already found, so ``submit_job`` (which shares no word
+    with the task) was no candidate; counted at the prior, they are 6 and it is."""
+    tests = "".join(f"def test_case_{i}():\n    assert enforce_quota(1) == 1\n\n\n" for i in range(20))
+    a = _small_app(tmp_path, {
+        "jobs/__init__.py": "",
+        "jobs/core.py": ("def enforce_quota(n):\n    \"\"\"Reject work over the quota.\"\"\"\n    return n\n\n\n"
+                         "def submit_job(n):\n    return enforce_quota(n)\n"),
+        "tests/test_core.py": "from jobs.core import enforce_quota\n\n\n" + tests})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        got = Retriever(a, a.store, cfg).rank("work over the quota is rejected", Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert order[0] == "jobs.core.enforce_quota"
+        assert "jobs.core.submit_job" in order
+        assert got.legs[got.order[order.index("jobs.core.submit_job")]] == {"graph"}
+    finally:
+        a.close()

@@ -551,8 +551,9 @@ class Retriever:
         number of functions that call it (the symmetric normalization of a graph's adjacency,
         D^-1/2 A D^-1/2): the helper every function calls (a logger, a context getter) is no
         more the work of this hit than of any other, while the function only this hit calls
-        is. A hop with more than ``EXPAND_FANOUT`` neighbours only reinforces candidates
-        already found. Returns whether anything changed."""
+        is. Callers that the role prior sets back (tests calling the hit) count for their
+        prior in the split. A hop with more than ``EXPAND_FANOUT`` neighbours (so counted) only
+        reinforces candidates already found. Returns whether anything changed."""
         store = self.store
         by_qname: dict[str, list[int]] = {}
         for i in score:
@@ -564,32 +565,37 @@ class Retriever:
         qs = [rows[h].qname for h in top]
         callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
         in_files = store.symbols_in_files(rows[h].path for h in top if rows[h].kind in TYPE_KINDS)
-        hops: list[tuple[int, list[list[str]]]] = []
+        hops: list[tuple[int, list[list[str]], list[float]]] = []
         for h in top:
             r = rows[h]
             callees = list(dict.fromkeys(c.target for c in callees_of.get(r.qname, [])
                                          if c.target and c.target != r.qname))
-            callers = list(dict.fromkeys(c.caller for c in callers_of.get(r.qname, []) if c.caller != r.qname))
+            caller_path = {c.caller: c.path for c in callers_of.get(r.qname, []) if c.caller != r.qname}
+            callers = list(caller_path)
             # a type's members do its work (a call of the class runs its constructor)
-            members = [x.qname for x in in_files.get(r.path, []) if x.parent == r.qname and x.id != r.id] \
-                if r.kind in TYPE_KINDS else []
-            hops.append((h, [callees, callers, list(dict.fromkeys(members))]))
-        named = store.symbols_by_qnames(q for _, lists in hops for names in lists if len(names) <= EXPAND_FANOUT
-                                        for q in names if q not in by_qname)
+            members = list(dict.fromkeys(x.qname for x in in_files.get(r.path, []) if x.parent == r.qname
+                                         and x.id != r.id)) if r.kind in TYPE_KINDS else []
+            # the callers the role prior sets back (tests calling the hit) count for their prior
+            # in how many share the hop: thirty tests do not thin out the one library caller
+            n_callers = sum(prior(role_of(pth), asked) if self.config.priors else 1.0
+                            for pth in caller_path.values())
+            hops.append((h, [callees, callers, members], [len(callees), n_callers, len(members)]))
+        named = store.symbols_by_qnames(q for _, lists, sizes in hops for names, n in zip(lists, sizes)
+                                        if n <= EXPAND_FANOUT for q in names if q not in by_qname)
         # how many functions call each callee (distinct callers, at most FAN_IN_READ): one batch read
-        callee_qs = list(dict.fromkeys(q for _, lists in hops for q in lists[0]))
+        callee_qs = list(dict.fromkeys(q for _, lists, _n in hops for q in lists[0]))
         fan_in = {q: len({c.caller for c in v})
                   for q, v in store.callers_many(callee_qs, limit=FAN_IN_READ).items()} if callee_qs else {}
-        for h, lists in hops:
+        for h, lists, sizes in hops:
             dl.check()
-            for li, names in enumerate(lists):
+            for li, (names, n) in enumerate(zip(lists, sizes)):
                 if not names:
                     continue
-                share = DECAY * score[h] / math.sqrt(len(names))
+                share = DECAY * score[h] / math.sqrt(max(1.0, n))
                 for q in names:
                     ids = by_qname.get(q)
                     if ids is None:
-                        if len(names) > EXPAND_FANOUT:
+                        if n > EXPAND_FANOUT:
                             continue
                         found = [x for x in named.get(q, []) if x.kind != "module"][:1]
                         ids = by_qname[q] = [self._key(x, rows) for x in found]
