@@ -630,12 +630,16 @@ class SymbolIndex:
         includes ``a``; both define ``f``): only entries are kept."""
         cache, local, _, stars = walk
         comp = stars.component
+        name = _intern(name)  # one string for the cache keys of a name (and its qnames')
         key = (module, name, sep)
-        hit = cache.get(key) or cache.get((comp(module), name, sep))
+        whole = (comp(module), name, sep)
+        hit = cache.get(key) or cache.get(whole)
         if hit is not None and depth + hit[1] <= _MAX_DEPTH:
             return hit[0], hit[1], False
         if key in local:
             return local[key], 0, True
+        if whole in local:
+            return None, 0, True
         kinds = self.kinds
         room = 0
         tainted = False
@@ -658,11 +662,11 @@ class SymbolIndex:
             step = next(steps, None)
             if step is None:  # searched completely: nothing is reachable from here
                 stack.pop()
-                if is_entry:
-                    store = local if tainted else cache
-                    none = None if tainted else (None, room)
-                    store[(m, name, sep)] = none
-                    store[(c, name, sep)] = none
+                if is_entry:  # for every module of its component: one entry
+                    if tainted:
+                        local[(c, name, sep)] = None
+                    else:
+                        cache[(c, name, sep)] = (None, room)
                 continue
             kind, arg = step
             if kind == 0:  # a file's imports of ``name``, by name, in order
