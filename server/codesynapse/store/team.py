@@ -8,10 +8,12 @@
   renews the lease while it works). The ``base_complete`` meta is written last: readers ignore a base
   without it, and a builder that takes over an expired lock first removes what a dead
   builder left. A complete base is never written again.
-- ``TeamGraphStore``: the checkout's CompositeGraphStore (store/composite.py) over the base of
-  its HEAD and its overlay (``overlay.db`` in the checkout's data folder). Before each index
-  (``prepare_index``) it moves to the base of the current HEAD, building that base when no
-  one has, or waiting while another builder does.
+- ``TeamGraphStore``: the checkout's CompositeGraphStore (store/composite.py) over a base and
+  its overlay (``overlay.db`` in the checkout's data folder). The base is that of HEAD's
+  newest first-parent ancestor that a remote-tracking ref contains (``pushed_point``): a
+  daemon never publishes an unpushed commit; those stay in its overlay. Before each index
+  (``prepare_index``) it moves to that base, building it when no one has, or waiting while
+  another builder does.
 
 The server side (repository entries, the lock, the list of bases) is the ``TeamServer``
 port, one per graph server backend beside its graph store: ``store/neo4j/team.py`` (MERGE on
@@ -125,6 +127,25 @@ def changed_since(root: Path, commit: str) -> set[str] | None:
     if out is None:
         return None
     return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def pushed_point(root: Path, head: str) -> tuple[list[str], str]:
+    """What of ``head``'s history the checkout has shared: (its first-parent commits that no
+    remote-tracking ref contains, newest first: the unpushed ones; the newest first-parent
+    ancestor that one does, "" when none does). A repository without remote-tracking refs has
+    shared nothing: its unpushed commits are then the last ``PARENT_SEARCH`` of the chain. When
+    git cannot say, nothing counts as pushed."""
+    refs = _git_bytes(root, "for-each-ref", "--count=1", "--format=%(objectname)", "refs/remotes")
+    if not (refs or b"").strip():
+        chain = _git_bytes(root, "rev-list", "--first-parent", f"--max-count={PARENT_SEARCH}", head)
+        return (chain or b"").decode().split() or [head], ""
+    # the chain's commits that a remote ref contains are a suffix of it (their ancestors are too)
+    out = _git_bytes(root, "rev-list", "--first-parent", head, "--not", "--remotes")
+    if out is None:
+        return [head], ""
+    unpushed = out.decode().split()
+    pushed = _git_bytes(root, "rev-list", "--first-parent", "--max-count=1", f"--skip={len(unpushed)}", head)
+    return unpushed, (pushed or b"").decode().strip()
 
 
 def clean_paths(root: Path, commit: str, base: GraphStore) -> dict[str, tuple[int, int]]:
@@ -437,8 +458,12 @@ class TeamGraphStore(CompositeGraphStore):
         self.settings = settings
         self.workspace = ws
         self._empty_path = ws.data_dir / "team-empty-base.db"
-        commit = ws.git_head() or ""
-        base, attached = self._base_for(commit)
+        head = ws.git_head() or ""
+        base, attached = self._empty(), ""
+        if head and self._authorized():
+            target, _ = self._target(head)
+            if target:
+                base, attached = self._base_of(target)
         super().__init__(base, overlay, base_commit=attached,
                          clean=clean_paths(ws.root, attached, base) if attached else {})
         if overlay.get_meta(BASE_COMMIT) != attached:
@@ -458,21 +483,47 @@ class TeamGraphStore(CompositeGraphStore):
         finally:
             store.close()
 
-    def _base_for(self, commit: str) -> tuple[GraphStore, str]:
-        """(the complete base of ``commit``, commit) or (an empty store, "") when there is none
-        or the tenant may not read it."""
-        if commit and self._authorized():
-            store = open_readable_base(self.settings, self.workspace.graph_id, commit)
-            if store is not None:
-                return store, commit
+    def _base_of(self, commit: str) -> tuple[GraphStore, str]:
+        """(the complete base of ``commit``, commit) or (an empty store, "") when there is none.
+        The caller has checked the tenant's repository entry."""
+        store = open_readable_base(self.settings, self.workspace.graph_id, commit)
+        if store is not None:
+            return store, commit
         return self._empty(), ""
 
+    def _target(self, head: str) -> tuple[str, bool]:
+        """(the commit whose base this checkout stands on, whether this daemon may build it).
+
+        Only what the checkout has pushed is ever published by a daemon: its unpushed commits
+        stay in its overlay, like its uncommitted changes, so that no other checkout can read
+        them. So the base is that of the newest first-parent ancestor of HEAD that a
+        remote-tracking ref contains (built when no one has), unless a newer, unpushed one
+        of HEAD's first-parent commits already has a complete base (published on purpose by
+        ``index --publish``): reading that leaks nothing (a reader has the commit), and it
+        is read, never built. ("", False): nothing pushed and nothing published."""
+        unpushed, pushed = pushed_point(self.workspace.root, head)
+        if unpushed:
+            store = open_base(self.settings, self.workspace.graph_id)
+            try:
+                complete = {b["commit"] for b in list_bases(store, self.workspace.graph_id) if b["complete"]}
+            finally:
+                store.close()
+            for commit in unpushed:
+                if commit in complete:
+                    return commit, False
+        return pushed, bool(pushed)
+
     def prepare_index(self, progress=None, wait_s: float = 600.0) -> dict[str, Any]:
-        """Before an index: stand on the base of the current HEAD (built now when no one has;
-        while another builder holds it past ``wait_s``, the overlay answers alone)."""
+        """Before an index: stand on the base of the current HEAD's newest pushed first-parent
+        ancestor (``_target``; built now when no one has; while another builder holds it past
+        ``wait_s``, the overlay answers alone). The overlay then holds everything that differs
+        from it: unpushed commits, uncommitted and new files, unsaved buffers."""
         ws = self.workspace
         head = ws.git_head() or ""
-        if not head or head == self.base_commit:
+        if not head:
+            return {"base": self.base_commit, "status": "current"}
+        unpushed, pushed = pushed_point(ws.root, head)
+        if not unpushed and pushed == self.base_commit:
             return {"base": self.base_commit, "status": "current"}
         if not self._authorized():
             if self.base_commit:  # the entry was revoked: the base is no longer read
@@ -480,13 +531,23 @@ class TeamGraphStore(CompositeGraphStore):
             log.info("no repository entry authorizes tenant %r for %s: indexing this checkout on its own "
                      "(codesynapse repo grant)", self.settings.tenant, ws.identity)
             return {"base": "", "status": "unauthorized"}
-        status = publish_base(self.settings, ws.root, ws.identity, ws.graph_id, head, wait_s=wait_s,
-                              progress=progress)
-        if status == "busy":
-            log.warning("base %s is being built by another process; this checkout indexes on its own meanwhile",
-                        head[:12])
-            return {"base": self.base_commit, "status": status}
-        base, attached = self._base_for(head)
+        target, may_build = self._target(head)
+        if target == self.base_commit:
+            return {"base": self.base_commit, "status": "current"}
+        if not target:  # nothing of HEAD's history is pushed or published: the overlay holds the tree
+            log.info("no commit of HEAD's history is pushed (no remote-tracking ref contains one): this "
+                     "checkout publishes nothing and indexes on its own")
+            self.reset_overlay(self._empty(), "", {})
+            return {"base": "", "status": "unpushed"}
+        status = "exists"
+        if may_build:
+            status = publish_base(self.settings, ws.root, ws.identity, ws.graph_id, target, wait_s=wait_s,
+                                  progress=progress)
+            if status == "busy":
+                log.warning("base %s is being built by another process; this checkout indexes on its own "
+                            "meanwhile", target[:12])
+                return {"base": self.base_commit, "status": status}
+        base, attached = self._base_of(target)
         self.reset_overlay(base, attached, clean_paths(ws.root, attached, base) if attached else {})
         return {"base": attached, "status": status}
 

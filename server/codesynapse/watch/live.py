@@ -249,7 +249,9 @@ class LiveUpdater:
             except queue.Empty:
                 if self._overflow.is_set():
                     self._overflow.clear()
-                    with self._gate({rel: "disk" for rel in self.in_index}):
+                    touched = {**dict.fromkeys(list(self.in_index), "disk"),
+                               **dict.fromkeys(list(self.overlays), "overlay")}
+                    with self._gate(touched):
                         ok = self._safe(self._full_index)
                     if not ok:
                         self._overflow.set()  # the store is still failing: catch up later
@@ -292,8 +294,13 @@ class LiveUpdater:
         return self.gate(batch) if self.gate is not None else nullcontext()
 
     def _full_index(self) -> None:
+        """Index the tree again from the disk (HEAD moved, the queue overflowed), then put the
+        open documents' unsaved buffers back in: the disk's content must not replace them
+        until they are saved or closed."""
         self.index.full_index()  # from the disk: no buffer is in the index after it
         self.in_index.clear()
+        if self.overlays:
+            self._apply(dict.fromkeys(list(self.overlays), "overlay"))
 
     def _safe(self, fn, *args) -> bool:
         try:
