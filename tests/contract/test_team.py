@@ -50,6 +50,7 @@ class Team:
             git(self.upstream, "add", "-A")
             git(self.upstream, "commit", "-qm", "c1")
         self.graph_id = graph_id_for(remote)
+        self.source = self.upstream  # what clones are made from (``use_remote``: a bare repository)
         self.commits: set[str] = set()
         self.tenants: set[str] = set()
 
@@ -70,11 +71,23 @@ class Team:
             store.close()
         self.tenants.add(tenant)
 
+    def use_remote(self) -> Path:
+        """A bare repository (a copy of the upstream's) that the remote URL stands for in the
+        clones made from now on (git's ``url.<bare>.insteadOf``): they push to it and pull
+        from it, while their ``remote.origin.url`` (the identity) stays the remote URL."""
+        bare = self.tmp / "remote.git"
+        subprocess.run(["git", "clone", "-q", "--bare", str(self.upstream), str(bare)], check=True,
+                       capture_output=True)
+        self.source = bare
+        return bare
+
     def clone(self, who: str, branch: str = "main") -> Path:
         root = self.tmp / who
-        subprocess.run(["git", "clone", "-q", "-b", branch, str(self.upstream), str(root)], check=True,
+        subprocess.run(["git", "clone", "-q", "-b", branch, str(self.source), str(root)], check=True,
                        capture_output=True)
         git(root, "remote", "set-url", "origin", self.remote)
+        if self.source != self.upstream:
+            git(root, "config", f"url.{self.source}.insteadOf", self.remote)
         self.commits.add(git(root, "rev-parse", "HEAD"))
         return root
 
@@ -109,6 +122,16 @@ class Team:
         from codesynapse.settings import load_settings
 
         return App(self.tmp / who, load_settings(env=self.env(who)))
+
+    def base_listed(self) -> list[str]:
+        """The commits of the repository's complete bases on the server (as ``repo list``)."""
+        from codesynapse.store.team import list_bases, open_base
+
+        store = open_base(self.settings(), self.graph_id)
+        try:
+            return sorted(b["commit"] for b in list_bases(store, self.graph_id) if b["complete"])
+        finally:
+            store.close()
 
     def base(self, commit: str):
         """The base graph of ``commit`` as a plain store of the backend (no team view)."""
@@ -210,6 +233,51 @@ def test_alice_and_bob_each_see_only_their_own_uncommitted_work(team: Team):
         assert base.file("tests/test_cart.py") is not None
     finally:
         base.close()
+
+
+def test_unpushed_commits_stay_in_the_checkouts_overlay_until_pushed(team: Team):
+    """The issue's leak one commit later: Alice commits her function without pushing. Her
+    daemon must not publish that commit's base (anyone the repository entry lets read the
+    server would read it): it stands on the base of the last pushed commit, and her overlay
+    holds the unpushed commit's files with her uncommitted ones. Once pushed, the commit's
+    base is published and shared."""
+    team.use_remote()
+    alice, bob = team.clone("alice"), team.clone("bob")
+    (c1,) = team.commits
+    add_function(alice, "shop/payment.py",
+                 'def alice_private_refund(order):\n    """Alice WIP: refunds without audit."""\n'
+                 '    return pay_for(order)\n')
+    git(alice, "commit", "-qam", "Alice WIP")
+    c2 = git(alice, "rev-parse", "HEAD")
+    team.commits.add(c2)  # removed afterwards, should a base of it have been published
+    add_function(alice, "shop/cart.py", "def alice_uncommitted(cart):\n    return cart\n")
+
+    team.index("alice")
+    team.index("bob")
+    assert team.found("alice", ALICE_FN) and team.found("alice", "shop.cart.alice_uncommitted")
+    status = team.query("alice", "codesynapse/indexStatus", {})
+    # her base is the pushed commit's; her overlay: the unpushed commit's file and the uncommitted one
+    assert (status["indexedCommit"], status["baseCommit"], status["overlayFiles"]) == (c2, c1, 2)
+    # nothing of the unpushed commit is on the server: no base of it, nothing in Bob's answers
+    listed = team.run("bob", ["repo", "list", "--root", str(bob)])
+    assert [(b["commit"], b["complete"]) for b in listed["bases"]] == [(c1, True)]
+    assert not team.found("bob", ALICE_FN)
+    hits = team.query("bob", "codesynapse/search", {"query": "alice_private_refund refunds without audit"})
+    assert ALICE_FN not in json.dumps(hits)
+
+    # pushed: Alice's next index publishes c2's base (a delta over c1's) and stands on it
+    git(alice, "push", "-q", "origin", "main")
+    team.index("alice")
+    status = team.query("alice", "codesynapse/indexStatus", {})
+    assert (status["baseCommit"], status["overlayFiles"]) == (c2, 1)  # only the uncommitted file is hers
+    listed = team.run("bob", ["repo", "list", "--root", str(bob)])
+    assert sorted(b["commit"] for b in listed["bases"] if b["complete"]) == sorted([c1, c2])
+    # Bob pulls it: his checkout re-uses the published base and parses nothing
+    git(bob, "pull", "-q", "--ff-only")
+    assert team.index("bob")["parsed"] == 0
+    assert team.found("bob", ALICE_FN) and not team.found("bob", "shop.cart.alice_uncommitted")
+    status = team.query("bob", "codesynapse/indexStatus", {})
+    assert (status["baseCommit"], status["overlayFiles"]) == (c2, 0)
 
 
 def test_a_second_checkout_at_the_same_commit_parses_no_file(team: Team):
