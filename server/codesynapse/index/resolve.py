@@ -327,6 +327,7 @@ class FileInfo:
 
 _MAX_DEPTH = 8  # a qname lookup follows at most this many prefixes, re-exports and star imports
 _NO_ANSWER = tuple((None, room) for room in range(_MAX_DEPTH + 2))  # shared cache values
+_MISSING = object()
 
 
 class SymbolIndex:
@@ -640,6 +641,19 @@ class SymbolIndex:
             return local[key], 0, True
         if whole in local:
             return None, 0, True
+        _, _, path, _ = walk
+        if key in path:  # a star import resolved through a name led back here: this walk's guard
+            return None, 0, True
+        path.add(key)
+        try:
+            return self._search(module, name, sep, depth, walk, key)
+        finally:
+            path.discard(key)
+
+    def _search(self, module: str, name: str, sep: str, depth: int, walk: tuple,
+                key: tuple) -> tuple[str | None, int, bool]:
+        cache, local, path, stars = walk
+        comp = stars.component
         kinds = self.kinds
         room = 0
         tainted = False
@@ -691,10 +705,33 @@ class SymbolIndex:
                         found = hit[0]
                         continue
                 found = enter(arg, ac != c)
-            else:  # a star import of anything else: walked as the name behind it
-                t, r, tc = self._walk(f"{arg}{sep}{name}", sep, depth + 1, walk)
-                room, tainted = max(room, r + 1), tainted or tc
-                found = t
+            else:  # a star import of anything else (``<linux/sched.h>``): what its text names
+                direct = f"{arg}{sep}{name}"
+                if direct in kinds:
+                    found = direct
+                    continue
+                if depth + 1 > _MAX_DEPTH:
+                    tainted = True
+                    continue
+                p = stars.named.get(arg, _MISSING)
+                if p is _MISSING:
+                    p, r, tc = self._walk(arg, sep, 0, walk)  # the text alone, as a lookup of its own
+                    if tc:
+                        tainted = True
+                    else:
+                        stars.named[arg] = p
+                if p is None:
+                    continue
+                room = max(room, 1)
+                if self.is_module(p):
+                    t, r, tc = self._find(p, name, sep, depth + 1, walk)
+                    room, tainted = max(room, r + 1), tainted or tc
+                    found = t
+                elif self.is_type(p):
+                    found = self.member(p, name, sep)
+                else:
+                    direct = f"{p}{sep}{name}"
+                    found = direct if direct in kinds else None
         # what the search found is the answer of every entry still on its stack (and of the
         # start, which may have answered before anything was pushed)
         if found is not None:
@@ -717,6 +754,7 @@ class _Stars:
     def __init__(self, index: SymbolIndex):
         self.index = index
         self.plans: dict[str, tuple] = {}
+        self.named: dict[str, str | None] = {}  # a star import's text -> what it names (not a module)
         self.comp: dict[str, int] = {}
         self.lock = threading.Lock()
         self._next = 0
