@@ -1,6 +1,7 @@
-"""Team graphs on one Neo4j (issue 26 targets, docs/TEAM.md):
+"""Team graphs on one Neo4j or HugeGraph (issue 26 targets, docs/TEAM.md):
 
     python -m codesynapse.bench.team --neo4j-uri bolt://… [--corpus PATH] [--checkouts 10] [--changed 20]
+    python -m codesynapse.bench.team --backend hugegraph --hugegraph-url http://…:8182 [...]
 
 The corpus (default: this machine's Python standard library) is committed to a fresh git
 repository; ``--checkouts`` clones of it (one remote URL) each open an App on the server and
@@ -35,18 +36,104 @@ def _git(cwd: Path, *args: str) -> str:
                            *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _nodes(driver, prefix: str, exact: str | None = None) -> int:
-    if exact is not None:
-        q, p = "MATCH (n) WHERE n.graph_id = $g RETURN count(n) AS n", {"g": exact}
-    else:
-        q, p = "MATCH (n) WHERE n.graph_id STARTS WITH $p RETURN count(n) AS n", {"p": prefix}
-    return driver.execute_query(q, p).records[0]["n"]
+class _Neo4jServer:
+    """The bench's own reads of the server: nodes per graph id, the kept table's size."""
+
+    def __init__(self, uri: str):
+        from neo4j import GraphDatabase
+
+        self.driver = GraphDatabase.driver(uri, auth=None)
+
+    def nodes(self, prefix: str, exact: str | None = None) -> int:
+        if exact is not None:
+            q, p = "MATCH (n) WHERE n.graph_id = $g RETURN count(n) AS n", {"g": exact}
+        else:
+            q, p = "MATCH (n) WHERE n.graph_id STARTS WITH $p RETURN count(n) AS n", {"p": prefix}
+        return self.driver.execute_query(q, p).records[0]["n"]
+
+    def table_kb(self, graph_id: str) -> int:
+        """The size of the resolver's table kept with a base (store/symtable.py), in KB."""
+        from codesynapse.store.symtable import TABLE
+
+        q = ("MATCH (m:CsMeta) WHERE m.graph_id = $g AND m.key STARTS WITH $k "
+             "RETURN sum(size(m.value)) AS n")
+        return int(self.driver.execute_query(q, {"g": graph_id, "k": TABLE + "."}).records[0]["n"] or 0) // 1024
+
+    def remove(self, gid: str) -> None:
+        self.driver.execute_query("MATCH (n) WHERE n.graph_id STARTS WITH $p DETACH DELETE n", {"p": gid})
+        self.driver.execute_query("MATCH (e:CsRepoEntry {graph_id: $g}) DELETE e", {"g": gid})
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+# every vertex label of a code graph on HugeGraph (store/hugegraph/graph.py and deps.py)
+_HG_LABELS = ("cs_meta", "cs_file", "cs_symbol", "cs_call", "cs_import", "cs_inherit", "cs_manifest",
+              "cs_requirement", "cs_finding", "cs_finding_run")
+_HG_COUNT = """
+long n = 0
+for (l in labels) { n += g.V().hasLabel(l).has('graph_id', gid).count().next() }
+n
+"""
+_HG_TABLE = """
+g.V().hasLabel('cs_meta').has('graph_id', gid).toList()
+ .findAll{ it.value('meta_key').startsWith(prefix) }.collect{ ((String) it.value('meta_value')).length() }.sum() ?: 0
+"""
+
+
+class _HugeGraphServer:
+    """As _Neo4jServer on HugeGraph: vertices per graph id, counted label by label (no prefix
+    search: a repository's graph ids are its own and its bases', from the base registry)."""
+
+    def __init__(self, url: str, settings):
+        from codesynapse.store.hugegraph.client import GremlinClient
+
+        self.settings = settings
+        self.client = GremlinClient(url, timeout=600.0)
+
+    def nodes(self, prefix: str, exact: str | None = None) -> int:
+        from codesynapse.store.team import list_bases, open_base
+
+        if exact is not None:
+            ids = [exact]
+        else:
+            store = open_base(self.settings, prefix)
+            try:
+                ids = [prefix, *(b["graphId"] for b in list_bases(store, prefix))]
+            finally:
+                store.close()
+        return sum(int(self.client.submit("bench count", _HG_COUNT, {"gid": g, "labels": list(_HG_LABELS)})[0])
+                   for g in ids)
+
+    def table_kb(self, graph_id: str) -> int:
+        from codesynapse.store.symtable import TABLE
+
+        rows = self.client.submit("bench table", _HG_TABLE, {"gid": graph_id, "prefix": TABLE + "."})
+        return int(rows[0] or 0) // 1024 if rows else 0
+
+    def remove(self, gid: str) -> None:
+        from codesynapse.store.team import list_bases, open_base, revoke, team_server
+
+        store = open_base(self.settings, gid)
+        try:
+            for b in list_bases(store, gid):
+                base = open_base(self.settings, b["graphId"])
+                try:
+                    base.delete_graph()
+                    team_server(base).drop_lock(b["graphId"])
+                finally:
+                    base.close()
+            revoke(store, self.settings.tenant, gid)
+            store.delete_graph()
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers: int = 2,
-        selector: str = "") -> dict[str, Any]:
-    from neo4j import GraphDatabase
-
+        selector: str = "", backend: str = "neo4j") -> dict[str, Any]:
     from codesynapse.app import App
     from codesynapse.methods import call_method
     from codesynapse.scope import graph_id_for
@@ -56,8 +143,12 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
     tmp = Path(tempfile.mkdtemp(prefix="codesynapse-team-bench-"))
     remote = f"https://bench.example.invalid/team/corpus-{time.time_ns()}"
     gid = graph_id_for(remote)
-    out: dict[str, Any] = {"corpus": str(corpus), "checkouts": checkouts, "load_before": os.getloadavg()}
-    driver = GraphDatabase.driver(uri, auth=None)
+    out: dict[str, Any] = {"corpus": str(corpus), "backend": backend, "checkouts": checkouts,
+                           "load_before": os.getloadavg()}
+    server_key = "hugegraph_url" if backend == "hugegraph" else "neo4j_uri"
+    common = {"backend": backend, server_key: uri, "workers": workers, "symbol_vectors": False, "embedder": "none"}
+    base_settings = load_settings(common, env={})
+    server = _HugeGraphServer(uri, base_settings) if backend == "hugegraph" else _Neo4jServer(uri)
     try:
         up = tmp / "upstream"
         shutil.copytree(corpus, up, ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"),
@@ -65,8 +156,6 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
         _git(up, "init", "-q", "-b", "main")
         _git(up, "add", "-A")
         _git(up, "commit", "-qm", "c1")
-        base_settings = load_settings({"backend": "neo4j", "neo4j_uri": uri, "workers": workers,
-                                       "symbol_vectors": False, "embedder": "none"}, env={})
         store = open_base(base_settings, gid)
         try:
             grant(store, base_settings.tenant, gid, remote)
@@ -77,9 +166,7 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
             root = tmp / f"c{i}"
             subprocess.run(["git", "clone", "-q", str(up), str(root)], check=True, capture_output=True)
             _git(root, "remote", "set-url", "origin", remote)
-            settings = load_settings({"backend": "neo4j", "neo4j_uri": uri, "workers": workers,
-                                      "symbol_vectors": False, "embedder": "none",
-                                      "data_dir": str(tmp / f"data-{i}")}, env={})
+            settings = load_settings({**common, "data_dir": str(tmp / f"data-{i}")}, env={})
             t0 = time.perf_counter()
             app = App(root, settings)
             try:
@@ -100,11 +187,11 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
             sys.stderr.write(json.dumps(rows[-1]) + "\n")  # progress; stdout carries the result
             sys.stderr.flush()
         head = _git(up, "rev-parse", "HEAD")
-        one = _nodes(driver, "", exact=base_graph_id(gid, head))
-        total = _nodes(driver, gid)
+        one = server.nodes("", exact=base_graph_id(gid, head))
+        total = server.nodes(gid)
         out.update(per_checkout=rows, one_graph_nodes=one, server_nodes=total, storage_ratio=round(total / one, 3),
                    first_answer_s_2_to_n=max((r["seconds"] for r in rows[1:]), default=0.0),
-                   symbol_table_kb=_table_kb(driver, base_graph_id(gid, head)))
+                   symbol_table_kb=server.table_kb(base_graph_id(gid, head)))
 
         # a commit that changes `changed` files, published
         py = sorted(p for p in up.rglob("*.py") if ".git" not in p.parts)
@@ -121,32 +208,22 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
         except Exception as e:  # noqa: BLE001 - the figures above stand; the failure is reported
             out.update(change={"files": len(files), "error": f"{type(e).__name__}: {e}"[:500]})
         else:
-            delta = _nodes(driver, "", exact=base_graph_id(gid, head2))
+            delta = server.nodes("", exact=base_graph_id(gid, head2))
             out.update(change={"files": len(files), "status": status, "seconds": round(time.perf_counter() - t0, 2),
                                "nodes": delta, "fraction_of_full": round(delta / one, 4),
-                               "symbol_table_kb": _table_kb(driver, base_graph_id(gid, head2))})
+                               "symbol_table_kb": server.table_kb(base_graph_id(gid, head2))})
         out["load_after"] = os.getloadavg()
         return out
     finally:
         for c in _safe_heads(tmp / "upstream"):
-            s = open_base(load_settings({"backend": "neo4j", "neo4j_uri": uri}, env={}), base_graph_id(gid, c))
+            s = open_base(base_settings, base_graph_id(gid, c))
             try:
                 s.delete_graph()
             finally:
                 s.close()
-        driver.execute_query("MATCH (n) WHERE n.graph_id STARTS WITH $p DETACH DELETE n", {"p": gid})
-        driver.execute_query("MATCH (e:CsRepoEntry {graph_id: $g}) DELETE e", {"g": gid})
-        driver.close()
+        server.remove(gid)
+        server.close()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _table_kb(driver, graph_id: str) -> int:
-    """The size of the resolver's table kept with a base (store/symtable.py), in KB."""
-    from codesynapse.store.symtable import TABLE
-
-    q = ("MATCH (m:CsMeta) WHERE m.graph_id = $g AND m.key STARTS WITH $k "
-         "RETURN sum(size(m.value)) AS n")
-    return int(driver.execute_query(q, {"g": graph_id, "k": TABLE + "."}).records[0]["n"] or 0) // 1024
 
 
 def _safe_heads(repo: Path) -> list[str]:
@@ -160,16 +237,22 @@ def main(argv: list[str] | None = None) -> int:
     import sysconfig
 
     p = argparse.ArgumentParser(prog="python -m codesynapse.bench.team", description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", choices=("neo4j", "hugegraph"), default="neo4j")
     p.add_argument("--neo4j-uri", default=os.environ.get("CODESYNAPSE_NEO4J_URI", ""), required=False)
+    p.add_argument("--hugegraph-url", default=os.environ.get("CODESYNAPSE_HUGEGRAPH_URL", ""), required=False,
+                   help="the HugeGraph Gremlin server's HTTP endpoint (with --backend hugegraph)")
     p.add_argument("--corpus", default=sysconfig.get_paths()["stdlib"])
     p.add_argument("--checkouts", type=int, default=10)
     p.add_argument("--changed", type=int, default=20)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--selector", default="", help="the symbolCard asked after each index (default: a 'main')")
     a = p.parse_args(argv)
-    if not a.neo4j_uri:
-        p.error("--neo4j-uri (or CODESYNAPSE_NEO4J_URI) is required")
-    json.dump(run(Path(a.corpus), a.neo4j_uri, a.checkouts, a.changed, a.workers, a.selector), sys.stdout, indent=2)
+    uri = a.hugegraph_url if a.backend == "hugegraph" else a.neo4j_uri
+    if not uri:
+        p.error("--hugegraph-url (or CODESYNAPSE_HUGEGRAPH_URL) is required with --backend hugegraph"
+                if a.backend == "hugegraph" else "--neo4j-uri (or CODESYNAPSE_NEO4J_URI) is required")
+    json.dump(run(Path(a.corpus), uri, a.checkouts, a.changed, a.workers, a.selector, a.backend), sys.stdout,
+              indent=2)
     sys.stdout.write("\n")
     return 0
 
