@@ -226,3 +226,15 @@ def test_a_changed_include_is_seen_by_the_next_lookup():
     assert idx.resolve_qname("a.g") is None
     _c(idx, "c", ["f"], ["e"])
     assert idx.resolve_qname("a.g") == "e.g"
+
+
+def test_a_name_bound_only_by_an_alias_is_still_found_through_a_star_import():
+    # the star search skips names that no qname ends with and no file imports by name:
+    # ``from b import f as g`` makes ``g`` such a name although no qname ends with it
+    idx = SymbolIndex()
+    idx.add_file("b.py", "b", "python", [("b", "module", ""), ("b.f", "function", "b")], [])
+    idx.add_file("a.py", "a", "python", [("a", "module", "")], [ImportRef(module="b", name="f", alias="g", line=1)])
+    idx.add_file("c.py", "c", "python", [("c", "module", "")], [ImportRef(module="a", name="*", line=1)])
+    assert idx.resolve_qname("c.g") == "b.f"
+    assert idx.resolve_qname("c.f") is None  # a imports f as g only
+    assert idx.resolve_qname("c.nowhere") is None

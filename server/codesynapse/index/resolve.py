@@ -328,6 +328,8 @@ class FileInfo:
 _MAX_DEPTH = 8  # a qname lookup follows at most this many prefixes, re-exports and star imports
 _NO_ANSWER = tuple((None, room) for room in range(_MAX_DEPTH + 2))  # shared cache values
 _MISSING = object()
+_NAMES_MASK = (1 << 24) - 1  # SymbolIndex._names: 16 M bits (2 MB)
+_NAME_SEPS = (".", "::", "\\")
 
 
 class SymbolIndex:
@@ -351,6 +353,9 @@ class SymbolIndex:
         # (component, name, sep) -> (None, room); under None the star graph (_Stars) these
         # answers were computed on. Replaced, never emptied, when the table changes
         self._cache: dict = {}
+        # a bit per hash of every last name of a qname and every name a file imports by name
+        # (never cleared: a superset); a star search for a name with no bit finds nothing
+        self._names = bytearray((_NAMES_MASK + 1) >> 3)
 
     # -- maintenance -------------------------------------------------------------------
     def add_file(self, path: str, module: str, language: str,
@@ -405,6 +410,15 @@ class SymbolIndex:
         self.files[path] = fi
         if module:
             self.module_files[module].add(path)
+        names = self._names
+        for q in qnames:
+            for sep in _NAME_SEPS:
+                if sep in q:
+                    h = hash(q.rsplit(sep, 1)[1]) & _NAMES_MASK
+                    names[h >> 3] |= 1 << (h & 7)
+        for b in fi.bindings:
+            h = hash(b) & _NAMES_MASK
+            names[h >> 3] |= 1 << (h & 7)
         self._cache = {}
 
     def remove_file(self, path: str) -> None:
@@ -629,6 +643,9 @@ class SymbolIndex:
         any module of C (they all reach the same modules), so every module of C answers
         None. Inside C the answer depends on the entry (``a`` includes ``b`` and ``b``
         includes ``a``; both define ``f``): only entries are kept."""
+        h = hash(name) & _NAMES_MASK
+        if not self._names[h >> 3] & (1 << (h & 7)):  # nothing anywhere is called so
+            return None, 0, False
         cache, local, _, stars = walk
         comp = stars.component
         name = _intern(name)  # one string for the cache keys of a name (and its qnames')
@@ -762,16 +779,21 @@ class _Stars:
     def plan(self, m: str) -> tuple:
         """The steps of a search in module ``m``, in order: for each of its files (by path), (0,
         file) when the file imports names, then (1, module) per star import of a module of the
-        graph, (2, text) per any other star import."""
+        graph, (2, text) per any other star import whose text (or a prefix of it) is a qname;
+        a star import of a text that names nothing (a C system header) has no step."""
         p = self.plans.get(m)
         if p is None:
             idx = self.index
             out: list = []
+            kinds = idx.kinds
             for fi in idx.module_bindings(m):
                 if fi.bindings:
                     out.append((0, fi))
                 for star in fi.stars:
-                    out.append((1, star) if star in idx.kinds and idx.is_module(star) else (2, star))
+                    if star in kinds and idx.is_module(star):
+                        out.append((1, star))
+                    elif _names_something(star, kinds, fi.language):
+                        out.append((2, star))
             p = self.plans[m] = tuple(out)
         return p
 
@@ -827,6 +849,15 @@ class _Stars:
                         comp[w] = cid
                         if w == v:
                             break
+
+
+def _names_something(text: str, kinds, language: str) -> bool:
+    """Whether a star import's text can name anything of the graph: it, or a prefix of it, is
+    a qname. A text that cannot (C ``<linux/sched.h>``: a system header, by the C extractor's
+    rule, never resolves) is left out of the search."""
+    sep = _sep(language)
+    parts = text.split(sep)
+    return any(sep.join(parts[:i]) in kinds for i in range(1, len(parts) + 1))
 
 
 def _intern(s: str) -> str:
