@@ -213,6 +213,9 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
                                "nodes": delta, "fraction_of_full": round(delta / one, 4),
                                "symbol_table_kb": server.table_kb(base_graph_id(gid, head2))})
         out["load_after"] = os.getloadavg()
+        # the figures, before the (long, on a large corpus) removal of what the bench wrote
+        sys.stderr.write(json.dumps({k: v for k, v in out.items() if k != "per_checkout"}) + "\n")
+        sys.stderr.flush()
         return out
     finally:
         for c in _safe_heads(tmp / "upstream"):
