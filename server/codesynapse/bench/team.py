@@ -135,6 +135,7 @@ class _HugeGraphServer:
 def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers: int = 2,
         selector: str = "", backend: str = "neo4j") -> dict[str, Any]:
     from codesynapse.app import App
+    from codesynapse.errors import StoreError
     from codesynapse.methods import call_method
     from codesynapse.scope import graph_id_for
     from codesynapse.settings import load_settings
@@ -218,15 +219,19 @@ def run(corpus: Path, uri: str, checkouts: int = 10, changed: int = 20, workers:
         sys.stderr.flush()
         return out
     finally:
-        for c in _safe_heads(tmp / "upstream"):
-            s = open_base(base_settings, base_graph_id(gid, c))
-            try:
-                s.delete_graph()
-            finally:
-                s.close()
-        server.remove(gid)
-        server.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            for c in _safe_heads(tmp / "upstream"):
+                s = open_base(base_settings, base_graph_id(gid, c))
+                try:
+                    s.delete_graph()
+                finally:
+                    s.close()
+            server.remove(gid)
+        except StoreError as e:  # the figures stand (a 431,000-vertex base outlasts HugeGraph's write timeout)
+            sys.stderr.write(f"removing the bench's graphs {gid}@* from the server failed: {e}\n")
+        finally:
+            server.close()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _safe_heads(repo: Path) -> list[str]:
