@@ -114,3 +114,17 @@ def test_target_list_errors(tmp_path: Path):
     bad.write_text("targets:\n  - symbol: a.b\n    category: class\n  - symbol: a.b\n    category: class\n")
     with pytest.raises(ValueError, match="twice"):
         load_targets(bad)
+
+
+def test_rewriting_accuracy_md_keeps_the_hand_written_notes():
+    from codesynapse.bench.accuracy import NOTES, kept_notes
+    from codesynapse.bench.accuracy_lsp import SECTION
+
+    doc = ("# Call-graph accuracy\n\n| generated | table |\n\n" + NOTES
+           + "\n\n## Re-runs\n\nmeasured by hand\n\n" + SECTION + "\n\n## Go\n\n| go | 1.000 |\n")
+    notes = kept_notes(doc)
+    assert notes.startswith(NOTES)
+    assert "measured by hand" in notes
+    assert "generated" not in notes and "## Go" not in notes and SECTION not in notes
+    assert kept_notes(doc.replace(SECTION, "")).rstrip().endswith("| go | 1.000 |")
+    assert kept_notes("# Call-graph accuracy\n\n| generated | table |\n") == ""

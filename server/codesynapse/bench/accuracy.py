@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from codesynapse.bench.accuracy_base import CorpusRun, micro, open_corpus_app, score
-from codesynapse.bench.accuracy_lsp import render_section
+from codesynapse.bench.accuracy_lsp import SECTION, render_section
 from codesynapse.bench.report import say
 
 log = logging.getLogger(__name__)
@@ -1007,6 +1007,19 @@ _METHOD = [
 ]
 
 
+NOTES = "<!-- notes written by hand: bench accuracy keeps this part when it rewrites the file -->"
+
+
+def kept_notes(text: str) -> str:
+    """The hand-written part of an existing ACCURACY.md: from the ``NOTES`` marker up to the
+    language-server section (which is written again from accuracy-lsp.json) or the end."""
+    start = text.find(NOTES)
+    if start < 0:
+        return ""
+    end = text.find(SECTION, start)
+    return text[start:end if end >= 0 else len(text)].rstrip("\n") + "\n"
+
+
 def run_accuracy_cli(args) -> int:
     """``codesynapse bench accuracy --corpus PATH [--corpus PATH] [--out DIR] [--quick]``:
     writes ``<out>/ACCURACY.md`` and ``<out>/accuracy.json``."""
@@ -1038,9 +1051,13 @@ def run_accuracy_cli(args) -> int:
     payload = {"machine": machine, "results": results}
     (out_dir / "accuracy.json").write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     md = render_markdown(results, machine)
+    doc = out_dir / "ACCURACY.md"
+    notes = kept_notes(doc.read_text(encoding="utf-8") if doc.exists() else "")
+    if notes:
+        md = md.rstrip("\n") + "\n\n" + notes
     lsp = out_dir / "accuracy-lsp.json"
     if lsp.exists():  # Go / TypeScript against their language servers (bench/accuracy_lsp.py)
         md = md.rstrip("\n") + "\n\n" + render_section(json.loads(lsp.read_text(encoding="utf-8")))
-    (out_dir / "ACCURACY.md").write_text(md, encoding="utf-8")
+    doc.write_text(md, encoding="utf-8")
     say(f"wrote {out_dir / 'ACCURACY.md'} and {out_dir / 'accuracy.json'}")
     return 0
