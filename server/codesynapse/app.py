@@ -248,6 +248,7 @@ class App:
             self._stats_cache = None
             raise
         self.last_update = time.time()
+        self._head = None  # the freshness stamp reads HEAD again (a HEAD move ran this index)
         return report
 
     def retry_index(self, progress: Progress | None = None) -> IndexReport | None:

@@ -159,3 +159,34 @@ def test_a_store_that_cannot_be_opened_says_failed_in_the_status_with_the_reason
         assert a.status()["state"] == "failed"
     finally:
         a.close()
+
+
+def test_a_full_index_after_a_commit_stamps_the_new_head_at_once(tmp_path: Path) -> None:
+    """The freshness stamp keeps HEAD for 2 s between answers; an index (what a HEAD move
+    runs) reads it again, so the first answer after it names the commit it indexed."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1}))
+    try:
+        a.index()
+        first = git("rev-parse", "HEAD")
+        assert a.freshness()["indexedCommit"] == first
+        (root / "added.py").write_text("def added():\n    return 1\n", encoding="utf-8")
+        git("add", "added.py")
+        git("commit", "-q", "-m", "two")
+        second = git("rev-parse", "HEAD")
+        assert second != first
+        a.index()
+        assert a.freshness()["indexedCommit"] == second
+    finally:
+        a.close()
