@@ -212,8 +212,8 @@ def test_random_include_graphs_with_cycles_answer_as_the_preprocessor_order_in_a
         for shuffle in range(3):
             rnd.shuffle(queries)
             idx = SymbolIndex(cache_limit=50 if shuffle == 2 else 1_000_000)  # 50: emptied on the way
-            for m in includes:
-                _c(idx, m, sorted(defines[m]), includes[m])
+            for m, incs in includes.items():
+                _c(idx, m, sorted(defines[m]), incs)
             got = {f"{m}.{nm}": idx.resolve_qname(f"{m}.{nm}") for m, nm in queries}
             assert got == want, (seed, shuffle)
 

@@ -669,7 +669,7 @@ class SymbolIndex:
 
     def _search(self, module: str, name: str, sep: str, depth: int, walk: tuple,
                 key: tuple) -> tuple[str | None, int, bool]:
-        cache, local, path, stars = walk
+        cache, local, _, stars = walk
         comp = stars.component
         kinds = self.kinds
         room = 0
@@ -838,8 +838,7 @@ class _Stars:
                 work.pop()
                 if work:
                     u = work[-1][0]
-                    if low[v] < low[u]:
-                        low[u] = low[v]
+                    low[u] = min(low[u], low[v])
                 if low[v] == index[v]:
                     cid = self._next
                     self._next += 1
