@@ -472,6 +472,7 @@ class Retriever:
     # -- everything -----------------------------------------------------------------------------
     def rank(self, task: str, dl: Deadline, paths: list[str] = ()) -> Ranked:
         cfg = self.config
+        self._pools = {}  # this ranking's pools only (the legs below fill them)
         out = Ranked()
         rows = out.rows
         asked = asked_roles(task) if cfg.priors else set()
