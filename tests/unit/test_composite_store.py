@@ -37,11 +37,11 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     return root, git(root, "rev-parse", "HEAD")
 
 
-def build_base(tmp_path: Path, root: Path, commit: str) -> SqliteGraphStore:
+def build_base(tmp_path: Path, root: Path, commit: str, store_cls=SqliteGraphStore) -> SqliteGraphStore:
     tree = tmp_path / "tree"
     tree.mkdir()
     export_commit(root, commit, tree)
-    base = SqliteGraphStore(tmp_path / "base.db", "g@" + commit)
+    base = store_cls(tmp_path / "base.db", "g@" + commit)
     Indexer(tree, base, workers=1).index_tree()
     return base
 
@@ -221,11 +221,7 @@ def test_a_checkout_reads_the_bases_value_counts_instead_of_scanning_it(tmp_path
     git(root, "add", "-A")
     git(root, "commit", "-qm", "c2")
     commit = git(root, "rev-parse", "HEAD")
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    export_commit(root, commit, tree)
-    base = _CountingStore(tmp_path / "base.db", "g@" + commit)
-    Indexer(tree, base, workers=1).index_tree()
+    base = build_base(tmp_path, root, commit, _CountingStore)
     kept = json.loads(base.get_meta(VALUE_REFS_META))
     assert kept.get("pay_for") == 1
 
