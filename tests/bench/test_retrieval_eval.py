@@ -67,6 +67,59 @@ def test_summary_reports_complete_and_charged_reductions():
     assert s["reductionChargedPct"] == pytest.approx(68.57142857142857)
 
 
+# ---- complete (cards only): a unit named only among the omitted candidates does not count --------
+
+
+def _answer_with_the_unit_omitted() -> dict:
+    # the shape minimalContext answers: two cards, and the answering unit named only among the
+    # candidates left out (its omitted note), where a client must ask a second time to see it
+    return {
+        "cards": [card("tests/test_a.py", 1, 9, "tests.test_a.test_x"), card("a.py", 20, 30, "a.helper")],
+        "omitted": [{"what": "candidate symbols", "count": 1, "hint": "raise maxTokens or name the symbol",
+                     "candidates": [{"qualifiedName": "a.work", "kind": "function", "path": "a.py", "line": 40,
+                                     "legs": ["lexical"]}]}],
+    }
+
+
+def test_complete_in_cards_does_not_count_a_unit_named_only_among_omitted_candidates():
+    from codesynapse.bench.workload import check, parse_workload
+
+    answer = _answer_with_the_unit_omitted()
+    evs = [("a.py", 40, 55)]
+    wl = parse_workload({"tasks": [{"id": "t", "kind": "lookup", "evidence": ["a.py:40-55"], "request": {
+        "method": "codesynapse/minimalContext", "params": {"task": "How is the work done?"}}}]})
+    assert check(wl.tasks[0], answer)["ok"] is True  # the old "complete": the omitted note's line counts
+    assert ev.complete_in_cards(answer, evs) is False
+    # the same unit shown as a card is complete both ways
+    answer["cards"].append(card("a.py", 40, 55, "a.work"))
+    assert ev.complete_in_cards(answer, evs) is True
+    assert ev.complete_in_cards(answer, evs + [("b.py", 1, 2)]) is False  # every unit, not any
+    assert ev.complete_in_cards({"error": {"kind": "InvalidParams"}}, evs) is False
+
+
+def test_summary_and_table_report_complete_and_complete_cards_only():
+    rows = [
+        {"ok": True, "okCards": True, "unitsFound": 1, "units": 1, "rr": 1.0, "tokens": 100, "baselineA": 1000},
+        {"ok": True, "okCards": False, "unitsFound": 0, "units": 1, "rr": 0.0, "tokens": 100, "baselineA": 1000},
+        {"ok": False, "okCards": False, "unitsFound": 0, "units": 1, "rr": 0.0, "tokens": 100, "baselineA": 1000},
+        {"ok": True, "okCards": True, "unitsFound": 1, "units": 1, "rr": 0.5, "tokens": 100, "baselineA": 1000},
+    ]
+    s = ev.summarize(rows)
+    assert (s["complete"], s["completeCards"]) == (3, 2)
+    assert s["completeCardsPct"] == pytest.approx(50.0)
+    from codesynapse.bench.machine import machine_info
+
+    res = {"machine": machine_info(), "notes": [], "halves": ["tune"], "configs": [ev.FULL], "corpora": [
+        {"corpus": {"version": "r 1"}, "dense": {"state": "ready"}, "counter": "est",
+         "rows": {ev.FULL: [{**r, "repo": "r", "split": "tune", "group": "plain_english"} for r in rows]}}],
+        "summary": {"tune": {ev.FULL: {"plain_english": s, "perRepo": {"r": s}}}}}
+    md = ev.markdown(res)
+    assert "| configuration | tasks complete | complete (cards only) | recall@8 |" in md
+    assert f"| {ev.FULL} | 3/4 (75.0%) | 2/4 (50.0%) | 0.500 |" in md
+    assert "| r | 3/4 | 2/4 | 0.500 |" in md
+    assert "complete (cards only) = every evidence unit shown as one of the answer's cards" in md
+
+
 def test_summary_of_no_tasks_is_not_applicable():
     s = ev.summarize([])
     assert s["tasks"] == 0 and s["recallAt8"] is None and s["mrr"] is None and s["reductionChargedPct"] is None

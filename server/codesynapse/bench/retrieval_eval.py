@@ -33,7 +33,9 @@ serves it, once per retrieval configuration (``app.retrieval_config``, see
 :data:`ABLATIONS`; identifier tasks once, with the shipped configuration). Per half the
 report gives recall@8 of evidence units (micro: units found in the first 8 cards / units),
 MRR (mean over tasks of 1 / rank of the first card holding any evidence unit, 0 when none
-does), tasks complete (every evidence item in the answer, :func:`bench.workload.check`),
+does), tasks complete (every evidence item anywhere in the answer, :func:`bench.workload.check`:
+an evidence unit named only among the candidates left out in ``omitted`` counts), tasks complete
+(cards only: every evidence unit shown as one of the answer's cards, :func:`complete_in_cards`),
 tokens returned, the raw-file baseline (a) (:func:`bench.baselines.baseline_a`) and the
 reduction over complete tasks beside the "charged" reduction (a failed task charged its
 baseline plus its answer; :func:`bench.stats.aggregate`).
@@ -284,8 +286,18 @@ def reciprocal_rank(cards: Sequence[Any], evs: Sequence[tuple[str, int, int]]) -
     return 1.0 / min(ranks) if ranks else 0.0
 
 
+def complete_in_cards(answer: Any, evs: Sequence[tuple[str, int, int]]) -> bool:
+    """Every evidence location is one of the answer's cards (its path and range, or the line
+    it points at): the stricter "complete" that does not count a unit named only among the
+    candidates left out (``omitted``), which costs the client a second request to see."""
+    cards = answer.get("cards", []) if isinstance(answer, dict) else []
+    cards = [c for c in cards if isinstance(c, dict)]
+    return bool(evs) and all(first_rank(cards, ev) is not None for ev in evs)
+
+
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Aggregate task rows (each: ok, unitsFound, units, rr, tokens, baselineA)."""
+    """Aggregate task rows (each: ok, unitsFound, units, rr, tokens, baselineA; okCards when
+    the answer's cards alone are checked)."""
     n = len(rows)
     found = sum(r["unitsFound"] for r in rows)
     units = sum(r["units"] for r in rows)
@@ -295,6 +307,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tasks": n,
         "complete": sum(1 for r in rows if r["ok"]),
         "completePct": (sum(1 for r in rows if r["ok"]) / n * 100.0) if n else None,
+        "completeCards": sum(1 for r in rows if r["ok"] and r.get("okCards")),
+        "completeCardsPct": (sum(1 for r in rows if r["ok"] and r.get("okCards")) / n * 100.0) if n else None,
         "unitsFound": found,
         "units": units,
         "recallAt8": (found / units) if units else None,
@@ -409,6 +423,7 @@ def run_corpus(spec: str, tasks: Sequence[EvalTask], configs: Sequence[str], den
                     got, n = recall_at_k(cards, evs) if evs else (0, 0)
                     rows.append({
                         "id": t.id, "repo": t.repo, "split": t.split, "group": t.group, "ok": bool(r["ok"]),
+                        "okCards": bool(r["ok"]) and complete_in_cards(ans, evs) if evs else None,
                         "error": r.get("error"), "missing": r["evidence"]["missing"],
                         "unitsFound": got, "units": n, "rr": reciprocal_rank(cards, evs) if evs else 0.0,
                         "cards": [c.get("qualifiedName") for c in cards if isinstance(c, dict)],
@@ -500,7 +515,9 @@ def markdown(res: dict[str, Any]) -> str:
              ("* **Method:** `codesynapse bench retrieval` → `codesynapse.bench.retrieval_eval` (see its docstring): "
              "every task sent through `codesynapse.methods.call_method` (minimalContext, default budget 1,500 tokens) "
              "once per `app.retrieval_config`; recall@8 = evidence units in the first 8 cards / units; MRR = mean "
-             "1/rank of the first card holding an evidence unit; complete = every evidence item in the answer; "
+             "1/rank of the first card holding an evidence unit; complete = every evidence item anywhere in the answer "
+             "(a unit named only among the candidates left out in `omitted` counts); complete (cards only) = every "
+             "evidence unit shown as one of the answer's cards; "
              "tokens = the JSON-RPC response; baseline (a) = raw files (bench/baselines.py); charged reduction = a "
              "failed task charged its baseline plus its answer."),
              "* **Corpora:** " + "; ".join(
@@ -515,17 +532,19 @@ def markdown(res: dict[str, Any]) -> str:
     counter = res["corpora"][0]["counter"] if res["corpora"] else "est"
     for half in res["halves"]:
         lines += ["", f"### {half} half — plain-English tasks", "",
-                  (f"| configuration | tasks complete | recall@8 | MRR | tokens returned ({counter}) | "
-                  f"baseline (a) tokens | reduction (complete) | reduction (charged) |"),
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  (f"| configuration | tasks complete | complete (cards only) | recall@8 | MRR | "
+                   f"tokens returned ({counter}) | baseline (a) tokens | reduction (complete) | reduction (charged) |"),
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for cname in res["configs"]:
             s = res["summary"][half][cname]["plain_english"]
             lines.append(f"| {cname} | {s['complete']}/{s['tasks']} ({_pct(s['completePct'])}) | "
+                         f"{s['completeCards']}/{s['tasks']} ({_pct(s['completeCardsPct'])}) | "
                          f"{_f(s['recallAt8'])} | {_f(s['mrr'])} | {s['tokensReturned']:,} | {s['baselineA']:,} | "
                          f"{_pct(s['reductionCompletePct'])} | {_pct(s['reductionChargedPct'])} |")
         final = FULL if FULL in res["configs"] else CURRENT
         lines += ["", f"Per repository ({final}):", "",
-                  "| repository | complete | recall@8 | MRR | identifier tasks complete |", "|---|---:|---:|---:|---:|"]
+                  "| repository | complete | complete (cards only) | recall@8 | MRR | identifier tasks complete |",
+                  "|---|---:|---:|---:|---:|---:|"]
         per = res["summary"][half][final]["perRepo"]
         for c in res["corpora"]:
             repo_rows = [r for r in c["rows"].get(final, []) if r["split"] == half]
@@ -534,7 +553,8 @@ def markdown(res: dict[str, Any]) -> str:
                 s = per.get(repo)
                 ident = [r for r in repo_rows if r["repo"] == repo and r["group"] == "identifier"]
                 if s:
-                    lines.append(f"| {repo} | {s['complete']}/{s['tasks']} | {_f(s['recallAt8'])} | {_f(s['mrr'])} | "
+                    lines.append(f"| {repo} | {s['complete']}/{s['tasks']} | {s['completeCards']}/{s['tasks']} | "
+                                 f"{_f(s['recallAt8'])} | {_f(s['mrr'])} | "
                                  f"{sum(r['ok'] for r in ident)}/{len(ident)} |")
         ident = res["summary"][half][final].get("identifier")
         if ident:
@@ -572,6 +592,6 @@ def run_retrieval_cli(args) -> int:
     return 0
 
 
-__all__ = ["ABLATIONS", "EvalTask", "assign_splits", "check_units", "first_rank", "leaks", "load_eval_set",
+__all__ = ["ABLATIONS", "EvalTask", "assign_splits", "check_units", "complete_in_cards", "first_rank", "leaks", "load_eval_set",
            "markdown", "recall_at_k", "reciprocal_rank", "run_eval", "subwords", "summarize", "unit_name",
            ]
