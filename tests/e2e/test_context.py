@@ -165,17 +165,21 @@ async def test_pr_context_change_impact(client):
 async def test_search_modes_and_pagination(client):
     full = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
     # the page stops after the exact match (the module shop.cart): the approximate matches
-    # (the lexical leg: "cart" in names, summaries and the path shop/cart.py) are counted with
-    # the offset that shows them, not used to fill the page
-    assert full["total"] == 14 and full["hasMore"] is True
+    # (the lexical leg: "cart" in names, summaries and the path shop/cart.py; the tested leg:
+    # the library code the tests of tests/test_cart.py call, apply_discount among them, which
+    # no lexical match holds) are counted with the offset that shows them, not used to fill the page
+    assert full["total"] == 15 and full["hasMore"] is True
     assert "limit" not in full and "offset" not in full  # the request's own, not repeated
     assert [(r["qualifiedName"], r["match"]) for r in full["results"]] == [("shop.cart", "exact")]
-    assert full["omitted"] == [{"what": "approximate matches after the exact ones", "count": 13,
+    assert full["omitted"] == [{"what": "approximate matches after the exact ones", "count": 14,
                                 "hint": "ask again with offset 1"}]
     assert "paginationHint" not in full and "query" not in full
     nxt = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2, "offset": 1})
+    # Cart and BaseCart.add: "cart" in their names, and called by test_total (a test whose
+    # path holds "cart"), so the lexical and the tested legs both found them
     assert [(r["qualifiedName"], r["match"], r["legs"]) for r in nxt["results"]] == [
-        ("shop.cart.Cart", "approximate", ["lexical"]), ("shop.cart.BaseCart", "approximate", ["lexical"])]
+        ("shop.cart.Cart", "approximate", ["lexical", "tested"]),
+        ("shop.cart.BaseCart.add", "approximate", ["lexical", "tested"])]
     assert nxt["paginationHint"] == "more results: ask again with offset 3"
     again = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
     assert again["results"] == full["results"]  # stable ordering

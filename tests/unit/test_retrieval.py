@@ -377,3 +377,73 @@ def test_tests_calling_a_hit_do_not_thin_out_its_library_caller(tmp_path):
         assert got.legs[got.order[order.index("jobs.core.submit_job")]] == {"graph"}
     finally:
         a.close()
+
+
+def _tested_app(tmp_path):
+    """Two tests named in the words of the behaviour they check, the library function they
+    exercise named for its mechanism (``normalize_block``: no word of the query), a helper
+    every reader calls (``load_text``) and library functions sharing the query's words."""
+    distractors = "".join(f"def {n}(x):\n    return x\n\n\n" for n in (
+        "split_lines", "strip_prefix", "whitespace_chars", "last_line", "every_item", "line_count"))
+    users = "".join(f"def read_{i}():\n    return load_text('{i}')\n\n\n" for i in range(8))
+    return _small_app(tmp_path, {
+        "textkit/__init__.py": "",
+        "textkit/clean.py": ("def normalize_block(text):\n    return text\n\n\n"
+                             "def load_text(path):\n    return path\n\n\n" + distractors + users),
+        "tests/test_clean.py": (
+            "from textkit.clean import load_text, normalize_block\n\n\n"
+            "def test_strips_trailing_whitespace_from_every_line():\n"
+            "    assert normalize_block(load_text('a ')) == 'a'\n\n\n"
+            "def test_trailing_whitespace_on_the_last_line_is_stripped():\n"
+            "    assert normalize_block(load_text('b ')) == 'b'\n")})
+
+
+def test_a_plain_english_search_runs_the_tested_leg_and_keeps_each_results_legs(tmp_path):
+    """``search`` runs minimalContext's approximate legs, the ``tested`` leg included: the
+    library function the matching tests exercise is a result, marked with the leg that found
+    it. Before, search fused only the lexical and dense legs and ``normalize_block`` (no word
+    of the query) was no result at all."""
+    a = _tested_app(tmp_path)
+    try:
+        got = call_method(a, "codesynapse/search", {"query": "trailing whitespace is not stripped from every line"})
+        legs = {r["qualifiedName"]: r.get("legs") for r in got["results"]}
+        assert legs["textkit.clean.normalize_block"] == ["tested"]
+        assert "tested" in got["provenance"]["legs"]
+        assert legs["textkit.clean.whitespace_chars"] == ["lexical"]  # the other results keep their own legs
+        # a query about tests is answered by the tests: the leg does not run (as in minimalContext)
+        about_tests = call_method(a, "codesynapse/search", {"query": "which test checks trailing whitespace"})
+        assert "tested" not in about_tests["provenance"]["legs"]
+        assert all("tested" not in (r.get("legs") or []) for r in about_tests["results"])
+    finally:
+        a.close()
+
+
+def test_a_search_cursor_keeps_the_first_pages_tested_hits(tmp_path):
+    """The ``tested`` leg reads the dense leg's pool; a cursor keeps both legs' hits of its
+    walk's first page, so a dense answer that changes between pages (vectors still being
+    embedded) changes neither: the walk neither skips nor repeats a result."""
+    a = _tested_app(tmp_path)
+    try:
+        tests = [(r.qname, r.path, 0.9) for r in a.store.symbols_in_file("tests/test_clean.py")
+                 if r.kind != "module"]
+        assert len(tests) == 2
+        q = {"query": "blank characters kept at the ends of lines", "limit": 2}
+
+        def walk(sv, swap):
+            a.symbol_vectors = sv
+            page = call_method(a, "codesynapse/search", q)
+            names = [r["qualifiedName"] for r in page["results"]]
+            if swap:
+                sv.hits = sv.later
+            while page.get("cursor"):
+                page = call_method(a, "codesynapse/search", {**q, "cursor": page["cursor"]})
+                names += [r["qualifiedName"] for r in page["results"]]
+            return names
+
+        steady = walk(_Changing(tests, tests), swap=False)
+        assert "textkit.clean.normalize_block" in steady
+        assert len(steady) == len(set(steady))
+        assert walk(_Changing(tests, []), swap=True) == steady
+    finally:
+        a.symbol_vectors = None  # the stand-in has nothing to close
+        a.close()

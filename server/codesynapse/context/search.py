@@ -1,5 +1,5 @@
 """search: exact names, the literal leg (phrases where they are written), then the
-approximate legs (lexical BM25 and dense, fused by RRF), paged."""
+approximate legs of minimalContext (lexical BM25, dense and tested, fused by RRF), paged."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from codesynapse.context.reader import (
 from codesynapse.context.retrieval import (
     LEG_LIMIT,
     LEG_POOL,
+    TEST,
     Retriever,
     asked_roles,
     prior,
@@ -146,17 +147,22 @@ class SearchAnswers:
             add_search_modules(self.r, p, q)
         return self.r.done(p)
     def _approximate(self, retriever: Retriever, q: str, need: int, seen: set[int], kind: str | None,
-                     run: bool, pinned: tuple[list[int], str] | None = None
-                     ) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int, tuple[list[int], str] | None]:
-        """The approximate part of a search: the lexical leg (BM25 over stemmed fields) and the
-        dense leg fused by RRF (k = 60, at most 10 candidates each, role priors applied) for
-        the first ranks, then the rest of the lexical ranking for further pages. Returns the
-        rows (not in ``seen``, of ``kind``), each one's legs, the provenance entries and the
-        approximate total, and the dense hits to pin in the page's cursor. ``run`` False: only
-        the count and provenance (the page is full). ``pinned`` (from a cursor): the dense hits
-        and state of the walk's first page, used instead of asking the dense leg again — its
-        answer can change while the index does not (vectors still being embedded, a query that
-        timed out), and a walk must not skip or repeat a result when it does."""
+                     run: bool, pinned: tuple[list[int], str, list[int] | None] | None = None
+                     ) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int,
+                                tuple[list[int], str, list[int] | None] | None]:
+        """The approximate part of a search, through minimalContext's approximate legs: the
+        lexical leg (BM25 over stemmed fields), the dense leg and the ``tested`` leg (the
+        library code the tests in those two legs' pools call; with the graph stage on, unless
+        the query asks about tests) fused by RRF (k = 60, at most 10 candidates each, role
+        priors applied) for the first ranks, then the rest of the lexical ranking for further
+        pages (no graph hop: a search lists matches). Returns the rows (not in ``seen``, of
+        ``kind``), each one's legs, the provenance entries and the approximate total, and the
+        dense and tested hits to pin in the page's cursor. ``run`` False: only the count and
+        provenance (the page is full). ``pinned`` (from a cursor): the dense hits and state of
+        the walk's first page, and its tested hits (that leg reads the dense leg's pool), used
+        instead of asking those legs again — the dense answer can change while the index does
+        not (vectors still being embedded, a query that timed out), and a walk must not skip or
+        repeat a result when it does."""
         cfg = retriever.config
         report: list[Any] = ["lexical"] if cfg.lexical else []
         total = retriever.count_lexical(q) if cfg.lexical else 0
@@ -170,9 +176,10 @@ class SearchAnswers:
         lex_ids = [r.id for _, r in head if ok(r)][:LEG_LIMIT]
         rows = {r.id: r for r in lex}
         dense_ids: list[int] = []
+        pinned_tested = pinned[2] if pinned is not None and len(pinned) > 2 else None
         if cfg.dense:
             if pinned is not None:
-                ids, state = pinned
+                ids, state = pinned[0], pinned[1]
                 for i in ids:
                     if i not in rows and (r := retriever.store.symbol_by_id(i)) is not None:
                         rows[i] = r
@@ -184,16 +191,32 @@ class SearchAnswers:
                 pinned = (list(dense_ids), "" if entry == "dense" else str(entry.get("state", "unavailable"))[:16])
             dense_ids = [i for i in dense_ids if ok(rows[i])]
             report.append(entry)
-        fused = rrf([[str(i) for i in lex_ids], [str(i) for i in dense_ids]], RRF_K)
+        tested_ids: list[int] = []
+        if cfg.expand and TEST not in asked:  # as minimalContext: a query about tests is answered by them
+            if pinned_tested is not None:
+                for i in pinned_tested:
+                    if i not in rows and (r := retriever.store.symbol_by_id(i)) is not None:
+                        rows[i] = r
+                tested_ids = [i for i in pinned_tested if i in rows]
+            else:
+                retriever._pools["lexical"] = lex[:LEG_LIMIT * LEG_POOL]  # the pool the lexical leg read
+                tested_ids = retriever.tested_leg(rows, Deadline())
+                if pinned is not None:
+                    pinned = (pinned[0], pinned[1], list(tested_ids))
+            tested_ids = [i for i in tested_ids if ok(rows[i])]
+            if tested_ids:
+                report.append("tested")
+        fused = rrf([[str(i) for i in lex_ids], [str(i) for i in dense_ids], [str(i) for i in tested_ids]], RRF_K)
         order = sorted((int(k) for k, _ in fused),
                        key=lambda i: (-dict(fused)[str(i)] * pri(rows[i]), rows[i].qname, rows[i].path))
-        legs_of = {i: sorted({"lexical"} if i in lex_ids else set()) + (["dense"] if i in dense_ids else [])
-                   for i in order}
+        legs_of = {i: [leg for leg, ids in (("lexical", lex_ids), ("dense", dense_ids), ("tested", tested_ids))
+                       if i in ids] for i in order}
         tail = [r for r in lex if r.id not in legs_of and ok(r)]
         for r in tail:
             legs_of[r.id] = ["lexical"]
         out = [rows[i] for i in order] + tail
         for r in out:
             seen.add(r.id)
-        total += sum(1 for i in dense_ids if i not in lex_ids and rows[i] not in lex)
+        lex_set = {r.id for r in lex}
+        total += len({i for i in dense_ids + tested_ids if i not in lex_ids and i not in lex_set})
         return out, legs_of, report, total, pinned
