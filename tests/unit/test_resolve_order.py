@@ -238,3 +238,109 @@ def test_a_name_bound_only_by_an_alias_is_still_found_through_a_star_import():
     assert idx.resolve_qname("c.g") == "b.f"
     assert idx.resolve_qname("c.f") is None  # a imports f as g only
     assert idx.resolve_qname("c.nowhere") is None
+
+
+def test_a_large_include_cycle_answers_as_the_preprocessor_order_once_its_definer_table_decides():
+    # issue 24: a search entering a large include cycle walks it from its own entry; once the
+    # searches inside a component took as many steps as a table of its definers costs, a name
+    # with one definer (or none) in what the component reaches is answered for every module of
+    # the component at once, and only a name with several definers is searched from its entry.
+    # Headers 0..119 form one cycle (each includes the next, 119 includes 0) plus random
+    # includes, and 120..159 hang below it; names are defined by none, one or several headers.
+    import random
+
+    from codesynapse.index import resolve
+
+    for seed in range(4):
+        rnd = random.Random(100 + seed)
+        n, ring = 160, 120
+        includes = {}
+        for i in range(n):
+            incs = [f"m{(i + 1) % ring}"] if i < ring else []
+            incs += [f"m{rnd.randrange(n)}" for _ in range(rnd.randrange(3))]
+            includes[f"m{i}"] = incs
+        names = [f"n{k}" for k in range(30)]
+        defines = {m: set() for m in includes}
+        for k, nm in enumerate(names):
+            for m in rnd.sample(sorted(includes), k % 4):  # 0, 1, 2 or 3 definers
+                defines[m].add(nm)
+        queries = [(m, nm) for m in includes for nm in names]
+        want = {f"{m}.{nm}": _preprocessor_order(includes, defines, m, nm) for m, nm in queries}
+        rnd.shuffle(queries)
+        idx = SymbolIndex()
+        for m, incs in includes.items():
+            _c(idx, m, sorted(defines[m]), incs)
+        got = {f"{m}.{nm}": idx.resolve_qname(f"{m}.{nm}") for m, nm in queries}
+        assert got == want, seed
+        stars = idx._cache[None]
+        ring_comp = stars.component("m0")
+        table = stars.tables.get((ring_comp, "."))
+        assert isinstance(table, resolve._Definers)  # built, and it decided answers:
+        decided = {k[1]: v[0] for k, v in idx._cache.items() if isinstance(k, tuple) and k[0] == ring_comp}
+        assert any(v is not None for v in decided.values()) and any(v is None for v in decided.values())
+        for nm, v in decided.items():  # each decided name has one answer from every ring module
+            assert {want[f"m{i}.{nm}"] for i in range(ring)} == {v}
+
+
+def test_a_definer_table_leaves_a_name_imported_by_name_to_the_search():
+    # Python star imports in a cycle where one module also imports the name by name: the
+    # named import is a possible answer of its own, so the table does not decide the name
+    idx = SymbolIndex()
+    idx.add_file("x.py", "x", "python", [("x", "module", ""), ("x.f", "function", "x")], [])
+    idx.add_file("y.py", "y", "python", [("y", "module", ""), ("y.f", "function", "y")], [])
+    idx.add_file("a.py", "a", "python", [("a", "module", "")],
+                 [ImportRef(module="x", name="*", line=1), ImportRef(module="b", name="*", line=2)])
+    idx.add_file("b.py", "b", "python", [("b", "module", "")],
+                 [ImportRef(module="y", name="f", line=1), ImportRef(module="a", name="*", line=2)])
+    from codesynapse.index import resolve
+
+    stars = idx._cache.setdefault(None, resolve._Stars(idx))
+    c = stars.component("a")
+    assert stars.component("b") == c
+    stars.work[c] = 10 ** 9  # as if the component had been walked long enough
+    assert idx.resolve_qname("a.f") == "x.f"  # a's include order meets x first
+    assert idx.resolve_qname("b.f") == "y.f"  # b imports f from y by name first
+    # one component, two answers: the table was built and left f to the search
+    assert isinstance(stars.tables[(c, ".")], resolve._Definers) and (c, "f", ".") not in idx._cache
+
+
+def test_a_name_no_included_module_answers_skips_the_includes_and_answers_as_before():
+    # issue 24: once the searches cost a pass over the symbol table, the star graph keeps a
+    # map of the names its included modules can answer; a call of a name that only some .c
+    # file defines then walks none of the caller's headers. Answers stay the preprocessor
+    # order's; ``<stdio.h>`` beside a module ``stdio`` names nothing and keeps the map on.
+    import random
+
+    from codesynapse.index import resolve
+
+    rnd = random.Random(7)
+    n_h, n_c = 60, 40
+    includes = {f"h{i}": [f"h{j}" for j in rnd.sample(range(n_h), 3) if j != i] for i in range(n_h)}
+    defines = {f"h{i}": {f"api{k}" for k in range(20) if k % n_h == i % 20 and rnd.random() < 0.5} for i in range(n_h)}
+    for i in range(n_c):  # each .c file includes three headers and defines its own functions
+        includes[f"s{i}"] = [f"h{j}" for j in rnd.sample(range(n_h), 3)]
+        defines[f"s{i}"] = {f"own{i}", f"own{(i + 1) % n_c}"}
+    idx = SymbolIndex()
+    for m, incs in includes.items():
+        if m.startswith("h"):
+            _c(idx, m, sorted(defines[m]), incs)
+    for i in range(n_c):
+        m = f"s{i}"
+        syms = [(m, "module", "")] + [(f"{m}.{n}", "function", m) for n in sorted(defines[m])]
+        refs = [ImportRef(module=h, name="*", line=k + 1) for k, h in enumerate(includes[m])]
+        refs.append(ImportRef(module="stdio.h", name="*", line=9))
+        idx.add_file(f"{m}.c", m, "c", syms, refs)
+    idx.add_file("tools/stdio.c", "stdio", "c", [("stdio", "module", ""), ("stdio.put", "function", "stdio")], [])
+    names = [f"api{k}" for k in range(20)] + [f"own{i}" for i in range(n_c)] + ["nowhere"]
+    queries = [(f"s{i}", nm) for i in range(n_c) for nm in names] * 2
+    rnd.shuffle(queries)
+    got = [idx.resolve_qname(f"{m}.{nm}") for m, nm in queries]
+    includes["stdio"] = []
+    defines["stdio"] = {"put"}
+    assert got == [_preprocessor_order(includes, defines, m, nm) for m, nm in queries]
+    stars = idx._cache[None]
+    assert stars.reach_names is not None and stars.reach_names is not resolve._ALL_NAMES
+    h = hash("own3") & resolve._NAMES_MASK  # only s3.c defines own3: no header answers it
+    assert not stars.reach_names[h >> 3] & (1 << (h & 7))
+    h = hash("api3") & resolve._NAMES_MASK
+    assert stars.reach_names[h >> 3] & (1 << (h & 7))

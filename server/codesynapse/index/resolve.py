@@ -651,7 +651,7 @@ class SymbolIndex:
         name = _intern(name)  # one string for the cache keys of a name (and its qnames')
         key = (module, name, sep)
         whole = (comp(module), name, sep)
-        hit = cache.get(key) or cache.get(whole)
+        hit = cache.get(key) or cache.get(whole) or stars.decide(whole, cache)
         if hit is not None and depth + hit[1] <= _MAX_DEPTH:
             return hit[0], hit[1], False
         if key in local:
@@ -688,8 +688,16 @@ class SymbolIndex:
             return None
 
         found = enter(module, True)
+        work = stars.work
+        # the names something star-imported can answer (None until a table pays for itself)
+        reach = stars.reach_names
+        h = hash(name) & _NAMES_MASK
+        unreachable = reach is not None and not reach[h >> 3] & (1 << (h & 7))
+        steps_taken = 0
         while stack and found is None:
             m, c, is_entry, steps = stack[-1]
+            work[c] = work.get(c, 0) + 1
+            steps_taken += 1
             step = next(steps, None)
             if step is None:  # searched completely: nothing is reachable from here
                 stack.pop()
@@ -714,9 +722,12 @@ class SymbolIndex:
                 if arg in entered:
                     continue
                 entered.add(arg)
+                if unreachable:  # nothing star-imported anywhere answers the name
+                    continue
                 ac = comp(arg)
                 if ac != c:
-                    hit = cache.get((arg, name, sep)) or cache.get((ac, name, sep))
+                    hit = cache.get((arg, name, sep)) or cache.get((ac, name, sep)) \
+                        or stars.decide((ac, name, sep), cache)
                     if hit is not None and depth + hit[1] <= _MAX_DEPTH:
                         room = max(room, hit[1])
                         found = hit[0]
@@ -749,6 +760,7 @@ class SymbolIndex:
                 else:
                     direct = f"{p}{sep}{name}"
                     found = direct if direct in kinds else None
+        stars.note_steps(steps_taken)
         # what the search found is the answer of every entry still on its stack (and of the
         # start, which may have answered before anything was pushed)
         if found is not None:
@@ -773,8 +785,106 @@ class _Stars:
         self.plans: dict[str, tuple] = {}
         self.named: dict[str, str | None] = {}  # a star import's text -> what it names (not a module)
         self.comp: dict[str, int] = {}
-        self.lock = threading.Lock()
+        self.members: dict[int, list[str]] = {}  # a component of more than one module -> its modules
+        self.work: dict[int, int] = {}  # steps searches took inside a component
+        self.tables: dict[tuple[int, str], _Definers | None] = {}  # (component, sep) -> its table
+        # a bit per hash of every name a star-imported module can answer (see note_steps)
+        self.reach_names: bytearray | None = None
+        self.steps_taken = 0  # steps every search on this graph took
+        self.lock = threading.RLock()  # re-entered: building a map or a table looks texts up
         self._next = 0
+
+    def note_steps(self, n: int) -> None:
+        """Count a search's steps; once they add up to a pass over the symbol table, compute
+        ``reach_names``: what any module that some file star-imports can answer, by its own
+        qnames (``module<sep>name``) and its files' imports by name. A search reaches other
+        modules only through star imports, so a name without a bit is never found past the
+        start module, and the search skips its star imports (in C: a call of a function that
+        only a ``.c`` file defines walks none of the caller's headers). The map is computed
+        once the searches cost what it costs (a full index, not a single edit's few lookups);
+        a star import of a text that is not a module (``plan`` kind 2) can answer anything: no
+        map."""
+        self.steps_taken += n
+        if self.reach_names is not None or self.steps_taken < len(self.index.kinds):
+            return
+        with self.lock:
+            if self.reach_names is None:
+                self.reach_names = _ALL_NAMES  # no skipping while the map is computed
+                self.reach_names = self._reach_names()
+
+    def text_names(self, text: str, sep: str) -> tuple[str | None, bool]:
+        """What a star import's text that is not a module names, as the search's kind-2 step
+        looks it up: (qname or None, whether the lookup was cut by the depth limit or a
+        cycle guard); kept in ``named`` like the step's own lookups."""
+        p = self.named.get(text, _MISSING)
+        if p is not _MISSING:
+            return p, False
+        idx = self.index
+        p, _r, tainted = idx._walk(text, sep, 0, (idx._cache, {}, set(), self))
+        if not tainted:
+            self.named[text] = p
+        return p, tainted
+
+    def _reach_names(self) -> bytearray:
+        idx = self.index
+        bits = bytearray((_NAMES_MASK + 1) >> 3)
+        included: set[str] = set()
+        for m in list(idx.module_files):
+            for kind, arg in self.plan(m):
+                if kind == 1:
+                    included.add(arg)
+                elif kind == 2:  # a text naming nothing (C ``<stdio.h>`` beside a stdio.c) is no step
+                    for sep in _NAME_SEPS:
+                        p, tainted = self.text_names(arg, sep)
+                        if tainted:
+                            return _ALL_NAMES
+                        if p is not None and idx.is_type(p):  # its bases' members too: no map
+                            return _ALL_NAMES
+                        if p is not None:  # its qnames answer, as if star-imported
+                            included.add(p)
+        for q in idx.kinds:
+            for sep in _NAME_SEPS:
+                if sep in q:
+                    pre, name = q.rsplit(sep, 1)
+                    if pre in included:
+                        h = hash(name) & _NAMES_MASK
+                        bits[h >> 3] |= 1 << (h & 7)
+        for m in included:
+            for fi in idx.module_bindings(m):
+                for b in fi.bindings:
+                    h = hash(b) & _NAMES_MASK
+                    bits[h >> 3] |= 1 << (h & 7)
+        return bits
+
+    def decide(self, whole: tuple, cache: dict) -> tuple | None:
+        """The answer of every module of a component for a name, when the component's definer
+        table decides it (``_Definers``): kept in ``cache`` under ``whole`` = (component, name,
+        sep) and returned as (answer, 0); None when there is no table yet or it cannot decide.
+
+        A table is built for a component of more than one module once the searches inside it
+        have taken as many steps as the table costs to build (one pass over the symbol table):
+        a search entering a large include cycle walks it from its own entry, and a different
+        entry repeats the walk, so the table is paid for by the walks it saves (at most twice
+        the cheaper of the two)."""
+        c, name, sep = whole
+        t = self.tables.get((c, sep), _MISSING)
+        if t is _MISSING:
+            if c not in self.members or self.work.get(c, 0) < len(self.index.kinds):
+                return None
+            with self.lock:
+                t = self.tables.get((c, sep), _MISSING)
+                if t is _MISSING:
+                    self.tables[(c, sep)] = None  # none while it is built (its own lookups)
+                    t = self.tables[(c, sep)] = _Definers.build(self, c, sep)
+        if t is None:
+            return None
+        m = t.only(name)
+        if m is _MULTI:
+            return None
+        q = None if m is None else f"{m}{sep}{name}"
+        val = (q, 0) if q is not None and q in self.index.kinds else _NO_ANSWER[0]
+        cache[whole] = val
+        return val
 
     def plan(self, m: str) -> tuple:
         """The steps of a search in module ``m``, in order: for each of its files (by path), (0,
@@ -842,12 +952,102 @@ class _Stars:
                 if low[v] == index[v]:
                     cid = self._next
                     self._next += 1
+                    if on[-1] != v:  # more than one module
+                        self.members[cid] = on[on.index(v):]
                     while True:
                         w = on.pop()
                         onset.discard(w)
                         comp[w] = cid
                         if w == v:
                             break
+
+
+_MULTI = object()
+_ALL_NAMES = bytearray(b"\xff") * ((_NAMES_MASK + 1) >> 3)  # every name may be reachable
+
+
+class _Definers:
+    """Who can answer a name for the modules of one star-import component: every module
+    reachable from it (its closure) and, per name, the one closure module that defines it
+    (a qname ``module<sep>name``), or ``_MULTI`` when more than one could answer (two
+    definers, or a file of the closure importing the name by name).
+
+    Why one definer decides the component: a search that enters the component at any module
+    goes on until it finds something, and can reach the whole closure; modules of the closure
+    it entered before were searched completely and found nothing. So with a single possible
+    answer in the closure every entry finds it, and with none every entry finds nothing; only
+    names with several possible answers need the search from their own entry. A closure with
+    a star import of a text that is not a module (``_Stars.plan`` kind 2) could reach
+    anything: no table (None).
+
+    Open addressing over the names' hashes: ``keys`` holds the hash (0: empty), ``vals`` the
+    module's position in ``mods`` or -1 (``_MULTI``). Two names with one hash share an entry:
+    the entry can only become ``_MULTI`` or name a module that defines one of them, and the
+    answer is checked against the symbol table, so a shared entry never gives a wrong answer."""
+
+    __slots__ = ("keys", "mask", "mods", "vals")
+
+    def __init__(self, mods: list[str], hashes: list[tuple[int, int]]):
+        from array import array
+
+        size = 8
+        while size < 2 * len(hashes):
+            size <<= 1
+        self.mods = mods
+        self.mask = size - 1
+        self.keys = array("q", bytes(8 * size))
+        self.vals = array("i", bytes(4 * size))
+        keys, vals, mask = self.keys, self.vals, self.mask
+        for h, i in hashes:
+            h = h or 1
+            j = h & mask
+            while keys[j] and keys[j] != h:
+                j = (j + 1) & mask
+            if not keys[j]:
+                keys[j], vals[j] = h, i
+            elif vals[j] != i:
+                vals[j] = -1
+
+    @classmethod
+    def build(cls, stars: _Stars, c: int, sep: str) -> _Definers | None:
+        idx = stars.index
+        closure = list(stars.members[c])
+        seen = set(closure)
+        i = 0
+        while i < len(closure):
+            for kind, arg in stars.plan(closure[i]):
+                if kind == 2:  # a text naming something could answer anything: no table
+                    p, tainted = stars.text_names(arg, sep)
+                    if p is not None or tainted:
+                        return None
+                if kind == 1 and arg not in seen:
+                    seen.add(arg)
+                    closure.append(arg)
+            i += 1
+        pos = {m: i for i, m in enumerate(closure)}
+        hashes: list[tuple[int, int]] = []
+        for q in idx.kinds:
+            if sep in q:
+                pre, name = q.rsplit(sep, 1)
+                i = pos.get(pre)
+                if i is not None:
+                    hashes.append((hash(name), i))
+        for m in closure:
+            for fi in idx.module_bindings(m):
+                hashes.extend((hash(b), -1) for b in fi.bindings)
+        return cls(closure, hashes)
+
+    def only(self, name: str):
+        """The closure's one module defining ``name``, None when none does, ``_MULTI``."""
+        h = hash(name) or 1
+        keys, mask = self.keys, self.mask
+        j = h & mask
+        while keys[j]:
+            if keys[j] == h:
+                v = self.vals[j]
+                return _MULTI if v < 0 else self.mods[v]
+            j = (j + 1) & mask
+        return None
 
 
 def _names_something(text: str, kinds, language: str) -> bool:
