@@ -1026,14 +1026,18 @@ class Indexer:
         now: Counter = Counter()  # the changed files' calls (_call_key), to compare with what they held
         for path, sites in deferred:
             moved.update(c.name for c in sites)
+        full = everything or bool(changed) and len(changed) >= len(idx.files)
+        # ``now`` is read only by an update's parameter pass; a full index re-resolves every
+        # parameter hint and keeps no key per call of the tree (millions on a kernel)
+        count_now = not full
         for c in calls:
             if c.hint.startswith(PARAM_HINT):
                 param_rows[c.id] = c
-                if c.path in changed:
+                if count_now and c.path in changed:
                     now[_call_key(c, c.target)] += 1
                 continue
             r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
-            if c.path in changed:
+            if count_now and c.path in changed:
                 now[_call_key(c, r.target)] += 1
             if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
                 updates.append((c.id, r))
@@ -1043,7 +1047,6 @@ class Indexer:
                     self.store.update_call_targets(updates)
                     updates = []
         self.store.update_call_targets(updates)
-        full = everything or bool(changed) and len(changed) >= len(idx.files)
         # calls held back (a bulk write) were not compared with what their files held: all of them
         rewritten |= self._resolve_params(full or bool(deferred), fresh, param_rows, moved, now)
         return None if bases_changed else rewritten
