@@ -175,11 +175,12 @@ async def test_search_modes_and_pagination(client):
                                 "hint": "ask again with offset 1"}]
     assert "paginationHint" not in full and "query" not in full
     nxt = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2, "offset": 1})
-    # Cart and BaseCart.add: "cart" in their names, and called by test_total (a test whose
-    # path holds "cart"), so the lexical and the tested legs both found them
+    # pay_for ("cart" in its summary) and Cart ("cart" in its name) were found by the lexical
+    # leg and by the tested leg (tests/test_cart.py's path holds "cart"); in that leg pay_for,
+    # the one callee of test_pay_for, weighs most, Cart (one of test_total's three) less
     assert [(r["qualifiedName"], r["match"], r["legs"]) for r in nxt["results"]] == [
-        ("shop.cart.Cart", "approximate", ["lexical", "tested"]),
-        ("shop.cart.BaseCart.add", "approximate", ["lexical", "tested"])]
+        ("shop.payment.pay_for", "approximate", ["lexical", "tested"]),
+        ("shop.cart.Cart", "approximate", ["lexical", "tested"])]
     assert nxt["paginationHint"] == "more results: ask again with offset 3"
     again = await ask(client, "codesynapse/search", {"query": "cart", "limit": 2})
     assert again["results"] == full["results"]  # stable ordering

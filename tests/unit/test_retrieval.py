@@ -447,3 +447,40 @@ def test_a_search_cursor_keeps_the_first_pages_tested_hits(tmp_path):
     finally:
         a.symbol_vectors = None  # the stand-in has nothing to close
         a.close()
+
+
+def test_fusion_weighs_a_legs_candidates_by_their_weights():
+    """``fuse`` is RRF (k = 60): a candidate gets 1 / (60 + rank) from each leg holding it;
+    a leg with weights gives ``w / (60 + rank)`` instead (an id it does not weigh: 1)."""
+    from codesynapse.context.retrieval import fuse
+    from codesynapse.memory.rrf import rrf
+
+    plain = fuse([[1, 2, 3], [3, 4]])
+    assert plain == pytest.approx({1: 1 / 61, 2: 1 / 62, 3: 1 / 63 + 1 / 61, 4: 1 / 62})
+    assert plain == pytest.approx({int(k): v for k, v in rrf([["1", "2", "3"], ["3", "4"]], 60)})
+    weighed = fuse([[1, 2, 3], [3, 4, 5]], [None, {3: 0.5, 4: 0.1}])
+    assert weighed == pytest.approx({1: 1 / 61, 2: 1 / 62, 3: 1 / 63 + 0.5 / 61, 4: 0.1 / 62, 5: 1 / 63})
+    assert fuse([[7, 7, 8]]) == pytest.approx({7: 1 / 61, 8: 1 / 63})  # an id counts once per leg, at its best rank
+
+
+def test_the_tested_legs_candidates_weigh_their_score_over_the_best(tmp_path):
+    """Both tests call ``normalize_block`` and ``load_text`` once; each callee's share is
+    divided by the square root of the calls that reach it in the whole graph: 2 for
+    ``normalize_block`` (the two tests), 10 for ``load_text`` (the two tests and eight
+    readers). Fusion weighs ``normalize_block`` 1 and ``load_text`` sqrt(2 / 10) = 0.447, not
+    the full share of its rank 2 (before, every candidate of the leg weighed 1)."""
+    a = _tested_app(tmp_path)
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        r = Retriever(a, a.store, cfg)
+        got = r.rank("trailing whitespace is not stripped from every line", Deadline())
+        by_name = {got.rows[i].qname: w for i, w in r.tested_weight.items()}
+        assert by_name == pytest.approx({"textkit.clean.normalize_block": 1.0,
+                                         "textkit.clean.load_text": (2 / 10) ** 0.5})
+        load_text = next(i for i in got.rows if got.rows[i].qname == "textkit.clean.load_text")
+        assert "tested" in got.legs[load_text]
+    finally:
+        a.close()

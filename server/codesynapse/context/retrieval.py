@@ -17,7 +17,8 @@ bodies:
   ``tested_leg``), with the graph stage, unless the task asks about tests.
 
 Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg before it is
-cut); they are fused by reciprocal-rank fusion (k = 60). Exact current matches (a symbol
+cut); they are fused by reciprocal-rank fusion (k = 60), the ``tested`` leg's candidates each
+weighing their evidence normalized to the leg's best (``fuse``). Exact current matches (a symbol
 the task names, a phrase found where it is written) come before approximate ranks. Then one
 hop along call edges: a share of a top hit's score (``DECAY``, split over its callees or its
 callers, and a callee's share over the functions that call it) goes to the function that
@@ -39,7 +40,7 @@ from typing import Any
 from codesynapse.context import lexical, literals
 from codesynapse.context.budget import Deadline
 from codesynapse.graph.model import SymbolRow
-from codesynapse.memory.rrf import RRF_K, rrf
+from codesynapse.memory.rrf import RRF_K
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,30 @@ def prior(role: str, asked: set[str]) -> float:
     return 1.0 if role == LIBRARY or role in asked else ROLE_PRIOR
 
 
+def fuse(rankings: list[list[int]], weights: list[dict[int, float] | None] | None = None,
+         k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal-rank fusion (k = 60) of the legs' id lists (best first; an id counts once
+    per leg, at its best rank): each candidate gets ``1 / (k + rank)`` from every leg that
+    holds it. A leg may weigh its candidates (``weights``, one map per leg or None): a
+    candidate then gets ``w / (k + rank)``, ``w`` in (0, 1] (1 when the map does not name it).
+    The ``tested`` leg does: its candidates are not retrieved for the task's words but
+    inferred from the tests the other legs found, and its scores (how many of those tests
+    call a function, how high they ranked) span orders of magnitude — the function only the
+    best tests exercise and one that a single test deep in a pool calls are not the same
+    evidence, as their ranks 1 and 2 would say. Their scores are normalized to the leg's best
+    (max normalization), so the best keeps a full rank share and the others their fraction of it."""
+    out: dict[int, float] = {}
+    for li, ids in enumerate(rankings):
+        w = weights[li] if weights is not None and li < len(weights) else None
+        seen: set[int] = set()
+        for rank, i in enumerate(ids, 1):
+            if i in seen:
+                continue
+            seen.add(i)
+            out[i] = out.get(i, 0.0) + (w.get(i, 1.0) if w else 1.0) / (k + rank)
+    return out
+
+
 # ---- the answer of the legs -----------------------------------------------------------------------
 @dataclass
 class Ranked:
@@ -164,6 +189,8 @@ class Retriever:
         # each approximate leg's pool, best first, before the role prior's cut (the tests in it
         # lead to the code they exercise: ``tested_leg``)
         self._pools: dict[str, list[SymbolRow]] = {}
+        # the tested leg's candidates' scores, normalized to its best (``fuse``)
+        self.tested_weight: dict[int, float] = {}
 
     # -- helpers ------------------------------------------------------------------------------
     def _key(self, r: SymbolRow, rows: dict[int, SymbolRow]) -> int:
@@ -436,7 +463,9 @@ class Retriever:
         in the graph reach it (a constructor or fixture helper every test calls singles nothing
         out: the symmetric normalization of ``_expand``, over call sites, counted without
         reading them: reading 200 callers of each callee cost ~30 ms a request on the stdlib,
-        and the tune half ranked the same). At most ``LEG_LIMIT`` ids, best first."""
+        and the tune half ranked the same). At most ``LEG_LIMIT`` ids, best first; each one's
+        score over the best one's is kept in ``tested_weight`` (fusion weighs it by that)."""
+        self.tested_weight = {}
         weight: dict[str, float] = {}
         for pool in self._pools.values():
             for rank, r in enumerate(pool, 1):
@@ -467,12 +496,19 @@ class Retriever:
         calls_of = store.relation_counts(list(raw))[0] if raw else {}
         gain = {t: r / math.sqrt(max(1, calls_of.get(t, 1))) for t, r in raw.items()}
         best = sorted(gain, key=lambda t: (-gain[t], t))[:LEG_LIMIT]
-        return list(dict.fromkeys(self._key(lib[t], rows) for t in best))
+        ids: list[int] = []
+        for t in best:
+            rid = self._key(lib[t], rows)
+            if rid not in self.tested_weight:
+                ids.append(rid)
+                self.tested_weight[rid] = gain[t] / gain[best[0]] if gain[best[0]] > 0 else 1.0
+        return ids
 
     # -- everything -----------------------------------------------------------------------------
     def rank(self, task: str, dl: Deadline, paths: list[str] = ()) -> Ranked:
         cfg = self.config
         self._pools = {}  # this ranking's pools only (the legs below fill them)
+        self.tested_weight = {}
         out = Ranked()
         rows = out.rows
         asked = asked_roles(task) if cfg.priors else set()
@@ -532,8 +568,8 @@ class Retriever:
             ids = [self._key(r, rows) for rel in paths for r in self.store.symbols_in_file(rel) if r.kind != "module"]
             out.provenance.append("path")
             add_leg("path", list(dict.fromkeys(ids)))
-        fused = dict(rrf([[str(i) for i in ids] for ids in rankings], RRF_K))
-        score = {int(k): v * self._prior(rows[int(k)], asked) for k, v in fused.items()}
+        fused = fuse(rankings, [self.tested_weight if name == "tested" else None for name in leg_names])
+        score = {i: v * self._prior(rows[i], asked) for i, v in fused.items()}
         if cfg.expand and score and self._expand(score, rows, out.legs, asked, dl):
             out.provenance.append("graph")
         out.score = score
