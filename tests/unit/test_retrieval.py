@@ -484,3 +484,38 @@ def test_the_tested_legs_candidates_weigh_their_score_over_the_best(tmp_path):
         assert "tested" in got.legs[load_text]
     finally:
         a.close()
+
+
+def test_the_lexical_leg_prefers_the_symbol_covering_more_of_the_tasks_terms(tmp_path):
+    """BM25 sums over the terms a symbol holds: ``Runner.finish`` holds one word of the task
+    ("finished"), rare in this tree, and outranks ``time_left``, whose fields hold three of its
+    five terms (bar, show, time), each common here. The lexical leg multiplies BM25 by the
+    coordination factor of classic Lucene scoring (the share of the task's terms a symbol
+    holds: 1/5 against 3/5), so the symbol that covers more of what the task says comes first
+    (before, the leg kept the BM25 order and ``Runner.finish`` led)."""
+    fillers = [("a", "Show the bar"), ("b", "Show the time"), ("c", "Redraw the bar"), ("d", "Keep the time"),
+               ("e", "Show a frame"), ("f", "Bar and time"), ("g", "Show the time bar"), ("h", "Time the bar"),
+               ("i", "Show it"), ("j", "Clear the screen"), ("k", "Move the cursor"), ("l", "Beep")]
+    a = _small_app(tmp_path, {
+        "ui/__init__.py": "",
+        "ui/core.py": "class Runner:\n    def finish(self):\n        return None\n",
+        "ui/clock.py": 'def time_left(bar):\n    """Shows how much time is left on the bar."""\n    return 0\n',
+        "ui/other.py": "".join(f'def draw_{n}(x):\n    """{w}."""\n    return x\n\n\n' for n, w in fillers)})
+    try:
+        from codesynapse.context.budget import Deadline
+        from codesynapse.context.retrieval import Retriever
+
+        task = "the bar shows the wrong time once finished"
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=False, priors=True)
+        r = Retriever(a, a.store, cfg)
+        assert [x.qname for x, _s in r.lexical_search(task, 2)] == ["ui.core.Runner.finish", "ui.clock.time_left"]
+        got = r.rank(task, Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert order[0] == "ui.clock.time_left"
+        assert order.index("ui.other.draw_g") < order.index("ui.core.Runner.finish")  # 3/5 of the terms against 1/5
+        # search runs the same leg
+        a.retrieval_config = cfg
+        found = call_method(a, "codesynapse/search", {"query": task, "mode": "compact"})
+        assert found["results"][0]["qualifiedName"] == "ui.clock.time_left"
+    finally:
+        a.close()

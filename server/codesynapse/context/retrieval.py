@@ -394,8 +394,27 @@ class Retriever:
         n = self.store.count_search(_fallback_query(text, terms))
         return n if cap is None else min(n, cap)
 
+    def lexical_pool(self, task: str, got: list[tuple[SymbolRow, float]]) -> list[tuple[SymbolRow, float]]:
+        """The lexical leg's pool (its first ``LEG_POOL`` times ``LEG_LIMIT`` rows) scored by BM25
+        times the coordination factor of classic Lucene scoring: the share of the task's
+        distinct query terms that the symbol's lexical fields hold. BM25 sums over the terms a
+        symbol matches, so a name holding one word of the task that is rare ("finish") can
+        outrank the symbol whose fields hold four of its words; the factor, parameter-free,
+        prefers the symbol that covers more of what the task says. Best first (ties keep the
+        BM25 order)."""
+        terms = set(lexical.query_terms(task))
+        if not terms:
+            return got
+
+        def coverage(r: SymbolRow) -> float:
+            held = set(" ".join(lexical.symbol_fields(r.name, r.qname, r.signature, r.summary, r.path)).split())
+            return len(terms & held) / len(terms)
+
+        scored = [(r, s * coverage(r)) for r, s in got]
+        return [x for _k, x in sorted(enumerate(scored), key=lambda y: (-y[1][1], y[0]))]
+
     def lexical_leg(self, task: str, rows: dict[int, SymbolRow], asked: set[str]) -> list[int]:
-        got = self.lexical_search(task, LEG_LIMIT * LEG_POOL)
+        got = self.lexical_pool(task, self.lexical_search(task, LEG_LIMIT * LEG_POOL))
         self._pools["lexical"] = [r for r, _s in got]
         ranked = sorted(enumerate(got), key=lambda x: (-x[1][1] * self._prior(x[1][0], asked), x[0]))
         out: list[int] = []

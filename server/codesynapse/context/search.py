@@ -171,7 +171,10 @@ class SearchAnswers:
         if not run:
             return [], {}, report, total, pinned
         ok = lambda r: r.id not in seen and (kind is None or r.kind == kind)
-        lex = [r for r, _ in retriever.lexical_search(q, min(need + LEG_LIMIT * LEG_POOL, 5000))] if cfg.lexical else []
+        got = retriever.lexical_search(q, min(need + LEG_LIMIT * LEG_POOL, 5000)) if cfg.lexical else []
+        # the leg's pool in minimalContext's order (BM25 times the coordination factor), then the rest
+        lex = [r for r, _ in retriever.lexical_pool(q, got[:LEG_LIMIT * LEG_POOL])] + \
+            [r for r, _ in got[LEG_LIMIT * LEG_POOL:]]
         asked = asked_roles(q) if cfg.priors else set()
         pri = (lambda r: prior(row_role(r), asked)) if cfg.priors else (lambda r: 1.0)
         head = sorted(enumerate(lex[:LEG_LIMIT * LEG_POOL]), key=lambda x: (-pri(x[1]) / (RRF_K + x[0] + 1), x[0]))
