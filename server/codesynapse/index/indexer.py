@@ -57,6 +57,7 @@ RESOLVED_FILES = 64  # live-written files whose call resolutions are noted (Inde
 MAX_DEFERRED_CALLS = 1_500_000  # at most this many call sites held for resolution (≈ 300 B each)
 DEFAULT_MEMORY_BUDGET_MB = 1024  # index.memoryBudget
 STREAM_FILES = 256  # files whose stored calls (or symbols, imports) are read and resolved at a time
+COUNTS_META = "index_counts"  # meta key: the report's symbol and edge counts, with the generation counted
 GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
 
 
@@ -135,6 +136,9 @@ class _UpdateRun:
     # files whose star imports or module changed: what a bare name of theirs resolves to may
     # change for any name, so none of their stored resolutions is re-used
     unsettled: set[str] = field(default_factory=set)
+    # every file is new (nothing stored, nothing indexed before): every edge is resolved from
+    # scratch, so no name is "affected" (on a kernel, the set of all names: ~120 MB)
+    whole: bool = False
 
 
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
@@ -505,9 +509,11 @@ class Indexer:
         return bases
 
     # -- planning ----------------------------------------------------------------------
-    def plan(self, walked: WalkResult) -> tuple[list[Candidate], list[str], list[FileRow]]:
-        """(changed or new candidates, deleted paths, skipped rows to store)."""
-        stored = {f.path: f for f in self.store.files()}
+    def plan(self, walked: WalkResult, rows: Sequence[FileRow] | None = None
+             ) -> tuple[list[Candidate], list[str], list[FileRow]]:
+        """(changed or new candidates, deleted paths, skipped rows to store); ``rows``: the
+        store's file rows when already read."""
+        stored = {f.path: f for f in (self.store.files() if rows is None else rows)}
         changed = []
         for c in walked.candidates:
             f = stored.get(c.path)
@@ -528,12 +534,20 @@ class Indexer:
         t0 = time.perf_counter()
         with self.lock, self.store.transaction():  # the plan and the update see one version
             self._follow_store()
-            self.load()
+            if self._loaded or self.store.get_meta("resolution_pending") == "1":
+                self.load()  # (a recovery re-resolves, and names the files to extract again)
             walked = walk(self.root, self.policy)
-            changed, deleted, skipped = self.plan(walked)
+            rows = self.store.files()
+            changed, deleted, skipped = self.plan(walked, rows)
             self._in_tree = True
             try:
-                report = self.update(changed, deleted, skipped, progress=progress)
+                if changed or deleted or skipped:
+                    self.load()  # the symbol table, read only when something is to be resolved
+                    report = self.update(changed, deleted, skipped, progress=progress)
+                    rows = None
+                else:  # the tree is as stored (stat-only): no symbol table read, nothing written
+                    report = IndexReport()
+                    self.last_overlays = {}
             finally:
                 self._in_tree = False
             deps.sync_manifests(self.store, self.root, walked.manifests, self.policy)
@@ -544,17 +558,37 @@ class Indexer:
         report.files = len(walked.candidates)
         for reason, n in walked.ignored.items():
             report.skipped[reason] += n
-        for f in self.store.files():
+        for f in self.store.files() if rows is None else rows:
             if f.status == "skipped":
                 report.skipped[f.reason.split(" (")[0]] += 1
             else:
                 report.languages[f.language] += 1
                 report.lines += f.lines
-        st = self.store.stats()
-        report.symbols = st.symbols
-        report.edges = st.resolved_calls + st.imports + st.inherits
+        report.symbols, report.edges = self._counts()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _counts(self) -> tuple[int, int]:
+        """(symbols, edges) of the stored graph, for the report: counted (a scan of the
+        symbol and call tables: seconds on a kernel) once per index generation and kept in
+        the meta with the generation they counted."""
+        gen = self.store.get_meta(GENERATION) or ""
+        raw = self.store.get_meta(COUNTS_META)
+        if raw:
+            try:
+                kept = json.loads(raw)
+                if kept.get("generation") == gen:
+                    return int(kept["symbols"]), int(kept["edges"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        st = self.store.stats()
+        counts = (st.symbols, st.resolved_calls + st.imports + st.inherits)
+        try:
+            self.store.set_meta({COUNTS_META: json.dumps({"generation": gen, "symbols": counts[0],
+                                                          "edges": counts[1]})})
+        except Exception:  # a read-only view keeps none: counted again next time
+            log.debug("index counts not kept", exc_info=True)
+        return counts
 
     def extract(self, changed: Sequence[Candidate], progress: Progress | None = None,
                 overlays: dict[str, bytes] | None = None, known: set[str] = frozenset()
@@ -640,9 +674,12 @@ class Indexer:
             run.affected.discard("")
             report.parsed = len(run.changed_paths)
             report.deleted = len(deleted)
-            self._note_touched(run)
             rewritten = self._resolve(set(run.changed_paths), set(run.removed) | run.vanished, run.affected,
                                       run.deferred, run.fresh, run.exports_changed, run.reused)
+            if len(run.changed_paths) > LIVE_BATCH:  # a bulk update's answers: not kept after it
+                self.index.drop_cache()
+            # after resolving: the names of a whole tree's symbols are not held beside its peak
+            self._note_touched(run)
             self._remember_resolutions(run, rewritten)
             self._suspect -= {c.path for c in run.changed} | set(run.removed)
             if not self._suspect:
@@ -657,7 +694,8 @@ class Indexer:
         changed, force = self._with_package_moves(list(changed), deleted, stored)
         return _UpdateRun(changed=changed, force=force, stored=stored, overlays=overlays or {},
                           mtimes={c.path: c.mtime_ns for c in changed},
-                          removed=sorted(set(deleted) | {s.path for s in skipped}))
+                          removed=sorted(set(deleted) | {s.path for s in skipped}),
+                          whole=not stored and not self.index.files and not deleted)
 
     def _forget_file(self, run: _UpdateRun, path: str) -> bool:
         """Take ``path`` out of the in-memory index; its names become affected. True when
@@ -712,7 +750,8 @@ class Indexer:
             if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
                                           or old_state[4] != idx.files[r.path].module):
                 run.unsettled.add(r.path)
-            run.affected |= names
+            if not run.whole:
+                run.affected |= names
             if names or old_state is None:
                 run.exports_changed.add(r.path)
             run.changed_paths.append(r.path)

@@ -462,6 +462,11 @@ class SymbolIndex:
                     del self.module_files[fi.module]
         self._cache = {}
 
+    def drop_cache(self) -> None:
+        """Let go of resolve_qname's answers and the star graph (recomputed when asked): after a
+        bulk update they are up to ``cache_limit`` entries no lookup may ask for again."""
+        self._cache = {}
+
     def set_bases(self, bases: dict[str, list[str]]) -> None:
         self.bases = bases
         stars = self._cache.get(None)  # the star graph does not depend on bases

@@ -243,6 +243,10 @@ class LiveUpdater:
 
     # -- the worker ---------------------------------------------------------------------------
     def _worker(self) -> None:
+        # a catch-up that found the tree as stored read no symbol table (Indexer.index_tree):
+        # read it now, before the first edit needs it, rather than in that edit's update
+        if not self._stop.is_set():
+            self._safe(self.app.indexer.load)
         while not self._stop.is_set():
             try:
                 first = self.q.get(timeout=0.5)
