@@ -696,7 +696,7 @@ class SymbolIndex:
         work = stars.work
         # the names something star-imported can answer (None until a table pays for itself)
         reach = stars.reach_names
-        h = hash(name) & _NAMES_MASK
+        h = hash(name) & stars.reach_mask
         unreachable = reach is not None and not reach[h >> 3] & (1 << (h & 7))
         steps_taken = 0
         while stack and found is None:
@@ -794,7 +794,8 @@ class _Stars:
         self.work: dict[int, int] = {}  # steps searches took inside a component
         self.tables: dict[tuple[int, str], _Definers | None] = {}  # (component, sep) -> its table
         # a bit per hash of every name a star-imported module can answer (see note_steps)
-        self.reach_names: bytearray | None = None
+        self.reach_names: bytearray | _AllNames | None = None
+        self.reach_mask = _NAMES_MASK  # the hash bits reach_names is indexed by
         self.steps_taken = 0  # steps every search on this graph took
         self.lock = threading.RLock()  # re-entered: building a map or a table looks texts up
         self._next = 0
@@ -830,9 +831,14 @@ class _Stars:
             self.named[text] = p
         return p, tainted
 
-    def _reach_names(self) -> bytearray:
+    def _reach_names(self) -> bytearray | _AllNames:
         idx = self.index
-        bits = bytearray((_NAMES_MASK + 1) >> 3)
+        # 8 bits per qname (at least 64 K bits): 1 in 8 or fewer names not answerable passes
+        size = 1 << 16
+        while size < 8 * len(idx.kinds) and size <= _NAMES_MASK:
+            size <<= 1
+        mask = size - 1
+        bits = bytearray(size >> 3)
         included: set[str] = set()
         for m in list(idx.module_files):
             for kind, arg in self.plan(m):
@@ -852,13 +858,14 @@ class _Stars:
                 if sep in q:
                     pre, name = q.rsplit(sep, 1)
                     if pre in included:
-                        h = hash(name) & _NAMES_MASK
+                        h = hash(name) & mask
                         bits[h >> 3] |= 1 << (h & 7)
         for m in included:
             for fi in idx.module_bindings(m):
                 for b in fi.bindings:
-                    h = hash(b) & _NAMES_MASK
+                    h = hash(b) & mask
                     bits[h >> 3] |= 1 << (h & 7)
+        self.reach_mask = mask
         return bits
 
     def decide(self, whole: tuple, cache: dict) -> tuple | None:
@@ -968,7 +975,15 @@ class _Stars:
 
 
 _MULTI = object()
-_ALL_NAMES = bytearray(b"\xff") * ((_NAMES_MASK + 1) >> 3)  # every name may be reachable
+
+class _AllNames:
+    """``reach_names`` when every name may be reachable: every bit set, no memory."""
+
+    def __getitem__(self, i: int) -> int:
+        return 0xFF
+
+
+_ALL_NAMES = _AllNames()
 
 
 class _Definers:
@@ -992,11 +1007,11 @@ class _Definers:
 
     __slots__ = ("keys", "mask", "mods", "vals")
 
-    def __init__(self, mods: list[str], hashes: list[tuple[int, int]]):
+    def __init__(self, mods: list[str], hashes: Iterable[tuple[int, int]], n: int):
         from array import array
 
         size = 8
-        while size < 2 * len(hashes):
+        while size < 2 * n:
             size <<= 1
         self.mods = mods
         self.mask = size - 1
@@ -1029,18 +1044,23 @@ class _Definers:
                     seen.add(arg)
                     closure.append(arg)
             i += 1
+        from array import array
+
         pos = {m: i for i, m in enumerate(closure)}
-        hashes: list[tuple[int, int]] = []
+        hashes, where = array("q"), array("i")  # (name hash, module position): 12 bytes a pair
         for q in idx.kinds:
             if sep in q:
                 pre, name = q.rsplit(sep, 1)
                 i = pos.get(pre)
                 if i is not None:
-                    hashes.append((hash(name), i))
+                    hashes.append(hash(name))
+                    where.append(i)
         for m in closure:
             for fi in idx.module_bindings(m):
-                hashes.extend((hash(b), -1) for b in fi.bindings)
-        return cls(closure, hashes)
+                for b in fi.bindings:
+                    hashes.append(hash(b))
+                    where.append(-1)
+        return cls(closure, zip(hashes, where), len(hashes))
 
     def only(self, name: str):
         """The closure's one module defining ``name``, None when none does, ``_MULTI``."""
