@@ -398,54 +398,23 @@ def _tested_app(tmp_path):
             "    assert normalize_block(load_text('b ')) == 'b'\n")})
 
 
-def test_a_plain_english_search_runs_the_tested_leg_and_keeps_each_results_legs(tmp_path):
-    """``search`` runs minimalContext's approximate legs, the ``tested`` leg included: the
-    library function the matching tests exercise is a result, marked with the leg that found
-    it. Before, search fused only the lexical and dense legs and ``normalize_block`` (no word
-    of the query) was no result at all."""
+def test_a_search_lists_matches_and_leaves_the_tested_leg_to_minimal_context(tmp_path):
+    """``search`` lists what matches its words (lexical and dense legs); the ``tested`` leg
+    infers code the query does not match (what the matching tests call), as the graph hop
+    does, and answers in ``minimalContext`` only: ``normalize_block`` (no word of the query)
+    is a card of the task's answer, not a search result."""
     a = _tested_app(tmp_path)
     try:
-        got = call_method(a, "codesynapse/search", {"query": "trailing whitespace is not stripped from every line"})
+        task = "trailing whitespace is not stripped from every line"
+        got = call_method(a, "codesynapse/search", {"query": task})
         legs = {r["qualifiedName"]: r.get("legs") for r in got["results"]}
-        assert legs["textkit.clean.normalize_block"] == ["tested"]
-        assert "tested" in got["provenance"]["legs"]
-        assert legs["textkit.clean.whitespace_chars"] == ["lexical"]  # the other results keep their own legs
-        # a query about tests is answered by the tests: the leg does not run (as in minimalContext)
-        about_tests = call_method(a, "codesynapse/search", {"query": "which test checks trailing whitespace"})
-        assert "tested" not in about_tests["provenance"]["legs"]
-        assert all("tested" not in (r.get("legs") or []) for r in about_tests["results"])
+        assert "textkit.clean.normalize_block" not in legs
+        assert "tested" not in got["provenance"]["legs"]
+        assert legs["textkit.clean.whitespace_chars"] == ["lexical"]
+        mc = call_method(a, "codesynapse/minimalContext", {"task": task})
+        cards = {c["qualifiedName"]: c.get("legs") for c in mc["cards"]}
+        assert "tested" in cards["textkit.clean.normalize_block"]
     finally:
-        a.close()
-
-
-def test_a_search_cursor_keeps_the_first_pages_tested_hits(tmp_path):
-    """The ``tested`` leg reads the dense leg's pool; a cursor keeps both legs' hits of its
-    walk's first page, so a dense answer that changes between pages (vectors still being
-    embedded) changes neither: the walk neither skips nor repeats a result."""
-    a = _tested_app(tmp_path)
-    try:
-        tests = [(r.qname, r.path, 0.9) for r in a.store.symbols_in_file("tests/test_clean.py")
-                 if r.kind != "module"]
-        assert len(tests) == 2
-        q = {"query": "blank characters kept at the ends of lines", "limit": 2}
-
-        def walk(sv, swap):
-            a.symbol_vectors = sv
-            page = call_method(a, "codesynapse/search", q)
-            names = [r["qualifiedName"] for r in page["results"]]
-            if swap:
-                sv.hits = sv.later
-            while page.get("cursor"):
-                page = call_method(a, "codesynapse/search", {**q, "cursor": page["cursor"]})
-                names += [r["qualifiedName"] for r in page["results"]]
-            return names
-
-        steady = walk(_Changing(tests, tests), swap=False)
-        assert "textkit.clean.normalize_block" in steady
-        assert len(steady) == len(set(steady))
-        assert walk(_Changing(tests, []), swap=True) == steady
-    finally:
-        a.symbol_vectors = None  # the stand-in has nothing to close
         a.close()
 
 

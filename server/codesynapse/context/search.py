@@ -1,5 +1,5 @@
 """search: exact names, the literal leg (phrases where they are written), then the
-approximate legs of minimalContext (lexical BM25, dense and tested, fused by RRF), paged."""
+matching legs of minimalContext (lexical BM25 and dense, fused by RRF), paged."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from codesynapse.context.reader import (
 from codesynapse.context.retrieval import (
     LEG_LIMIT,
     LEG_POOL,
-    TEST,
     Retriever,
     asked_roles,
     fuse,
@@ -150,21 +149,19 @@ class SearchAnswers:
     def _approximate(self, retriever: Retriever, q: str, need: int, seen: set[int], kind: str | None,
                      run: bool, pinned: tuple[Any, ...] | None = None
                      ) -> tuple[list[SymbolRow], dict[int, list[str]], list[Any], int, tuple[Any, ...] | None]:
-        """The approximate part of a search, through minimalContext's approximate legs: the
-        lexical leg (BM25 over stemmed fields), the dense leg and the ``tested`` leg (the
-        library code the tests in those two legs' pools call; with the graph stage on, unless
-        the query asks about tests) fused by RRF (k = 60, at most 10 candidates each, the
-        tested leg's weighed by their normalized scores as in minimalContext, ``retrieval.fuse``;
-        role priors applied) for the first ranks, then the rest of the lexical ranking for further
-        pages (no graph hop: a search lists matches). Returns the rows (not in ``seen``, of
-        ``kind``), each one's legs, the provenance entries and the approximate total, and the
-        dense and tested hits to pin in the page's cursor. ``run`` False: only the count and
-        provenance (the page is full). ``pinned`` (from a cursor): the dense hits and state of
-        the walk's first page, and its tested hits and their weights (that leg reads the dense
-        leg's pool), used
-        instead of asking those legs again — the dense answer can change while the index does
-        not (vectors still being embedded, a query that timed out), and a walk must not skip or
-        repeat a result when it does."""
+        """The approximate part of a search, through minimalContext's matching legs: the lexical
+        leg (BM25 over stemmed fields, its pool ordered as there) and the dense leg, fused by RRF
+        (k = 60, at most 10 candidates each; role priors applied) for the first ranks, then the
+        rest of the lexical ranking for further pages. A search lists matches of its words: the
+        legs that infer code the query does not match — the graph hop and the ``tested`` leg
+        (what the tests in the pools call) — are minimalContext's only (a search for "cart
+        total" must not put a function that only a cart test calls before ``Cart.total``).
+        Returns the rows (not in ``seen``, of ``kind``), each one's legs, the provenance entries
+        and the approximate total, and the dense hits to pin in the page's cursor. ``run``
+        False: only the count and provenance (the page is full). ``pinned`` (from a cursor): the
+        dense hits and state of the walk's first page, used instead of asking the dense leg
+        again — its answer can change while the index does not (vectors still being embedded,
+        a query that timed out), and a walk must not skip or repeat a result when it does."""
         cfg = retriever.config
         report: list[Any] = ["lexical"] if cfg.lexical else []
         total = retriever.count_lexical(q) if cfg.lexical else 0
@@ -181,8 +178,6 @@ class SearchAnswers:
         lex_ids = [r.id for _, r in head if ok(r)][:LEG_LIMIT]
         rows = {r.id: r for r in lex}
         dense_ids: list[int] = []
-        pinned_tested = pinned[2] if pinned is not None and len(pinned) > 2 else None
-        pinned_weights = pinned[3] if pinned is not None and len(pinned) > 3 else None
         if cfg.dense:
             if pinned is not None:
                 ids, state = pinned[0], pinned[1]
@@ -197,31 +192,9 @@ class SearchAnswers:
                 pinned = (list(dense_ids), "" if entry == "dense" else str(entry.get("state", "unavailable"))[:16])
             dense_ids = [i for i in dense_ids if ok(rows[i])]
             report.append(entry)
-        tested_ids: list[int] = []
-        tested_weight: dict[int, float] = {}
-        if cfg.expand and TEST not in asked:  # as minimalContext: a query about tests is answered by them
-            if pinned_tested is not None:
-                for i in pinned_tested:
-                    if i not in rows and (r := retriever.store.symbol_by_id(i)) is not None:
-                        rows[i] = r
-                tested_ids = [i for i in pinned_tested if i in rows]
-                if pinned_weights is not None:
-                    tested_weight = {i: w / 1000.0 for i, w in zip(pinned_tested, pinned_weights)}
-            else:
-                retriever._pools["lexical"] = lex[:LEG_LIMIT * LEG_POOL]  # the pool the lexical leg read
-                tested_ids = retriever.tested_leg(rows, Deadline())
-                # per mille, as the cursor keeps them: every page of a walk fuses the same weights
-                permille = [max(1, round(retriever.tested_weight.get(i, 1.0) * 1000)) for i in tested_ids]
-                tested_weight = {i: w / 1000.0 for i, w in zip(tested_ids, permille)}
-                if pinned is not None:
-                    pinned = (pinned[0], pinned[1], list(tested_ids), permille)
-            tested_ids = [i for i in tested_ids if ok(rows[i])]
-            if tested_ids:
-                report.append("tested")
-        fused = fuse([lex_ids, dense_ids, tested_ids], [None, None, tested_weight])
+        fused = fuse([lex_ids, dense_ids], [None, None])
         order = sorted(fused, key=lambda i: (-fused[i] * pri(rows[i]), rows[i].qname, rows[i].path))
-        legs_of = {i: [leg for leg, ids in (("lexical", lex_ids), ("dense", dense_ids), ("tested", tested_ids))
-                       if i in ids] for i in order}
+        legs_of = {i: [leg for leg, ids in (("lexical", lex_ids), ("dense", dense_ids)) if i in ids] for i in order}
         tail = [r for r in lex if r.id not in legs_of and ok(r)]
         for r in tail:
             legs_of[r.id] = ["lexical"]
@@ -229,5 +202,5 @@ class SearchAnswers:
         for r in out:
             seen.add(r.id)
         lex_set = {r.id for r in lex}
-        total += len({i for i in dense_ids + tested_ids if i not in lex_ids and i not in lex_set})
+        total += len({i for i in dense_ids if i not in lex_ids and i not in lex_set})
         return out, legs_of, report, total, pinned
