@@ -318,19 +318,7 @@ def test_tests_found_by_their_words_lead_to_the_code_they_exercise(tmp_path):
     hop (from the five best candidates) never starts from them: the ``tested`` leg hands
     their place on to their library callees, a callee many functions call (``load_text``)
     getting less than the one only they call. Before, ``normalize_block`` was no candidate."""
-    distractors = "".join(f"def {n}(x):\n    return x\n\n\n" for n in (
-        "split_lines", "strip_prefix", "whitespace_chars", "last_line", "every_item", "line_count"))
-    users = "".join(f"def read_{i}():\n    return load_text('{i}')\n\n\n" for i in range(8))
-    a = _small_app(tmp_path, {
-        "textkit/__init__.py": "",
-        "textkit/clean.py": ("def normalize_block(text):\n    return text\n\n\n"
-                             "def load_text(path):\n    return path\n\n\n" + distractors + users),
-        "tests/test_clean.py": (
-            "from textkit.clean import load_text, normalize_block\n\n\n"
-            "def test_strips_trailing_whitespace_from_every_line():\n"
-            "    assert normalize_block(load_text('a ')) == 'a'\n\n\n"
-            "def test_trailing_whitespace_on_the_last_line_is_stripped():\n"
-            "    assert normalize_block(load_text('b ')) == 'b'\n")})
+    a = _tested_app(tmp_path)
     try:
         from codesynapse.context.budget import Deadline
         from codesynapse.context.retrieval import Retriever
