@@ -122,8 +122,8 @@ async def test_minimal_context_default_budget(client):
 async def test_minimal_context_keeps_at_most_8_cards(client):
     # every symbol of the three files is a candidate (the task's words are all stop words):
     # 13 candidates (12 functions, classes and methods, the constant TAX_RATE), 8 cards (DESIGN:
-    # at most 8 entries after hydration), 5 counted; a test calling one of them (one hop along a
-    # call edge, set back by the role prior) is counted among the weaker candidates
+    # at most 8 entries after hydration), 5 counted; the tests calling them (found by the graph
+    # stage along call edges, set back by the role prior) are counted among the weaker candidates
     a = await ask(client, "codesynapse/minimalContext", {
         "task": "what does this code do", "paths": ["shop/cart.py", "shop/payment.py", "shop/pricing.py"]})
     assert len(a["cards"]) == 8
@@ -133,8 +133,9 @@ async def test_minimal_context_keeps_at_most_8_cards(client):
     assert not any(c["path"].startswith("tests/") for c in a["cards"])
     assert a["truncated"] is True and a["maxTokens"] == 1500
     # the left-out candidates are named, so that a client can show them and add one: with
-    # the 8 cards they are the 13 symbols of the three files, and the test is a weaker one,
-    # found through a call edge (issue 22 #2)
+    # the 8 cards they are the 13 symbols of the three files, and the tests are weaker ones,
+    # found through call edges (issue 22 #2; the graph stage's second round, issue 16, expands
+    # pay_for too, whose test it finds)
     listed = {n["what"]: n.get("candidates", []) for n in a["omitted"]}
     assert {c["qualifiedName"] for c in listed["candidate symbols"]} | {c["qualifiedName"] for c in a["cards"]} == {
         "shop.cart.BaseCart", "shop.cart.BaseCart.__init__", "shop.cart.BaseCart.add", "shop.cart.BaseCart.count",
@@ -142,10 +143,13 @@ async def test_minimal_context_keeps_at_most_8_cards(client):
         "shop.payment.Gateway.charge", "shop.payment.pay_for", "shop.pricing.TAX_RATE",
         "shop.pricing.apply_discount", "shop.pricing.with_tax"}
     assert len(listed["candidate symbols"]) == 5
-    assert {"qualifiedName": "shop.payment.Gateway", "kind": "class", "path": "shop/payment.py", "line": 9,
+    assert {"qualifiedName": "shop.pricing.TAX_RATE", "kind": "constant", "path": "shop/pricing.py", "line": 3,
             "legs": ["path"]} in listed["candidate symbols"]
-    assert listed["weaker candidates"] == [{"qualifiedName": "test_cart.test_total", "kind": "test",
-                                            "path": "tests/test_cart.py", "line": 5, "legs": ["graph"]}]
+    assert listed["weaker candidates"] == [
+        {"qualifiedName": "test_cart.test_total", "kind": "test", "path": "tests/test_cart.py", "line": 5,
+         "legs": ["graph"]},
+        {"qualifiedName": "test_cart.test_pay_for", "kind": "test", "path": "tests/test_cart.py", "line": 15,
+         "legs": ["graph"]}]
 
 
 async def test_pr_context_change_impact(client):

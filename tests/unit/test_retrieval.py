@@ -476,3 +476,64 @@ def test_the_lexical_leg_prefers_the_symbol_covering_more_of_the_tasks_terms(tmp
         assert found["results"][0]["qualifiedName"] == "ui.clock.time_left"
     finally:
         a.close()
+
+
+def _rank(a, task):
+    from codesynapse.context.budget import Deadline
+    from codesynapse.context.retrieval import Retriever
+
+    cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+    got = Retriever(a, a.store, cfg).rank(task, Deadline())
+    return got, [got.rows[i].qname for i in got.order]
+
+
+def test_the_graph_stage_reaches_the_override_of_a_method_the_legs_found(tmp_path):
+    """Overrides are graph edges: the words of the task are in the base method's summary
+    (``Figure.area``), the work is in the subclass's override (``Circle.area``), which shares
+    no word with the task and is called by nothing. The stage gives the override a share of
+    the base's score; a subclass that does not override the method adds nothing. Before,
+    ``Circle.area`` was no candidate."""
+    a = _small_app(tmp_path, {"geometry.py": (
+        "class Figure:\n"
+        "    def area(self):\n"
+        "        \"\"\"How big the surface is.\"\"\"\n"
+        "        raise NotImplementedError\n\n\n"
+        "class Circle(Figure):\n"
+        "    def area(self):\n"
+        "        return 3.14159 * self.r * self.r\n\n\n"
+        "class Square(Figure):\n"
+        "    side = 1\n")})
+    try:
+        got, order = _rank(a, "how big is the surface")
+        assert order[0] == "geometry.Figure.area"
+        assert "geometry.Circle.area" in order
+        circle = got.order[order.index("geometry.Circle.area")]
+        assert got.legs[circle] == {"graph"}
+        assert got.score[circle] < got.score[got.order[0]]
+        assert "geometry.Square.area" not in order
+    finally:
+        a.close()
+
+
+def test_the_graph_stage_sends_on_what_a_hop_brought_one_more_hop(tmp_path):
+    """Two rounds of pushing scores along the graph: the function the task describes
+    (``rotate_credentials``) calls ``swap_secrets``, which calls ``persist_vault``, where the
+    work ends; neither shares a word with the task. The first round gives ``swap_secrets`` a
+    share, the second sends on what that share brought: ``persist_vault`` is a candidate,
+    below the function that called it. Before (one hop), it was none."""
+    a = _small_app(tmp_path, {"keys.py": (
+        "def persist_vault(blob):\n    return blob\n\n\n"
+        "def swap_secrets(old):\n    return persist_vault(old[::-1])\n\n\n"
+        "def rotate_credentials(store):\n"
+        "    \"\"\"Rotate the stored credentials.\"\"\"\n"
+        "    return swap_secrets(store)\n")})
+    try:
+        got, order = _rank(a, "rotate the stored credentials")
+        assert order[0] == "keys.rotate_credentials"
+        assert "keys.persist_vault" in order
+        score = {q: got.score[i] for q, i in zip(order, got.order)}
+        assert got.legs[got.order[order.index("keys.persist_vault")]] == {"graph"}
+        assert score["keys.rotate_credentials"] > score["keys.swap_secrets"] > score["keys.persist_vault"] > 0
+    finally:
+        a.close()
+

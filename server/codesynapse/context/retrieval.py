@@ -19,10 +19,13 @@ bodies:
 Each leg gives at most ``LEG_LIMIT`` candidates (the role prior orders a leg before it is
 cut); they are fused by reciprocal-rank fusion (k = 60), the ``tested`` leg's candidates each
 weighing their evidence normalized to the leg's best (``fuse``). Exact current matches (a symbol
-the task names, a phrase found where it is written) come before approximate ranks. Then one
-hop along call edges: a share of a top hit's score (``DECAY``, split over its callees or its
-callers, and a callee's share over the functions that call it) goes to the function that
-does its work and to the dispatcher that calls it (a type's members count as its callees). Role
+the task names, a phrase found where it is written) come before approximate ranks. Then the
+graph stage, in two rounds (``_expand``): a share of a top candidate's score (``DECAY``, split
+over its callees or its callers, and a callee's share over the functions that call it) goes to
+the function that does its work and to the dispatcher that calls it (a type's members count as
+its callees) and to the overrides of a method (the same method in the subtypes and supertypes
+of its type, by the index's inheritance edges); the second round expands the best candidates the first did not, so a
+candidate the first hop raised passes its share on one more hop (never back to its sender). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
 unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
 expansion and priors off one by one (the evaluation's ablations).
@@ -56,7 +59,8 @@ class RetrievalConfig:
 
 LEG_LIMIT = 10  # candidates per leg (DESIGN: at most 10 per leg, fused with RRF k = 60)
 LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role prior can order them before the cut
-EXPAND_FROM = 5  # the top candidates whose callees and callers receive a share of their score
+EXPAND_FROM = 5  # the top candidates (not yet expanded) whose neighbours receive a share of their score, per round
+EXPAND_ROUNDS = 2  # rounds of the graph stage (the second expands what the first raised: two hops from a hit)
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
 FAN_IN_READ = 200  # callers read per callee to count its fan-in (a helper called more often is as common)
@@ -601,23 +605,51 @@ class Retriever:
 
     def _expand(self, score: dict[int, float], rows: dict[int, SymbolRow], legs: dict[int, set[str]],
                 asked: set[str], dl: Deadline) -> bool:
-        """One hop along call edges from the ``EXPAND_FROM`` best candidates: each callee and
-        each caller gets ``DECAY`` times the hit's score, divided by the square root of the
-        number of distinct callees (callers) — the one function a wrapper calls gets much,
-        one of thirty gets little. A callee's share is also divided by the square root of the
-        number of functions that call it (the symmetric normalization of a graph's adjacency,
-        D^-1/2 A D^-1/2): the helper every function calls (a logger, a context getter) is no
-        more the work of this hit than of any other, while the function only this hit calls
-        is. Callers that the role prior sets back (tests calling the hit) count for their
-        prior in the split. A hop with more than ``EXPAND_FANOUT`` neighbours (so counted) only
-        reinforces candidates already found. Returns whether anything changed."""
-        store = self.store
+        """Scores pushed along the graph in ``EXPAND_ROUNDS`` rounds: each round, the
+        ``EXPAND_FROM`` best candidates not yet expanded send a share of their score to their
+        neighbours, so the second round expands what the first one raised (the function two
+        calls away from the hit: a wrapper's callee's callee, the dispatcher above a
+        helper's caller). What a candidate sends a neighbour leaves out what that neighbour
+        sent it (a non-backtracking walk: a score does not come back to where it started).
+
+        The neighbours: callees, callers, a type's members and overrides (the same method in
+        the subtypes and supertypes of the candidate's type). Each gets ``DECAY`` times the score,
+        divided by the square root of the number of neighbours of that kind — the one
+        function a wrapper calls gets much, one of thirty gets little. A callee's share is
+        also divided by the square root of the number of functions that call it (the
+        symmetric normalization of a graph's adjacency, D^-1/2 A D^-1/2): the helper every
+        function calls (a logger, a context getter) is no more the work of this hit than of
+        any other, while the function only this hit calls is. Callers that the role prior
+        sets back (tests calling the hit) count for their prior in the split. A hop with more
+        than ``EXPAND_FANOUT`` neighbours (so counted) only reinforces candidates already
+        found. Returns whether anything changed."""
         by_qname: dict[str, list[int]] = {}
         for i in score:
             by_qname.setdefault(rows[i].qname, []).append(i)
-        top = sorted(score, key=lambda i: (-score[i], rows[i].qname, rows[i].path))[:EXPAND_FROM]
-        top = [h for h in top if rows[h].kind != "module"]
+        expanded: set[int] = set()
+        came: dict[int, dict[int, float]] = {}  # what the last round brought each candidate, by sender
+        changed = False
+        for _round in range(EXPAND_ROUNDS):
+            top = sorted((i for i in score if i not in expanded and score[i] > 0 and rows[i].kind != "module"),
+                         key=lambda i: (-score[i], rows[i].qname, rows[i].path))[:EXPAND_FROM]
+            if not top:
+                break
+            expanded.update(top)
+            gain, came = self._push(top, score, rows, by_qname, asked, came, dl)
+            for i, g in gain.items():
+                score[i] = score.get(i, 0.0) + g
+                legs.setdefault(i, set()).add("graph")
+            changed = changed or bool(gain)
+        return changed
+
+    def _push(self, top: list[int], score: dict[int, float], rows: dict[int, SymbolRow],
+              by_qname: dict[str, list[int]], asked: set[str], came: dict[int, dict[int, float]], dl: Deadline
+              ) -> tuple[Counter[int], dict[int, dict[int, float]]]:
+        """One round of ``_expand``: what the candidates of ``top`` send their neighbours
+        (gain by id), and who sent each what (the next round sends none of it back)."""
+        store = self.store
         gain: Counter[int] = Counter()
+        sent: dict[int, dict[int, float]] = {}
         # the neighbours of every hit, then the symbols they name, each in one batch read
         qs = [rows[h].qname for h in top]
         callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
@@ -637,6 +669,11 @@ class Retriever:
             n_callers = sum(prior(role_of(pth), asked) if self.config.priors else 1.0
                             for pth in caller_path.values())
             hops.append((h, [callees, callers, members], [len(callees), n_callers, len(members)]))
+        # overrides: the same method in the subtypes and supertypes of the hit's type (the
+        # subclass's override does the work the base's method names, or the reverse)
+        for (h, lists, sizes), over in zip(hops, self._overrides([rows[h] for h, _l, _n in hops])):
+            lists.append(over)
+            sizes.append(len(over))
         named = store.symbols_by_qnames(q for _, lists, sizes in hops for names, n in zip(lists, sizes)
                                         if n <= EXPAND_FANOUT for q in names if q not in by_qname)
         # how many functions call each callee (distinct callers, at most FAN_IN_READ): one batch read
@@ -645,10 +682,11 @@ class Retriever:
                   for q, v in store.callers_many(callee_qs, limit=FAN_IN_READ).items()} if callee_qs else {}
         for h, lists, sizes in hops:
             dl.check()
+            back = came.get(h, {})  # what each neighbour sent h is not sent back to it
             for li, (names, n) in enumerate(zip(lists, sizes)):
                 if not names:
                     continue
-                share = DECAY * score[h] / math.sqrt(max(1.0, n))
+                split = DECAY / math.sqrt(max(1.0, n))
                 for q in names:
                     ids = by_qname.get(q)
                     if ids is None:
@@ -660,11 +698,51 @@ class Retriever:
                     norm = 1.0 / math.sqrt(max(1, fan_in.get(q, 1))) if li == 0 else 1.0
                     for i in ids:
                         if i != h:
-                            gain[i] += share * norm * self._prior(rows[i], asked)
-        for i, g in gain.items():
-            score[i] = score.get(i, 0.0) + g
-            legs.setdefault(i, set()).add("graph")
-        return bool(gain)
+                            g = split * max(0.0, score[h] - back.get(i, 0.0)) * norm * self._prior(rows[i], asked)
+                            if g > 0:
+                                gain[i] += g
+                                got = sent.setdefault(i, {})
+                                got[h] = got.get(h, 0.0) + g
+        return gain, sent
+
+    def _overrides(self, hits: list[SymbolRow]) -> list[list[str]]:
+        """For each hit, the qualified names of the methods that override it (the same name
+        in a subtype of its type) or that it overrides (in a supertype), as the index's
+        inheritance edges resolve them; only those defined. Two reads: the subtypes of the
+        hits' types, and the inheritance rows of the hits' files (where a type's bases are
+        written beside its methods)."""
+        seps = [_member_sep(r) for r in hits]
+        parents = list(dict.fromkeys(r.parent for r, sep in zip(hits, seps) if sep is not None))
+        if not parents:
+            return [[] for _ in hits]
+        store = self.store
+        wanted = set(parents)
+        subs = store.subtypes_many(parents, limit=EXPAND_FANOUT + 1)
+        sups: dict[str, list[str]] = {}
+        for pth in dict.fromkeys(r.path for r, sep in zip(hits, seps) if sep is not None):
+            for row in store.inherits(pth):
+                if row.target and row.child in wanted:
+                    sups.setdefault(row.child, []).append(row.target)
+        cands: list[list[str]] = []
+        for r, sep in zip(hits, seps):
+            if sep is None:
+                cands.append([])
+                continue
+            types = [x.child for x in subs.get(r.parent, [])] + sups.get(r.parent, [])
+            cands.append(list(dict.fromkeys(t + sep + r.name for t in types if t != r.parent)))
+        defined = store.symbols_by_qnames(q for qs in cands for q in qs)
+        return [[q for q in qs if any(x.kind != "module" for x in defined.get(q, []))] for qs in cands]
+
+
+def _member_sep(r: SymbolRow) -> str | None:
+    """The separator between a member's type and its name in its qualified name (``.``,
+    ``::``), or None when ``r`` is no member of a type."""
+    if not r.parent or r.kind in TYPE_KINDS or r.kind == "module":
+        return None
+    if not (r.qname.startswith(r.parent) and r.qname.endswith(r.name)):
+        return None
+    sep = r.qname[len(r.parent):len(r.qname) - len(r.name)]
+    return sep if sep in (".", "::", "#", "/") else None
 
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
