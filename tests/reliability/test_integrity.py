@@ -12,6 +12,7 @@ from codesynapse.app import App
 from codesynapse.graph.integrity import check_graph, check_memory, diff_dumps
 from codesynapse.scope import make_scope
 from codesynapse.settings import load_settings
+from codesynapse.store.sqlite.graph import delete_symbols
 from codesynapse.store.sqlite.memory import SqliteMemoryStore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -86,9 +87,12 @@ CASES = {
     "unknown file status": (["UPDATE files SET status='half-written' WHERE path='shop/cart.py'"], "files"),
     "pending resolution after load": (["INSERT OR REPLACE INTO meta VALUES ('$G', 'resolution_pending', '1')"],
                                       "meta"),
-    "FTS out of sync": (["DROP TRIGGER symbols_ai",
-                         "INSERT INTO symbols(graph_id, path, qname, name, kind, start_line, end_line) "
+    # the store writes a symbol's full-text words with its row: a row written alone has none
+    "FTS row missing": (["INSERT INTO symbols(graph_id, path, qname, name, kind, start_line, end_line) "
                          "VALUES ($K, 'shop/cart.py', 'shop.cart.hidden', 'hidden', 'function', 1, 1)"], "fts"),
+    # as many rows, but one row's words are not those its name makes (the tables are contentless)
+    "FTS words of another name": (["UPDATE symbols SET name='zebra_quokka', qname='shop.cart.zebra_quokka' "
+                                   "WHERE id=(SELECT min(id) FROM symbols WHERE kind='function')"], "fts"),
 }
 
 
@@ -104,8 +108,11 @@ def test_damage_is_found(clean_db, tmp_path, case):
 def test_pending_resolution_right_after_a_crash_is_expected(clean_db, tmp_path):
     """Before any load, a crashed update leaves the flag set and may leave edges into what it
     deleted: not a problem yet (the next load re-resolves); after a load both are."""
-    db, _ = damaged(clean_db, tmp_path, "INSERT OR REPLACE INTO meta VALUES ('$G', 'resolution_pending', '1')",
-                    "DELETE FROM symbols WHERE qname='shop.pricing.with_tax'")
+    db, _ = damaged(clean_db, tmp_path, "INSERT OR REPLACE INTO meta VALUES ('$G', 'resolution_pending', '1')")
+    conn = sqlite3.connect(db)
+    with conn:  # as the store deletes a symbol: with its full-text words
+        delete_symbols(conn, "qname=?", [("shop.pricing.with_tax",)])
+    conn.close()
     assert check_graph(db, loaded=False).ok
     rep = check_graph(db, loaded=True)
     assert any(p.startswith("meta:") for p in rep.problems) and any(p.startswith("targets:") for p in rep.problems)

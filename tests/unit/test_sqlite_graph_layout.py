@@ -129,3 +129,105 @@ def test_a_store_from_before_the_graph_key_is_rebuilt(tmp_path):
         assert [f.path for f in s.files()] == ["m.c"]
     finally:
         s.close()
+
+
+def test_a_plain_calls_callee_is_stored_once(tmp_path, store):
+    # the callee column is empty when it is the call's name; the row read back names it again
+    conn = sqlite3.connect(tmp_path / "graph.db")
+    assert [r[0] for r in conn.execute("SELECT callee FROM calls ORDER BY line")] == [
+        "", "", "os.path.join", "self.save", "kmalloc(n)->next", ""]
+    conn.close()
+    assert [(c.callee, c.name) for c in sorted(store.all_calls(), key=lambda c: c.line)] == [
+        (c.callee, c.name) for c in CALLS]
+    assert [c.callee for c in store.callees("m.f")] == ["kmalloc", "spin_lock", "os.path.join", "self.save"]
+
+
+def _words(db, table: str) -> dict[str, int]:
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, {table}, 'row')")
+        return {t: d for t, d in conn.execute("SELECT term, doc FROM temp.v")}
+    finally:
+        conn.close()
+
+
+def test_full_text_words_are_not_stored_twice_and_leave_with_their_symbol(tmp_path, store):
+    """The full-text tables are contentless: no column of the symbol rows holds their words,
+    and a symbol that is replaced or deleted takes its words with it (they are deleted by
+    being named again, made from the row)."""
+    db = tmp_path / "graph.db"
+    conn = sqlite3.connect(db)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(symbols)")}
+    conn.close()
+    assert not cols & {"terms", "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path"}
+    assert _words(db, "symbols_fts") == {"m": 2, "f": 1, "g": 1}  # qnames split at dots
+    # an edit renames g (the same file written again) and adds a documented function
+    fx = FileExtraction(path="m.c", language="c", hash="h2", size=10, lines=12, module="m",
+                        symbols=[_sym("m.f", 1), _sym("m.parse_header", 7),
+                                 Symbol(qname="m.retry_later", name="retry_later", kind="function",
+                                        signature="int retry_later(struct request *rq)", start_line=10,
+                                        end_line=11, start_col=0, end_col=1, hash="h10",
+                                        summary="Retry the request after a delay.")], calls=CALLS)
+    store.write_files([(fx, 2)])
+    words = _words(db, "symbols_lex")
+    assert "g" not in _words(db, "symbols_fts") and words["header"] == 1 and words["request"] == 1
+    assert words["delay"] == 1 and words["f"] == 1  # stemmed summary words, and f's (unchanged) row
+    assert next(s.qname for s, _ in store.lexical_search(["retri", "request"], 5)) == "m.retry_later"
+    store.delete_files(["m.c"])
+    assert _words(db, "symbols_fts") == {} and _words(db, "symbols_lex") == {}
+    from codesynapse.graph.integrity import check_graph
+
+    store.write_files([(fx, 3)])
+    rep = check_graph(db)
+    assert rep.ok and "fts words match the symbol rows" in rep.checks, str(rep)
+
+
+def test_an_index_whose_words_another_version_made_is_rebuilt(tmp_path, store):
+    """Words made by other code could not be deleted (they are named again to be deleted):
+    an index recording another lexical fingerprint is rebuilt when opened."""
+    from codesynapse.store.sqlite.graph import LEX_FINGERPRINT
+
+    db = tmp_path / "graph.db"
+    assert store.get_meta("lex_fingerprint") == LEX_FINGERPRINT
+    store.close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value='0000' WHERE key='lex_fingerprint'")
+    conn.commit()
+    conn.close()
+    again = SqliteGraphStore(db, "a" * 16)
+    try:
+        assert again.files() == [] and again.get_meta("lex_fingerprint") == LEX_FINGERPRINT
+        again.write_files([(FX, 1)])
+        assert [s.qname for s, _ in again.search("f", 5)] == ["m.f"]
+    finally:
+        again.close()
+
+
+def test_a_store_with_words_in_its_symbol_rows_is_rebuilt(tmp_path):
+    """The layout before contentless full-text tables (a ``terms`` column in symbols) is
+    rebuilt, though its schema version is the current one."""
+    from codesynapse.store.graph import SCHEMA_VERSION
+
+    db = tmp_path / "graph.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+        "PRIMARY KEY(graph_id, key));"
+        "CREATE TABLE graphs(key INTEGER PRIMARY KEY, graph_id TEXT NOT NULL UNIQUE);"
+        "CREATE TABLE symbols(id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, "
+        "qname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, terms TEXT);")
+    conn.execute("INSERT INTO meta VALUES (?, 'schema_version', ?)", ("a" * 16, str(SCHEMA_VERSION)))
+    conn.execute("INSERT INTO graphs VALUES (1, ?)", ("a" * 16,))
+    conn.execute("INSERT INTO symbols VALUES (1, 1, 'old.c', 'old.f', 'f', 'function', 'f')")
+    conn.commit()
+    conn.close()
+    s = SqliteGraphStore(db, "a" * 16)
+    try:
+        conn = sqlite3.connect(db)
+        assert "terms" not in {r[1] for r in conn.execute("PRAGMA table_info(symbols)")}
+        conn.close()
+        assert s.symbols_by_qname("old.f") == []
+        s.write_files([(FX, 1)])
+        assert [s2.qname for s2, _ in s.search("f", 5)] == ["m.f"]
+    finally:
+        s.close()

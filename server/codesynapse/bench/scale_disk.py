@@ -6,7 +6,7 @@ in this version's layout.
 * the space by b-tree (SQLite's ``dbstat`` table: every table, index and FTS5 shadow table),
   grouped by the table it belongs to, with row counts;
 * ``--relayout``: copy the graph's rows (files, symbols, calls, imports, inherits) into a new
-  store of this version (same rows; FTS filled by the store's own triggers) and report both
+  store of this version (same rows; FTS words made from them as the store makes them) and report both
   sizes. An index built by an older version is measured without indexing the corpus again.
 """
 
@@ -58,7 +58,7 @@ def space(db: str | Path) -> dict[str, Any]:
 
 def relayout(old: str | Path, new: str | Path) -> dict[str, Any]:
     """Store ``old``'s rows (its first graph) in a new store of this version at ``new``."""
-    from codesynapse.store.sqlite.graph import SqliteGraphStore
+    from codesynapse.store.sqlite.graph import SqliteGraphStore, add_symbol_words
 
     for sfx in ("", "-wal", "-shm"):
         Path(str(new) + sfx).unlink(missing_ok=True)
@@ -76,11 +76,15 @@ def relayout(old: str | Path, new: str | Path) -> dict[str, Any]:
                 new_cols = [r[1] for r in conn.execute(f"PRAGMA main.table_info({t})")]
                 old_cols = {r[1] for r in conn.execute(f"PRAGMA o.table_info({t})")}
                 take = [c for c in new_cols if c in old_cols and c != "graph_id"]
-                # this version stores a call's head only when it is not its name
-                sel = ["CASE WHEN head = name THEN '' ELSE head END" if c == "head" else c for c in take]
+                # this version stores a call's head and callee only when they are not its name
+                sel = [f"CASE WHEN {c} = name THEN '' ELSE {c} END" if c in ("head", "callee") else c for c in take]
                 order = "id" if "id" in old_cols else "rowid"
                 conn.execute(f"INSERT INTO main.{t}(graph_id, {', '.join(take)}) SELECT ?, {', '.join(sel)} "
                              f"FROM o.{t} WHERE graph_id=? ORDER BY {order}", (store._gk, old_key))
+            # the full-text tables are contentless: their words are made from the copied rows
+            cur = conn.execute("SELECT id, name, qname, signature, summary, path FROM main.symbols")
+            while batch := cur.fetchmany(10_000):
+                add_symbol_words(conn, [tuple(r) for r in batch])
         conn.execute("DETACH DATABASE o")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:

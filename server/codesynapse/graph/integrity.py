@@ -16,8 +16,8 @@ Code graph (``graph.db``), per graph id:
 * a call, inherit or import target is empty or names a symbol of the same graph (not
   checked while a crashed update's re-resolution is still pending: ``loaded=False``);
 * no call site or symbol is stored twice at one position (what a replayed write would do);
-* the FTS5 index agrees with the symbols table (FTS5 ``integrity-check`` against the
-  external content, and equal row counts).
+* the FTS5 indexes agree with the symbols table: FTS5 ``integrity-check``, equal row counts,
+  and (they are contentless) the same words as the symbol rows make again.
 
 Memory store (``memory.sqlite3``): integrity_check; every alias and fact belongs to an entity
 of its own tenant/namespace; no live fact points at a forgotten entity unless the fact is
@@ -198,14 +198,14 @@ def _check_fts(conn: sqlite3.Connection, rep: IntegrityReport) -> None:
     rep.checks.append("fts in sync")
     n_sym = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     tables = _tables(conn)
-    if "symbols_fts_docsize" in tables:
-        n_fts = conn.execute("SELECT count(*) FROM symbols_fts_docsize").fetchone()[0]
-        if n_fts != n_sym:
-            rep.fail("fts", f"the FTS index holds {n_fts} rows, the symbols table {n_sym}")
-    # FTS5 integrity-check with rank=1 also compares the index with the external content
-    # table. It needs a writable connection; run it on a private in-memory attachment of
-    # nothing: a read-only connection cannot INSERT, so open a second connection read-write
-    # only when the file is writable.
+    for fts in ("symbols_fts", "symbols_lex"):
+        if f"{fts}_docsize" in tables:
+            n_fts = conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
+            if n_fts != n_sym:
+                rep.fail("fts", f"the FTS index {fts} holds {n_fts} rows, the symbols table {n_sym}")
+    # FTS5 integrity-check: the index is well formed. It needs a writable connection: a
+    # read-only one cannot INSERT, so open a second connection read-write only when the
+    # file is writable.
     path = conn.execute("PRAGMA database_list").fetchone()["file"]
     try:
         rw = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -215,7 +215,9 @@ def _check_fts(conn: sqlite3.Connection, rep: IntegrityReport) -> None:
     try:
         rw.execute("BEGIN")
         try:
-            rw.execute("INSERT INTO symbols_fts(symbols_fts, rank) VALUES('integrity-check', 1)")
+            for fts in ("symbols_fts", "symbols_lex"):
+                if fts in tables:
+                    rw.execute(f"INSERT INTO {fts}({fts}) VALUES('integrity-check')")
         except sqlite3.DatabaseError as e:
             rep.fail("fts", f"FTS5 integrity-check failed: {e}")
         finally:
@@ -227,6 +229,48 @@ def _check_fts(conn: sqlite3.Connection, rep: IntegrityReport) -> None:
             rep.fail("fts", f"FTS5 integrity-check could not run: {e}")
     finally:
         rw.close()
+    if "symbols_lex" in tables and "symbols_fts" in tables:
+        _check_fts_words(conn, path, rep)
+
+
+def _check_fts_words(conn: sqlite3.Connection, path: str, rep: IntegrityReport) -> None:
+    """The full-text tables are contentless (store/sqlite/graph.py): their words must be
+    exactly what the symbol rows make. Made again from the rows into a private temporary
+    database, the two vocabularies (term, rows, occurrences) are compared."""
+    from codesynapse.store.sqlite.graph import fts_values
+
+    rep.checks.append("fts words match the symbol rows")
+    chk = sqlite3.connect("", isolation_level=None)  # a private temporary database on disk
+    try:
+        chk.execute("ATTACH DATABASE ? AS g", (path,))  # read only: no statement here writes to it
+        for fts, sql in (("symbols_fts", "name, qname, terms"),
+                         ("symbols_lex", "lex_name, lex_qname, lex_sig, lex_doc, lex_path")):
+            tok = conn.execute("SELECT sql FROM sqlite_master WHERE name=?", (fts,)).fetchone()[0]
+            tokenize = tok[tok.index("tokenize"):].rstrip(")").strip() if "tokenize" in tok else ""
+            chk.execute(f"CREATE VIRTUAL TABLE main.{fts} USING fts5({sql}, content=''"
+                        f"{', ' + tokenize if tokenize else ''})")
+        chk.execute("BEGIN")
+        cur = conn.execute("SELECT id, name, qname, signature, summary, path FROM symbols")
+        while batch := cur.fetchmany(5000):
+            made = [(r[0], *fts_values(r[1], r[2], r[3], r[4], r[5])) for r in batch]
+            chk.executemany("INSERT INTO main.symbols_fts(rowid, name, qname, terms) VALUES (?,?,?,?)",
+                            [(i, *a) for i, a, _ in made])
+            chk.executemany("INSERT INTO main.symbols_lex(rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path) "
+                            "VALUES (?,?,?,?,?,?)", [(i, *b) for i, _, b in made])
+        chk.execute("COMMIT")
+        for fts in ("symbols_fts", "symbols_lex"):
+            chk.execute(f"CREATE VIRTUAL TABLE temp.{fts}_made USING fts5vocab(main, {fts}, 'row')")
+            chk.execute(f"CREATE VIRTUAL TABLE temp.{fts}_stored USING fts5vocab(g, {fts}, 'row')")
+            a, b = f"SELECT term, doc, cnt FROM {fts}_stored", f"SELECT term, doc, cnt FROM {fts}_made"
+            diff = chk.execute(f"SELECT term FROM (SELECT * FROM ({a} EXCEPT {b}) UNION ALL "
+                               f"SELECT * FROM ({b} EXCEPT {a})) LIMIT ?", (MAX_EXAMPLES,)).fetchall()
+            if diff:
+                rep.fail("fts", f"the words of {fts} are not those of the symbol rows (terms "
+                                f"{', '.join(repr(d[0]) for d in diff)})")
+    except sqlite3.Error as e:
+        rep.fail("fts", f"the FTS words could not be compared: {e}")
+    finally:
+        chk.close()
 
 
 def check_memory(path: str | Path) -> IntegrityReport:

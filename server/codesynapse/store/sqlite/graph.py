@@ -55,7 +55,8 @@ log = logging.getLogger(__name__)
 # of 16 in every row and every index entry). An index holds the columns its queries look up
 # by: the few rows of one qname, name or caller are sorted after (the callers of a target, up
 # to thousands, are read in order from calls_target, which leaves out unresolved calls: no
-# target, most of C's calls). A call row's head is empty when it is the call's name, and
+# target, most of C's calls). A call row's callee and head are empty when they are the call's
+# name (most calls; all of C's plain calls: CallRow.callee is the name again), and
 # calls_head and calls_hint leave out empty heads and hints (most calls; all of C's): the
 # name's own lookup finds those calls (calls_touching). Lookups by those keys name their
 # index (INDEXED BY): without statistics (a first index, before optimize()) the planner would
@@ -72,31 +73,15 @@ CREATE TABLE IF NOT EXISTS symbols(
   id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, qname TEXT NOT NULL,
   name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT, start_line INTEGER, end_line INTEGER,
   start_col INTEGER, end_col INTEGER, hash TEXT, summary TEXT, parent TEXT, is_test INTEGER,
-  exported INTEGER, language TEXT, terms TEXT,
-  lex_name TEXT, lex_qname TEXT, lex_sig TEXT, lex_doc TEXT, lex_path TEXT);
+  exported INTEGER, language TEXT);
 CREATE INDEX IF NOT EXISTS symbols_qname ON symbols(graph_id, qname);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(graph_id, name);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(graph_id, path, start_line);
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
-  name, qname, terms, content='symbols', content_rowid='id', tokenize="unicode61 tokenchars '_'");
-CREATE TRIGGER IF NOT EXISTS symbols_ai AFTER INSERT ON symbols BEGIN
-  INSERT INTO symbols_fts(rowid, name, qname, terms) VALUES (new.id, new.name, new.qname, new.terms);
-END;
-CREATE TRIGGER IF NOT EXISTS symbols_ad AFTER DELETE ON symbols BEGIN
-  INSERT INTO symbols_fts(symbols_fts, rowid, name, qname, terms)
-  VALUES ('delete', old.id, old.name, old.qname, old.terms);
-END;
+  name, qname, terms, content='', tokenize="unicode61 tokenchars '_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_lex USING fts5(
-  lex_name, lex_qname, lex_sig, lex_doc, lex_path, content='symbols', content_rowid='id', tokenize='unicode61');
+  lex_name, lex_qname, lex_sig, lex_doc, lex_path, content='', tokenize='unicode61');
 CREATE VIRTUAL TABLE IF NOT EXISTS lex_vocab USING fts5vocab(symbols_lex, 'row');
-CREATE TRIGGER IF NOT EXISTS symbols_lex_ai AFTER INSERT ON symbols BEGIN
-  INSERT INTO symbols_lex(rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path)
-  VALUES (new.id, new.lex_name, new.lex_qname, new.lex_sig, new.lex_doc, new.lex_path);
-END;
-CREATE TRIGGER IF NOT EXISTS symbols_lex_ad AFTER DELETE ON symbols BEGIN
-  INSERT INTO symbols_lex(symbols_lex, rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path)
-  VALUES ('delete', old.id, old.lex_name, old.lex_qname, old.lex_sig, old.lex_doc, old.lex_path);
-END;
 CREATE TABLE IF NOT EXISTS calls(
   id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
   callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
@@ -150,14 +135,114 @@ _FTS_ALL = 1 << 30
 LEX_COMMON_SHARE = 0.1  # a lexical query term in more than this share of the symbols ...
 LEX_COMMON_MIN = 1000  # ... and in more than this many is left out (_distinctive)
 _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
-                "end_col", "hash", "summary", "parent", "is_test", "exported", "language", "terms",
-                "lex_name", "lex_qname", "lex_sig", "lex_doc", "lex_path")
+                "end_col", "hash", "summary", "parent", "is_test", "exported", "language")
 _CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
               "target", "resolution", "confidence", "args")
 
 
 _UNRESOLVED = Resolution("", "unresolved", 0.0)
-_INSERT_SYMBOLS = f"INSERT INTO symbols({', '.join(_SYMBOL_COLS)}) VALUES ({','.join('?' * len(_SYMBOL_COLS))})"
+
+# The two full-text tables are contentless (content=''): the words they index are not kept a
+# second time beside the symbol rows (on the Linux kernel, ~380 MB of a 3.5 GB index). An FTS5
+# row of a contentless table is deleted by naming the words it was inserted with, so the store
+# writes and deletes symbols only through _insert_symbols and delete_symbols, which make the
+# words from the row's own columns (fts_values); LEX_FINGERPRINT, stored with the index,
+# rebuilds an index whose words were made by other code (another version of those functions).
+_FTS_INSERT = "INSERT INTO symbols_fts(rowid, name, qname, terms) VALUES (?,?,?,?)"
+_LEX_INSERT = "INSERT INTO symbols_lex(rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path) VALUES (?,?,?,?,?,?)"
+_FTS_DELETE = "INSERT INTO symbols_fts(symbols_fts, rowid, name, qname, terms) VALUES ('delete',?,?,?,?)"
+_LEX_DELETE = ("INSERT INTO symbols_lex(symbols_lex, rowid, lex_name, lex_qname, lex_sig, lex_doc, lex_path) "
+               "VALUES ('delete',?,?,?,?,?,?)")
+_DELETE_CHUNK = 5000  # symbol rows deleted at a time (their words are held until then)
+
+
+def fts_values(name: str, qname: str, signature: str | None, summary: str | None,
+               path: str) -> tuple[tuple[str, str, str], tuple[str, ...]]:
+    """The words of one symbol row in the two full-text tables: symbols_fts (name, qname,
+    terms) and symbols_lex (the lexical leg's fields, context/lexical.py)."""
+    return ((name, qname, name_terms(name, qname)),
+            symbol_fields(name, qname, signature or "", summary or "", path))
+
+
+def _lex_fingerprint() -> str:
+    """What the full-text words are made with: the source of the modules that make them
+    (context/lexical.py, store/text.py) and the stemmer's version. Any change to them
+    changes it, so an index is never asked to delete words another version made."""
+    import hashlib
+    from importlib import metadata
+
+    from codesynapse.context import lexical
+    from codesynapse.store import text
+
+    h = hashlib.sha256()
+    for mod in (lexical, text):
+        h.update(Path(mod.__file__).read_bytes())
+    try:
+        h.update(metadata.version("snowballstemmer").encode())
+    except metadata.PackageNotFoundError:
+        pass
+    return h.hexdigest()[:16]
+
+
+LEX_FINGERPRINT = _lex_fingerprint()
+LEX_META = "lex_fingerprint"  # meta key: the LEX_FINGERPRINT of the code that made the index's words
+
+
+def _insert_symbols(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
+    """Insert symbol rows (``_SYMBOL_COLS`` order) and their full-text entries. Ids are
+    given here (after the largest): the writer holds the store's lock, so no other insert
+    runs between reading it and using it."""
+    if not rows:
+        return
+    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
+    conn.executemany(_INSERT_SYMBOLS_ID, [(first + i, *r) for i, r in enumerate(rows)])
+    add_symbol_words(conn, [(first + i, r[3], r[2], r[5], r[11], r[1]) for i, r in enumerate(rows)])
+
+
+def add_symbol_words(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
+    """Index the words of stored symbol rows, each given as (id, name, qname, signature,
+    summary, path), in the two full-text tables."""
+    fts, lex = [], []
+    for i, name, qname, sig, summary, path in rows:
+        a, b = fts_values(name, qname, sig, summary, path)
+        fts.append((i, *a))
+        lex.append((i, *b))
+    conn.executemany(_FTS_INSERT, fts)
+    conn.executemany(_LEX_INSERT, lex)
+
+
+def delete_symbols(conn: sqlite3.Connection, where: str, params: Iterable[tuple]) -> None:
+    """Delete the symbol rows ``where`` selects (once for each parameter tuple; the store's
+    own calls bind the graph key) and their full-text entries: the only way a symbol row
+    leaves the store."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    select = f"SELECT id, name, qname, signature, summary, path, graph_id FROM symbols WHERE {where}"
+    ids: list[tuple] = []
+    fts: list[tuple] = []
+    lex: list[tuple] = []
+
+    def flush() -> None:
+        conn.executemany(_FTS_DELETE, fts)
+        conn.executemany(_LEX_DELETE, lex)
+        conn.executemany("DELETE FROM symbols WHERE graph_id=? AND id=?", ids)
+        ids.clear()
+        fts.clear()
+        lex.clear()
+
+    for p in params:
+        for r in cur.execute(select, p).fetchall():
+            a, b = fts_values(r[1], r[2], r[3], r[4], r[5])
+            ids.append((r[6], r[0]))
+            fts.append((r[0], *a))
+            lex.append((r[0], *b))
+            if len(ids) >= _DELETE_CHUNK:
+                flush()
+    if ids:
+        flush()
+
+_INSERT_SYMBOLS_ID = (f"INSERT INTO symbols(id, {', '.join(_SYMBOL_COLS)}) "
+                      f"VALUES ({','.join('?' * (len(_SYMBOL_COLS) + 1))})")
 _INSERT_CALLS = f"INSERT INTO calls({', '.join(_CALL_COLS)}) VALUES ({','.join('?' * len(_CALL_COLS))})"
 _INSERT_IMPORTS = ("INSERT INTO imports(graph_id, path, module, name, alias, line, target, mod_head, mod_last) "
                    "VALUES (?,?,?,?,?,?,?,?,?)")
@@ -173,14 +258,13 @@ def _file_row(g: str, fx: FileExtraction, mtime: int, now: float) -> tuple:
 
 def _symbol_row(g: str, fx: FileExtraction, s) -> tuple:
     return (g, fx.path, s.qname, s.name, s.kind, s.signature, s.start_line, s.end_line, s.start_col, s.end_col,
-            s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language, name_terms(s.name, s.qname),
-            *symbol_fields(s.name, s.qname, s.signature, s.summary, fx.path))
+            s.hash, s.summary, s.parent, int(s.is_test), int(s.exported), fx.language)
 
 
 def _call_row(g: str, path: str, c: CallSite, r: Resolution) -> tuple:
     head = callee_head(c.callee)
-    return (g, path, c.caller, c.callee, c.name, "" if head == c.name else head, c.receiver_hint,
-            c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
+    return (g, path, c.caller, "" if c.callee == c.name else c.callee, c.name, "" if head == c.name else head,
+            c.receiver_hint, c.receiver_hint.rsplit(".", 1)[-1] if c.receiver_hint else "", c.line, c.col, c.kind,
             r.target, r.resolution, r.confidence, c.args)
 
 
@@ -305,15 +389,20 @@ class SqliteGraphStore(SqliteDepsMixin):
                 version = self._stored_version(conn)
                 keyed = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='graphs'")
                              .fetchall())
-                if version is not None and (version != str(SCHEMA_VERSION) or not keyed):
+                stale = version is not None and keyed and self._stale_words(conn)
+                if version is not None and (version != str(SCHEMA_VERSION) or not keyed or stale):
                     # the index is derived data: rebuild it rather than refuse to start (tables
-                    # without ``graphs`` hold the graph id where the key belongs)
-                    log.warning("index schema version %s%s != %s: rebuilding the index", version,
-                                "" if keyed else " (rows by graph id)", SCHEMA_VERSION)
+                    # without ``graphs`` hold the graph id where the key belongs; full-text
+                    # words made by other code cannot be deleted: _insert_symbols)
+                    log.warning("rebuilding the index: schema version %s%s%s (this version: %s)", version,
+                                "" if keyed else ", rows by graph id",
+                                ", full-text words made by another version" if stale else "", SCHEMA_VERSION)
                     self._rebuild(conn)
                 conn.executescript(_SCHEMA + DEPS_SCHEMA)  # modules and findings: store/sqlite/deps.py
                 if self.get_meta("schema_version") is None:
                     self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
+                if self.get_meta(LEX_META) is None:
+                    self._set_meta_locked(conn, {LEX_META: LEX_FINGERPRINT})
                 self._gk = self._graph_key(conn)
         except (sqlite3.Error, StoreError) as e:
             self.close()
@@ -334,6 +423,18 @@ class SqliteGraphStore(SqliteDepsMixin):
                             (self.graph_id,)).fetchall()
         return rows[0]["value"] if rows else None
 
+    @staticmethod
+    def _stale_words(conn: sqlite3.Connection) -> bool:
+        """The file's full-text words were made by other code: symbols of the old layout
+        (the words stored in their rows) or another LEX_FINGERPRINT recorded by any graph."""
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(symbols)")}
+        if "terms" in cols:
+            return True
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchall():
+            return False
+        return bool(conn.execute("SELECT 1 FROM meta WHERE key=? AND value!=? LIMIT 1",
+                                 (LEX_META, LEX_FINGERPRINT)).fetchall())
+
     def _graph_key(self, conn: sqlite3.Connection) -> int:
         """This graph's key in ``graphs`` (added on first open): the value of the code
         graph's tables' ``graph_id`` column."""
@@ -349,11 +450,12 @@ class SqliteGraphStore(SqliteDepsMixin):
         conn.execute("BEGIN IMMEDIATE")
         try:
             if self._stored_version(conn) != str(SCHEMA_VERSION) or not conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='graphs'").fetchall():
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='graphs'").fetchall() \
+                    or self._stale_words(conn):
                 self._drop_all(conn)
                 for stmt in _statements(_SCHEMA + DEPS_SCHEMA):
                     conn.execute(stmt)
-                self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION)})
+                self._set_meta_locked(conn, {"schema_version": str(SCHEMA_VERSION), LEX_META: LEX_FINGERPRINT})
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -580,7 +682,11 @@ class SqliteGraphStore(SqliteDepsMixin):
     def _delete_paths(self, conn: sqlite3.Connection, paths: Sequence[str], keep: Sequence[str] = ()) -> None:
         g = self._gk
         for table in ("symbols", "calls", "imports", "inherits", "files"):
-            if table not in keep:
+            if table in keep:
+                continue
+            if table == "symbols":
+                delete_symbols(conn, "graph_id=? AND path=?", [(g, p) for p in paths])
+            else:
                 conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND path=?", [(g, p) for p in paths])
 
     def _sync_rows(self, conn: sqlite3.Connection, table: str, cols: Sequence[str], paths: Sequence[str],
@@ -605,10 +711,16 @@ class SqliteGraphStore(SqliteDepsMixin):
                     ids.pop()
                 else:
                     new.append(row)
-            conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND id=?",
-                             [(g, i) for ids in spare.values() for i in ids])
+            gone = [(g, i) for ids in spare.values() for i in ids]
+            if table == "symbols":
+                delete_symbols(conn, "graph_id=? AND id=?", gone)
+            else:
+                conn.executemany(f"DELETE FROM {table} WHERE graph_id=? AND id=?", gone)
             rows = new
-        conn.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
+        if table == "symbols":
+            _insert_symbols(conn, rows)
+        else:
+            conn.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
 
     def write_files(
         self,
@@ -669,8 +781,8 @@ class SqliteGraphStore(SqliteDepsMixin):
             if row is None or row[0] != d.base_hash or row[1] != "indexed":
                 return False
             a, b = d.first_line, d.last_line
-            conn.execute("DELETE FROM symbols WHERE graph_id=? AND path=? AND (kind='module' OR "
-                         "start_line BETWEEN ? AND ?)", (g, path, a, b))
+            delete_symbols(conn, "graph_id=? AND path=? AND (kind='module' OR start_line BETWEEN ? AND ?)",
+                            [(g, path, a, b)])
             conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
             if d.shift:
                 conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
@@ -680,7 +792,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             self._delete_paths(conn, [path], keep=("symbols", "calls"))
             conn.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", _file_row(g, fx, mtime, time.time()))
             syms = [fx.symbols[0], *d.symbols] if fx.symbols and fx.symbols[0].kind == "module" else d.symbols
-            conn.executemany(_INSERT_SYMBOLS, [_symbol_row(g, fx, s) for s in syms])
+            _insert_symbols(conn, [_symbol_row(g, fx, s) for s in syms])
             conn.executemany(_INSERT_CALLS, [_call_row(g, path, c, call_targets.get(i, _UNRESOLVED))
                                              for i, c in enumerate(d.calls)])
             conn.executemany(_INSERT_IMPORTS, [_import_row(g, path, im, import_targets.get(i, ""))
@@ -733,7 +845,7 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     @staticmethod
     def _call(r: sqlite3.Row) -> CallRow:
-        return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"], name=r["name"],
+        return CallRow(id=r["id"], path=r["path"], caller=r["caller"], callee=r["callee"] or r["name"], name=r["name"],
                        line=r["line"], col=r["col"], kind=r["kind"], hint=r["hint"], target=r["target"],
                        resolution=r["resolution"], confidence=r["confidence"], args=r["args"])
 
@@ -748,7 +860,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                           target=r["target"], resolution=r["resolution"], confidence=r["confidence"])
 
     _SYM_ORDER = " ORDER BY qname, path, start_line"
-    _CALL_ORDER = " ORDER BY path, line, col, callee, id"
+    _CALL_ORDER = " ORDER BY path, line, col, coalesce(nullif(callee, ''), name), id"
 
     def files(self) -> list[FileRow]:
         return [self._file(r) for r in self._q("SELECT * FROM files WHERE graph_id=? ORDER BY path", (self._gk,))]
@@ -1086,8 +1198,8 @@ class SqliteGraphStore(SqliteDepsMixin):
                 "SELECT path, qname, name, kind, signature, start_line, end_line, start_col, end_col, hash, summary, "
                 "parent, is_test, exported, language FROM symbols WHERE graph_id=?", g)),
             "calls": sorted(tuple(r) for r in self._q(
-                "SELECT path, caller, callee, name, hint, line, col, kind, target, resolution, confidence "
-                "FROM calls WHERE graph_id=?", g)),
+                "SELECT path, caller, coalesce(nullif(callee, ''), name), name, hint, line, col, kind, target, "
+                "resolution, confidence FROM calls WHERE graph_id=?", g)),
             "imports": sorted(tuple(r) for r in self._q(
                 "SELECT path, module, name, alias, line, target FROM imports WHERE graph_id=?", g)),
             "inherits": sorted(tuple(r) for r in self._q(
