@@ -537,3 +537,29 @@ def test_the_graph_stage_sends_on_what_a_hop_brought_one_more_hop(tmp_path):
     finally:
         a.close()
 
+
+def test_the_graph_stage_hands_a_constants_score_to_the_code_of_its_file_using_it(tmp_path):
+    """A constant or a variable does no work; the functions that read or assign it do. The
+    index keeps no reference edge, so the stage reads the constant's own file for its name
+    (a word, not in a comment): ``read_text`` reads ``BODY_LIMIT`` and becomes a candidate;
+    ``describe`` only names it in a comment and does not. Before, ``read_text`` (no word of
+    the task in its name, signature or path) was no candidate."""
+    a = _small_app(tmp_path, {"client.py": (
+        "BODY_LIMIT = 10 * 1024 * 1024\n\n\n"
+        "def read_text(resp):\n"
+        "    data = resp.read(BODY_LIMIT + 1)\n"
+        "    if len(data) > BODY_LIMIT:\n"
+        "        raise ValueError('too big')\n"
+        "    return data.decode()\n\n\n"
+        "def describe():\n"
+        "    # BODY_LIMIT caps what read_text reads\n"
+        "    return 'reader'\n")})
+    try:
+        got, order = _rank(a, "the body limit")
+        assert order[0] == "client.BODY_LIMIT"
+        assert got.rows[got.order[0]].kind == "constant"
+        assert "client.read_text" in order
+        assert got.legs[got.order[order.index("client.read_text")]] == {"graph"}
+        assert "client.describe" not in order
+    finally:
+        a.close()

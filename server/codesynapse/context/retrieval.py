@@ -23,8 +23,9 @@ the task names, a phrase found where it is written) come before approximate rank
 graph stage, in two rounds (``_expand``): a share of a top candidate's score (``DECAY``, split
 over its callees or its callers, and a callee's share over the functions that call it) goes to
 the function that does its work and to the dispatcher that calls it (a type's members count as
-its callees) and to the overrides of a method (the same method in the subtypes and supertypes
-of its type, by the index's inheritance edges); the second round expands the best candidates the first did not, so a
+its callees), to the overrides of a method (the same method in the subtypes and supertypes of
+its type, by the index's inheritance edges) and, for a constant or a variable, to the code of
+its file that uses it; the second round expands the best candidates the first did not, so a
 candidate the first hop raised passes its share on one more hop (never back to its sender). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
 unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
@@ -61,6 +62,7 @@ LEG_LIMIT = 10  # candidates per leg (DESIGN: at most 10 per leg, fused with RRF
 LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role prior can order them before the cut
 EXPAND_FROM = 5  # the top candidates (not yet expanded) whose neighbours receive a share of their score, per round
 EXPAND_ROUNDS = 2  # rounds of the graph stage (the second expands what the first raised: two hops from a hit)
+DATA_KINDS = frozenset({"constant", "variable"})  # symbols that hold a value and do no work: their users do
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
 FAN_IN_READ = 200  # callers read per callee to count its fan-in (a helper called more often is as common)
@@ -612,8 +614,9 @@ class Retriever:
         helper's caller). What a candidate sends a neighbour leaves out what that neighbour
         sent it (a non-backtracking walk: a score does not come back to where it started).
 
-        The neighbours: callees, callers, a type's members and overrides (the same method in
-        the subtypes and supertypes of the candidate's type). Each gets ``DECAY`` times the score,
+        The neighbours: callees, callers, a type's members, overrides (the same method in the
+        subtypes and supertypes of the candidate's type) and, for a constant or a variable,
+        the code of its file that uses it (``_users``). Each gets ``DECAY`` times the score,
         divided by the square root of the number of neighbours of that kind — the one
         function a wrapper calls gets much, one of thirty gets little. A callee's share is
         also divided by the square root of the number of functions that call it (the
@@ -654,7 +657,7 @@ class Retriever:
         qs = [rows[h].qname for h in top]
         callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
         in_files = store.symbols_in_files(rows[h].path for h in top if rows[h].kind in TYPE_KINDS)
-        hops: list[tuple[int, list[list[str]], list[float]]] = []
+        hops: list[tuple[int, list[list[Any]], list[float]]] = []  # a neighbour: a qname, or an id
         for h in top:
             r = rows[h]
             callees = list(dict.fromkeys(c.target for c in callees_of.get(r.qname, [])
@@ -670,12 +673,17 @@ class Retriever:
                             for pth in caller_path.values())
             hops.append((h, [callees, callers, members], [len(callees), n_callers, len(members)]))
         # overrides: the same method in the subtypes and supertypes of the hit's type (the
-        # subclass's override does the work the base's method names, or the reverse)
-        for (h, lists, sizes), over in zip(hops, self._overrides([rows[h] for h, _l, _n in hops])):
+        # subclass's override does the work the base's method names, or the reverse); the code
+        # using a constant or a variable
+        hit_rows = [rows[h] for h, _l, _n in hops]
+        for (h, lists, sizes), over, users in zip(hops, self._overrides(hit_rows), self._users(hit_rows, rows, dl)):
             lists.append(over)
             sizes.append(len(over))
+            lists.append(users)
+            sizes.append(len(users))
         named = store.symbols_by_qnames(q for _, lists, sizes in hops for names, n in zip(lists, sizes)
-                                        if n <= EXPAND_FANOUT for q in names if q not in by_qname)
+                                        if n <= EXPAND_FANOUT for q in names
+                                        if isinstance(q, str) and q not in by_qname)
         # how many functions call each callee (distinct callers, at most FAN_IN_READ): one batch read
         callee_qs = list(dict.fromkeys(q for _, lists, _n in hops for q in lists[0]))
         fan_in = {q: len({c.caller for c in v})
@@ -688,7 +696,9 @@ class Retriever:
                     continue
                 split = DECAY / math.sqrt(max(1.0, n))
                 for q in names:
-                    ids = by_qname.get(q)
+                    ids = [q] if isinstance(q, int) else by_qname.get(q)  # an id: the symbol itself
+                    if isinstance(q, int) and n > EXPAND_FANOUT and q not in score:
+                        continue  # a hop with many neighbours only reinforces candidates already found
                     if ids is None:
                         if n > EXPAND_FANOUT:
                             continue
@@ -704,6 +714,31 @@ class Retriever:
                                 got = sent.setdefault(i, {})
                                 got[h] = got.get(h, 0.0) + g
         return gain, sent
+
+    def _users(self, hits: list[SymbolRow], rows: dict[int, SymbolRow], dl: Deadline) -> list[list[int]]:
+        """For each hit that is a constant or a variable (data: it does no work itself), the
+        symbols of its own file that write its name (read or assign it), where the index keeps
+        no reference edge: the file is read, as the literal leg reads files, a word on its
+        boundaries, not in a comment. At most one file per hit."""
+        data = [(r.path, r.language, r.name) for r in hits
+                if r.kind in DATA_KINDS and len(r.name) >= literals.MIN_NEEDLE]
+        if not data:
+            return [[] for _ in hits]
+        policy = getattr(self.app, "policy", None)
+        extra = getattr(policy, "redact_patterns", ()) if policy is not None else ()
+        found: dict[tuple[str, str], list[int]] = {}
+        for pth, lang in dict.fromkeys((p, lang) for p, lang, _n in data):
+            needles = [literals.Needle(n, word=True) for p, _l, n in data if p == pth]
+            scan = literals.find(str(self.app.workspace.root), [(pth, lang)], needles, extra,
+                                 seconds=min(literals.BUDGET_S, dl.remaining))
+            for h in scan.hits:
+                r = self.store.symbol_at(h.path, h.line)
+                if r is not None and r.kind != "module" and r.name != h.needle:
+                    got = found.setdefault((pth, h.needle), [])
+                    rid = self._key(r, rows)
+                    if rid not in got:
+                        got.append(rid)
+        return [found.get((r.path, r.name), []) if r.kind in DATA_KINDS else [] for r in hits]
 
     def _overrides(self, hits: list[SymbolRow]) -> list[list[str]]:
         """For each hit, the qualified names of the methods that override it (the same name
