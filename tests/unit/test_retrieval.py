@@ -563,3 +563,26 @@ def test_the_graph_stage_hands_a_constants_score_to_the_code_of_its_file_using_i
         assert "client.describe" not in order
     finally:
         a.close()
+
+
+def test_the_graph_stage_counts_the_calls_that_reach_a_callee(tmp_path):
+    """A callee's share is divided by the square root of the calls that reach it, counted
+    (one counting read per callee), not read: ``log_line`` is called from 400 functions and
+    ``audit_entry`` from 250, so the first is the more common helper and gets the smaller
+    share (sqrt(251/401) of the other's). Before, up to 200 callers of each were read to count
+    the distinct ones: both counted 200 and got the same share."""
+    many = "".join(f"def job_{i}():\n    log_line('{i}')\n\n\n" for i in range(400))
+    some = "".join(f"def step_{i}():\n    audit_entry('{i}')\n\n\n" for i in range(250))
+    a = _small_app(tmp_path, {"ops.py": (
+        "def log_line(msg):\n    return msg\n\n\n"
+        "def audit_entry(msg):\n    return msg\n\n\n"
+        "def reconcile_balances(rows):\n"
+        "    \"\"\"Reconcile the account balances.\"\"\"\n"
+        "    log_line('start')\n    return audit_entry(rows)\n\n\n" + many + some)})
+    try:
+        got, order = _rank(a, "reconcile the account balances")
+        score = {q: got.score[i] for q, i in zip(order, got.order)}
+        assert order[0] == "ops.reconcile_balances"
+        assert score["ops.audit_entry"] > 1.2 * score["ops.log_line"] > 0
+    finally:
+        a.close()

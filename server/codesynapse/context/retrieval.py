@@ -21,7 +21,7 @@ cut); they are fused by reciprocal-rank fusion (k = 60), the ``tested`` leg's ca
 weighing their evidence normalized to the leg's best (``fuse``). Exact current matches (a symbol
 the task names, a phrase found where it is written) come before approximate ranks. Then the
 graph stage, in two rounds (``_expand``): a share of a top candidate's score (``DECAY``, split
-over its callees or its callers, and a callee's share over the functions that call it) goes to
+over its callees or its callers, and a callee's share over the calls that reach it) goes to
 the function that does its work and to the dispatcher that calls it (a type's members count as
 its callees), to the overrides of a method (the same method in the subtypes and supertypes of
 its type, by the index's inheritance edges) and, for a constant or a variable, to the code of
@@ -65,7 +65,6 @@ EXPAND_ROUNDS = 2  # rounds of the graph stage (the second expands what the firs
 DATA_KINDS = frozenset({"constant", "variable"})  # symbols that hold a value and do no work: their users do
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
-FAN_IN_READ = 200  # callers read per callee to count its fan-in (a helper called more often is as common)
 TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "object", "record"})  # a hop with more distinct neighbours only reinforces candidates already found
 ROLE_PRIOR = 0.25  # the factor of a symbol in test, example, docs, config, generated or vendored code
 PLAIN_NAME_DF = 50  # a plain word (no case change, digit or _) in more symbols' lexical fields is no name
@@ -619,7 +618,7 @@ class Retriever:
         the code of its file that uses it (``_users``). Each gets ``DECAY`` times the score,
         divided by the square root of the number of neighbours of that kind — the one
         function a wrapper calls gets much, one of thirty gets little. A callee's share is
-        also divided by the square root of the number of functions that call it (the
+        also divided by the square root of the number of calls that reach it (the
         symmetric normalization of a graph's adjacency, D^-1/2 A D^-1/2): the helper every
         function calls (a logger, a context getter) is no more the work of this hit than of
         any other, while the function only this hit calls is. Callers that the role prior
@@ -684,10 +683,10 @@ class Retriever:
         named = store.symbols_by_qnames(q for _, lists, sizes in hops for names, n in zip(lists, sizes)
                                         if n <= EXPAND_FANOUT for q in names
                                         if isinstance(q, str) and q not in by_qname)
-        # how many functions call each callee (distinct callers, at most FAN_IN_READ): one batch read
+        # how many calls reach each callee: one counting read per callee, no call row built (reading
+        # up to 200 callers of each to count the distinct ones cost ~3 ms a request on the stdlib)
         callee_qs = list(dict.fromkeys(q for _, lists, _n in hops for q in lists[0]))
-        fan_in = {q: len({c.caller for c in v})
-                  for q, v in store.callers_many(callee_qs, limit=FAN_IN_READ).items()} if callee_qs else {}
+        fan_in = store.relation_counts(callee_qs)[0] if callee_qs else {}
         for h, lists, sizes in hops:
             dl.check()
             back = came.get(h, {})  # what each neighbour sent h is not sent back to it
