@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from codesynapse.extract import extract_source
 from codesynapse.extract.model import parse_call_args, parse_param_hint
 from codesynapse.graph.confidence import INFERRED_FROM_CALLERS
@@ -269,10 +270,13 @@ def test_parameters_typed_by_every_call_site(tmp_path):
     assert calls[("pkg.bank.rebound", "a.withdraw")][:2] == ("", "unresolved")
 
 
-def test_live_updates_follow_the_call_sites(tmp_path):
+@pytest.mark.parametrize("saved_before", [False, True])
+def test_live_updates_follow_the_call_sites(tmp_path, saved_before):
     """One long-lived indexer (the language server's): unsaved buffers of another file hand
     the function on as a value, then pass another class, then go back; each update moves the
-    parameter's binding as a full index of the same text would."""
+    parameter's binding as a full index of the same text would. ``saved_before``: the file
+    was written live once before (its resolutions are re-used); the value handed on was then
+    counted twice, and taking it back left the parameter unbound."""
     from codesynapse.index.indexer import Candidate
 
     src = tmp_path / "src"
@@ -295,6 +299,8 @@ def test_live_updates_follow_the_call_sites(tmp_path):
 
         assert target() == "pkg.bank.Account.withdraw"
         base = files["pkg/other.py"]
+        if saved_before:
+            edit(base + "\n# first\n")
         edit(base + "\n\ndef later(fn):\n    return fn\n\n\ndef hand():\n    later(transfer)\n")
         assert target() == ""  # handed on: it may be called with anything
         edit(base + "\n# a comment\n")

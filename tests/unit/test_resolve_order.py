@@ -344,3 +344,132 @@ def test_a_name_no_included_module_answers_skips_the_includes_and_answers_as_bef
     assert not stars.reach_names[h >> 3] & (1 << (h & 7))
     h = hash("api3") & stars.reach_mask
     assert stars.reach_names[h >> 3] & (1 << (h & 7))
+
+
+def test_edits_that_keep_the_star_graph_answer_as_a_table_built_from_scratch():
+    # issue 24 (save to queryable on the kernel): an edit that leaves a file's module and
+    # includes alone keeps the star graph, its definer tables and its reachable-name map; the
+    # names the edit defines or drops are left to the search. After random such edits (and
+    # some that change includes, which make the graph again), every answer is the
+    # preprocessor order's on the edited tree.
+    import random
+
+    from codesynapse.index import resolve
+
+    for seed in range(4):
+        rnd = random.Random(300 + seed)
+        n, ring = 120, 80
+        includes = {f"m{i}": ([f"m{(i + 1) % ring}"] if i < ring else []) + [f"m{rnd.randrange(n)}"
+                                                                          for _ in range(rnd.randrange(3))]
+                    for i in range(n)}
+        names = [f"n{k}" for k in range(24)]
+        defines = {m: {nm for nm in names if rnd.random() < 0.03} for m in includes}
+        idx = SymbolIndex()
+        for m, incs in includes.items():
+            _c(idx, m, sorted(defines[m]), incs)
+        queries = [(m, nm) for m in includes for nm in names]
+        for m, nm in queries:  # a full index's lookups: the tables and the map pay for themselves
+            idx.resolve_qname(f"{m}.{nm}")
+        stars = idx._cache[None]
+        assert stars.tables and isinstance(stars.reach_names, bytearray)
+        kept = 0
+        for step in range(40):
+            m = f"m{rnd.randrange(n)}"
+            if step % 10 == 9:  # an include changes: the graph is made again
+                includes[m] = includes[m] + [f"m{rnd.randrange(n)}"]
+            else:
+                nm = rnd.choice(names + ["fresh"])
+                defines[m] = defines[m] ^ {nm}
+            before = idx._cache.get(None)
+            _c(idx, m, sorted(defines[m]), includes[m])
+            kept += idx._cache.get(None) is before is not None
+            sample = rnd.sample(queries, 200) + [(m2, "fresh") for m2 in includes]
+            want = {f"{a}.{b}": _preprocessor_order(includes, defines, a, b) for a, b in sample}
+            got = {f"{a}.{b}": idx.resolve_qname(f"{a}.{b}") for a, b in sample}
+            assert got == want, (seed, step)
+        assert kept >= 20, kept  # the define-only edits kept the graph (and its tables)
+        assert isinstance(idx._cache[None], resolve._Stars)
+
+
+def test_a_warmed_star_graph_has_its_largest_components_tables_before_any_lookup():
+    # issue 24: a daemon started on an index makes the star graph and the tables of its
+    # largest components before the first edit (SymbolIndex.warm_stars), instead of paying
+    # for them in its first saves; answers stay the preprocessor order's.
+    import random
+
+    from codesynapse.index import resolve
+
+    rnd = random.Random(11)
+    n, ring = 90, 60
+    includes = {f"m{i}": ([f"m{(i + 1) % ring}"] if i < ring else [f"m{i + 1}"] if i % 10 < 4 else [])
+                + [f"m{rnd.randrange(n)}" for _ in range(rnd.randrange(2))] for i in range(n)}
+    names = [f"n{k}" for k in range(20)]
+    defines = {m: {nm for nm in names if rnd.random() < 0.04} for m in includes}
+    idx = SymbolIndex()
+    for m, incs in includes.items():
+        _c(idx, m, sorted(defines[m]), incs)
+    idx.warm_stars()
+    stars = idx._cache[None]
+    big = stars.component("m0")
+    assert len(stars.members[big]) >= ring and stars.work == {}  # no search ran
+    assert isinstance(stars.tables[(big, ".")], resolve._Definers)
+    assert isinstance(stars.reach_names, bytearray)
+    queries = [(m, nm) for m in includes for nm in names + ["absent"]]
+    rnd.shuffle(queries)
+    want = {f"{m}.{nm}": _preprocessor_order(includes, defines, m, nm) for m, nm in queries}
+    assert {f"{m}.{nm}": idx.resolve_qname(f"{m}.{nm}") for m, nm in queries} == want
+    # the table answered the ring's names with one definer or none: the same lookups on a
+    # table that was not warmed walk more steps (before their work pays for a table)
+    cold = SymbolIndex()
+    for m, incs in includes.items():
+        _c(cold, m, sorted(defines[m]), incs)
+    assert {f"{m}.{nm}": cold.resolve_qname(f"{m}.{nm}") for m, nm in queries} == want
+    assert stars.steps_taken < cold._cache[None].steps_taken, (stars.steps_taken, cold._cache[None].steps_taken)
+
+
+def test_python_edits_keeping_the_star_graph_answer_as_a_fresh_index():
+    # the same on Python modules with star imports and named imports (re-exports): after
+    # each edit of a module's definitions or named imports, every lookup answers as an index
+    # built from scratch on the edited files (lookups ran before, so the star graph, its
+    # tables and its map exist and are kept where keep_after allows)
+    import random
+
+    rnd = random.Random(5)
+    n = 50
+    names = [f"n{k}" for k in range(12)]
+    mods = {}
+    for i in range(n):
+        stars = [f"m{rnd.randrange(n)}" for _ in range(rnd.randrange(3))]
+        named = [(f"m{rnd.randrange(n)}", rnd.choice(names)) for _ in range(rnd.randrange(3))]
+        mods[f"m{i}"] = [sorted({nm for nm in names if rnd.random() < 0.06}), stars, named]
+
+    def put(idx, m):
+        defines, stars, named = mods[m]
+        syms = [(m, "module", "")] + [(f"{m}.{nm}", "function", m) for nm in defines]
+        refs = [ImportRef(module=s, name="*", line=k + 1) for k, s in enumerate(stars)]
+        refs += [ImportRef(module=s, name=nm, line=10 + k) for k, (s, nm) in enumerate(named)]
+        idx.add_file(f"{m}.py", m, "python", syms, refs)
+
+    idx = SymbolIndex()
+    for m in mods:
+        put(idx, m)
+    queries = [(m, nm) for m in mods for nm in names]
+    for m, nm in queries * 3:
+        idx.resolve_qname(f"{m}.{nm}")
+    kept = 0
+    for step in range(30):
+        m = f"m{rnd.randrange(n)}"
+        if step % 3 == 2:
+            mods[m][2] = mods[m][2] + [(f"m{rnd.randrange(n)}", rnd.choice(names))]
+        else:
+            mods[m][0] = sorted(set(mods[m][0]) ^ {rnd.choice(names)})
+        before = idx._cache.get(None)
+        put(idx, m)
+        kept += before is not None and idx._cache.get(None) is before
+        fresh = SymbolIndex()
+        for m2 in mods:
+            put(fresh, m2)
+        sample = rnd.sample(queries, 150)
+        assert {f"{a}.{b}": idx.resolve_qname(f"{a}.{b}") for a, b in sample} == \
+            {f"{a}.{b}": fresh.resolve_qname(f"{a}.{b}") for a, b in sample}, step
+    assert kept, "no edit kept the star graph"

@@ -139,6 +139,9 @@ class _UpdateRun:
     # every file is new (nothing stored, nothing indexed before): every edge is resolved from
     # scratch, so no name is "affected" (on a kernel, the set of all names: ~120 MB)
     whole: bool = False
+    # the stored calls of the update's files as read before it wrote (a small update's:
+    # Indexer._stored_call_names); a file without calls has no entry
+    stored_calls: dict[str, list] = field(default_factory=dict)
 
 
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
@@ -453,6 +456,14 @@ class Indexer:
             self.resolve_all()
             if self._suspect:
                 self.store.set_meta({"resolution_pending": "1"})
+
+    def warm_resolver(self) -> None:
+        """Load the symbol table if it is not, then make the resolver's star graph and its
+        tables (SymbolIndex.warm_stars): a daemon's worker calls it before its first edit,
+        so a save's new calls resolve as fast as a full index's did."""
+        self.load()
+        with self.lock:
+            self.index.warm_stars()
 
     def _load_rows(self) -> None:
         """The in-memory index from the store's rows, file by file, STREAM_FILES at a time:
@@ -785,7 +796,8 @@ class Indexer:
         whole = self._write_deltas(run, imp_targets, inh_targets)
         targets: dict[tuple[str, int], Resolution] = {}
         for fx, _ in whole:
-            before = {} if fx.path in run.unsettled else self._resolved.get(fx.path) or {}
+            before = {} if fx.path in run.unsettled else \
+                self._resolved.get(fx.path) or self._stored_resolutions(fx.path, run)
             now = run.noted[fx.path] = {}
             for i, c in enumerate(fx.calls):
                 key = (c.caller, c.callee, c.receiver_hint)
@@ -799,6 +811,20 @@ class Indexer:
             self.store.write_files(whole, run.late_skips, call_targets=targets, inherit_targets=inh_targets,
                                    import_targets=imp_targets, with_calls=True)
         run.fresh.update(fx.path for fx, _ in whole)
+
+    def _stored_resolutions(self, path: str, run: _UpdateRun) -> dict:
+        """What ``_resolved`` would hold for a file no live write noted yet: its stored calls'
+        resolutions by (caller, callee, hint), as current as the store (``_resolve`` rewrites
+        the rows whose resolution moves). Re-used the same way: ``_resolve`` re-checks the
+        calls that name what the update changed. Calls bound through a parameter hint are
+        left out (the parameter pass sets their rows; resolve_call answers them at the
+        write). A file's first save then resolves its new calls only, not all of them (a
+        large C file: thousands of star searches)."""
+        if path not in run.stored or run.stored[path].status == "skipped":
+            return {}
+        rows = run.stored_calls[path] if path in run.stored_calls else self._calls_of([path])
+        return {(c.caller, c.callee, c.hint): Resolution(c.target, c.resolution, c.confidence)
+                for c in rows if not c.hint.startswith(PARAM_HINT)}
 
     def _write_deltas(self, run: _UpdateRun, imp_targets, inh_targets) -> list[tuple[FileExtraction, int]]:
         """An incremental extraction of a file stored as its base version: only the lines it
@@ -1067,16 +1093,19 @@ class Indexer:
             moved.update(c.name for c in sites)
         full = everything or bool(changed) and len(changed) >= len(idx.files)
         # ``now`` is read only by an update's parameter pass; a full index re-resolves every
-        # parameter hint and keeps no key per call of the tree (millions on a kernel)
+        # parameter hint and keeps no key per call of the tree (millions on a kernel). A fresh
+        # file's calls are counted there, all of them (here only those its touching rows
+        # re-check would be: counted twice)
         count_now = not full
         for c in calls:
+            counted = count_now and c.path in changed and c.path not in fresh
             if c.hint.startswith(PARAM_HINT):
                 param_rows[c.id] = c
-                if count_now and c.path in changed:
+                if counted:
                     now[_call_key(c, c.target)] += 1
                 continue
             r = res.resolve_call(c.path, c.caller, c.callee, c.hint)
-            if count_now and c.path in changed:
+            if counted:
                 now[_call_key(c, r.target)] += 1
             if r.target != c.target or r.resolution != c.resolution or r.confidence != c.confidence:
                 updates.append((c.id, r))
@@ -1097,7 +1126,13 @@ class Indexer:
         paths = sorted(p for p in {c.path for c in run.changed} | set(run.removed) if p in run.stored)
         if len(paths) > PARAM_NAMES_FILES:
             return None
-        return Counter(_call_key(c, c.target) for c in self._calls_of(paths)) if paths else Counter()
+        out: Counter = Counter()
+        keep = len(paths) <= LIVE_BATCH  # a live update's rows: _stored_resolutions reads them
+        for c in self._calls_of(paths):
+            out[_call_key(c, c.target)] += 1
+            if keep:
+                run.stored_calls.setdefault(c.path, []).append(c)
+        return out
 
     def _resolve_params(self, full: bool, fresh: set[str], param_rows: dict[int, CallRow],
                         moved: set[str], now: Counter) -> set[str]:

@@ -28,7 +28,7 @@ import builtins
 import re
 import sys
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from codesynapse.extract.model import (
@@ -330,6 +330,9 @@ _NO_ANSWER = tuple((None, room) for room in range(_MAX_DEPTH + 2))  # shared cac
 _MISSING = object()
 _NAMES_MASK = (1 << 24) - 1  # SymbolIndex._names: 16 M bits (2 MB)
 _NAME_SEPS = (".", "::", "\\")
+_PARTS = re.compile(r"::|[.\\]")  # what splits an import's text into the names a walk looks up
+_MOVED_LIMIT = 4096
+_KEEP_ANSWERS = 50_000  # resolve_qname answers sorted through after a kept edit (else all go)  # names a star graph kept across edits may have moved before it is made again
 
 
 class SymbolIndex:
@@ -356,13 +359,20 @@ class SymbolIndex:
         # a bit per hash of every last name of a qname and every name a file imports by name
         # (never cleared: a superset); a star search for a name with no bit finds nothing
         self._names = bytearray((_NAMES_MASK + 1) >> 3)
+        # every star import's text and its prefixes (what makes a text name something: a
+        # qname equal to one of them), and every part of a star import's or a named import's
+        # text (the names a walk of such a text looks up), counted over the files: an edit
+        # changing none of these qnames and names leaves the star graph as it is
+        # (_Stars.keep_after)
+        self.star_prefixes: Counter[str] = Counter()
+        self.ref_parts: Counter[str] = Counter()
 
     # -- maintenance -------------------------------------------------------------------
     def add_file(self, path: str, module: str, language: str,
                  symbols: Iterable[tuple[str, ...]], imports: Iterable[ImportRef]) -> None:
         """``symbols`` as (qname, kind, parent) or (qname, kind, parent, signature); a
         signature gives the declared result types return hints read."""
-        self.remove_file(path)
+        old = self._remove(path)
         fi = FileInfo(path, module, language)
         seen: set[str] = set()
         qnames: list[str] = []
@@ -419,12 +429,49 @@ class SymbolIndex:
         for b in fi.bindings:
             h = hash(b) & _NAMES_MASK
             names[h >> 3] |= 1 << (h & 7)
-        self._cache = {}
+        self._count_stars(fi, 1)
+        self._changed(old, fi)
 
     def remove_file(self, path: str) -> None:
+        fi = self._remove(path)
+        if fi is not None:
+            self._changed(fi, None)
+
+    def _changed(self, old: FileInfo | None, new: FileInfo | None) -> None:
+        """After a file's symbols or imports changed: the star graph stays when the change
+        leaves it as it was (``_Stars.keep_after``), and then so do resolve_qname's answers
+        that name none of the names whose definers may have moved (a qname walk looks up the
+        names of its parts; the texts of imports, the other names a walk looks up, hold none
+        of them, or the graph would not stay); the other answers go. A cache of more than
+        ``_KEEP_ANSWERS`` answers is not sorted: it goes whole."""
+        cache = self._cache
+        stars = cache.get(None)
+        if stars is None or not stars.keep_after(old, new):
+            self._cache = {}
+        elif len(cache) > _KEEP_ANSWERS:
+            self._cache = {None: stars}
+        else:  # the answers that name none of the names whose definers may have moved stay
+            moved = stars.last_moved
+            self._cache = {k: v for k, v in list(cache.items())
+                           if k is None or not (moved.intersection(_PARTS.split(k.lstrip(":\\")))
+                                                if isinstance(k, str) else k[1] in moved)}
+
+    def _count_stars(self, fi: FileInfo, n: int) -> None:
+        sep = _sep(fi.language)
+        for text in fi.stars:
+            parts = text.split(sep)
+            for i in range(1, len(parts) + 1):
+                _count(self.star_prefixes, sep.join(parts[:i]), n)
+        for text in (*fi.stars, *fi.bindings.values(), *(t for ts in fi.alternatives.values() for t in ts)):
+            for part in set(_PARTS.split(text)):
+                _count(self.ref_parts, part, n)
+
+    def _remove(self, path: str) -> FileInfo | None:
+        """Take ``path`` out of the table (its caches are the caller's to invalidate)."""
         fi = self.files.pop(path, None)
         if fi is None:
-            return
+            return None
+        self._count_stars(fi, -1)
         for qname in fi.fields:
             f = self.fields.get(qname)
             if f is not None:
@@ -460,12 +507,56 @@ class SymbolIndex:
                 s.discard(path)
                 if not s:
                     del self.module_files[fi.module]
-        self._cache = {}
+        return fi
 
     def drop_cache(self) -> None:
-        """Let go of resolve_qname's answers and the star graph (recomputed when asked): after a
-        bulk update they are up to ``cache_limit`` entries no lookup may ask for again."""
-        self._cache = {}
+        """Let go of resolve_qname's answers: after a bulk update they are up to
+        ``cache_limit`` entries no lookup may ask for again. The star graph stays, with the
+        tables the update's searches paid for (the next edits look their new calls up in
+        them)."""
+        stars = self._cache.get(None)
+        self._cache = {} if stars is None else {None: stars}
+
+    def warm_stars(self) -> None:
+        """Make the star graph now, rather than in the lookups of the first edits after a
+        load (a daemon that started on an index finds its tables only once its searches have
+        paid for them): every module's component, the reachable-name map, and the definer
+        tables of the components with the most modules (where a search is repeated from the
+        most entries), while their entries add up to at most the symbol table's qnames (one
+        more array pair per qname: 12 bytes each). The tables are made in one pass over the
+        symbol table (``_Definers.build_many``)."""
+        stars = self._cache.get(None)
+        if stars is None:
+            stars = self._cache.setdefault(None, _Stars(self))
+        with stars.lock:
+            for m in list(self.module_files):
+                stars.component(m)
+            if stars.reach_names is None:
+                stars.reach_names = _ALL_NAMES  # no skipping while the map is computed
+                stars.reach_names = stars._reach_names()
+            per_module: Counter[str] = Counter()
+            for q in self.kinds:
+                for sep in _NAME_SEPS:
+                    if sep in q:
+                        per_module[q.rsplit(sep, 1)[0]] += 1
+            room = len(self.kinds)
+            chosen: dict[str, list[tuple[int, list[str]]]] = {}
+            for c in sorted(stars.members, key=lambda c: (-len(stars.members[c]), c)):
+                for sep in sorted({_sep(fi.language) for m in stars.members[c] for fi in self.module_bindings(m)}):
+                    if (c, sep) in stars.tables:
+                        continue
+                    closure = _Definers.closure(stars, c, sep)
+                    if closure is None:
+                        stars.tables[(c, sep)] = None
+                        continue
+                    size = sum(per_module[m] for m in closure)
+                    if size > room:
+                        continue
+                    room -= size
+                    chosen.setdefault(sep, []).append((c, closure))
+            for sep, items in chosen.items():
+                for (c, _), t in zip(items, _Definers.build_many(stars, [cl for _, cl in items], sep)):
+                    stars.tables[(c, sep)] = t
 
     def set_bases(self, bases: dict[str, list[str]]) -> None:
         self.bases = bases
@@ -799,6 +890,44 @@ class _Stars:
         self.steps_taken = 0  # steps every search on this graph took
         self.lock = threading.RLock()  # re-entered: building a map or a table looks texts up
         self._next = 0
+        # names whose definers an edit kept this graph across may have moved: no table decides them
+        self.moved: set[str] = set()
+        self.last_moved: set[str] = set()  # the names the last kept edit moved
+
+    def keep_after(self, old: FileInfo | None, new: FileInfo | None) -> bool:
+        """Whether this graph (components, plans, tables, reachable-name map) still holds
+        after a file's symbols or imports changed from ``old`` to ``new`` (None: no file),
+        updating it if so. It does when the file stays in the same module with the same star
+        imports, the module set is unchanged, and no qname the change adds, removes or
+        re-kinds is a star import's text or a prefix of one (what decides whether a text
+        names a module, something else, or nothing). What may move is then who defines a
+        name: the names of the qnames changed and of the bindings changed go into ``moved``,
+        which no definer table decides, and into the reachable-name map (a superset); the
+        module's plan is made again. What a star import's text names (the map and the tables
+        rely on it) is looked up through the names of the parts of star and named imports'
+        texts only: when none of those moved, it is what it was. A live edit then keeps the
+        tables a full index paid for (issue 24: save-to-queryable on the kernel)."""
+        if old is None or new is None or old.module != new.module or old.stars != new.stars:
+            return False
+        idx = self.index
+        qs = {q for q, _ in set(zip(old.sym_qnames, old.sym_kinds)) ^ set(zip(new.sym_qnames, new.sym_kinds))}
+        if any(q in idx.star_prefixes for q in qs):
+            return False
+        names = {q.rsplit(sep, 1)[1] for q in qs for sep in _NAME_SEPS if sep in q}
+        names.update(b for b in old.bindings.keys() | new.bindings.keys()
+                     if old.targets(b) != new.targets(b))
+        if len(self.moved) + len(names) > _MOVED_LIMIT or any(n in idx.ref_parts for n in names):
+            return False
+        with self.lock:
+            self.moved |= names
+            self.last_moved = names
+            self.plans.pop(new.module, None)
+            reach = self.reach_names
+            if isinstance(reach, bytearray):
+                for n in names:
+                    h = hash(n) & self.reach_mask
+                    reach[h >> 3] |= 1 << (h & 7)
+        return True
 
     def note_steps(self, n: int) -> None:
         """Count a search's steps; once they add up to a pass over the symbol table, compute
@@ -879,6 +1008,8 @@ class _Stars:
         entry repeats the walk, so the table is paid for by the walks it saves (at most twice
         the cheaper of the two)."""
         c, name, sep = whole
+        if name in self.moved:
+            return None
         t = self.tables.get((c, sep), _MISSING)
         if t is _MISSING:
             if c not in self.members or self.work.get(c, 0) < len(self.index.kinds):
@@ -1030,7 +1161,13 @@ class _Definers:
 
     @classmethod
     def build(cls, stars: _Stars, c: int, sep: str) -> _Definers | None:
-        idx = stars.index
+        closure = cls.closure(stars, c, sep)
+        return None if closure is None else cls.build_many(stars, [closure], sep)[0]
+
+    @staticmethod
+    def closure(stars: _Stars, c: int, sep: str) -> list[str] | None:
+        """Every module component ``c`` reaches (its own first), or None when a star import
+        of a text naming something could answer anything."""
         closure = list(stars.members[c])
         seen = set(closure)
         i = 0
@@ -1044,23 +1181,42 @@ class _Definers:
                     seen.add(arg)
                     closure.append(arg)
             i += 1
+        return closure
+
+    @classmethod
+    def build_many(cls, stars: _Stars, closures: list[list[str]], sep: str) -> list[_Definers]:
+        """The tables of several closures, in one pass over the symbol table."""
         from array import array
 
-        pos = {m: i for i, m in enumerate(closure)}
-        hashes, where = array("q"), array("i")  # (name hash, module position): 12 bytes a pair
+        idx = stars.index
+        where: dict[str, list[tuple[int, int]]] = {}  # module -> (table, its position in the closure)
+        for t, closure in enumerate(closures):
+            for i, m in enumerate(closure):
+                where.setdefault(m, []).append((t, i))
+        # (name hash, module position) per table: 12 bytes a pair
+        pairs = [(array("q"), array("i")) for _ in closures]
         for q in idx.kinds:
             if sep in q:
                 pre, name = q.rsplit(sep, 1)
-                i = pos.get(pre)
-                if i is not None:
-                    hashes.append(hash(name))
-                    where.append(i)
-        for m in closure:
-            for fi in idx.module_bindings(m):
-                for b in fi.bindings:
-                    hashes.append(hash(b))
-                    where.append(-1)
-        return cls(closure, zip(hashes, where), len(hashes))
+                at = where.get(pre)
+                if at is not None:
+                    h = hash(name)
+                    for t, i in at:
+                        pairs[t][0].append(h)
+                        pairs[t][1].append(i)
+        for t, closure in enumerate(closures):
+            hashes, pos = pairs[t]
+            for m in closure:
+                for fi in idx.module_bindings(m):
+                    for b in fi.bindings:
+                        hashes.append(hash(b))
+                        pos.append(-1)
+        out = []
+        for t, closure in enumerate(closures):
+            hashes, pos = pairs[t]
+            out.append(cls(closure, zip(hashes, pos), len(hashes)))
+            pairs[t] = (array("q"), array("i"))  # let go of the pairs as each table is made
+        return out
 
     def only(self, name: str):
         """The closure's one module defining ``name``, None when none does, ``_MULTI``."""
@@ -1073,6 +1229,14 @@ class _Definers:
                 return _MULTI if v < 0 else self.mods[v]
             j = (j + 1) & mask
         return None
+
+
+def _count(counter: Counter, key: str, n: int) -> None:
+    c = counter[key] + n
+    if c > 0:
+        counter[key] = c
+    else:
+        counter.pop(key, None)
 
 
 def _names_something(text: str, kinds, language: str) -> bool:

@@ -244,9 +244,10 @@ class LiveUpdater:
     # -- the worker ---------------------------------------------------------------------------
     def _worker(self) -> None:
         # a catch-up that found the tree as stored read no symbol table (Indexer.index_tree):
-        # read it now, before the first edit needs it, rather than in that edit's update
+        # read it now, before the first edit needs it, rather than in that edit's update, and
+        # make the resolver's star graph and tables (what a save's new calls are looked up in)
         if not self._stop.is_set():
-            self._safe(self.app.indexer.load)
+            self._safe(self.app.indexer.warm_resolver)
         while not self._stop.is_set():
             try:
                 first = self.q.get(timeout=0.5)
