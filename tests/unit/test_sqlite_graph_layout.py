@@ -107,21 +107,30 @@ def test_calls_touching_finds_what_a_scan_finds(store, names):
     assert want or names == ["nothing"]
 
 
-def test_a_store_from_before_the_graph_key_is_rebuilt(tmp_path):
-    db = tmp_path / "graph.db"
-    conn = sqlite3.connect(db)  # the tables of the previous layout: rows by graph id, no graphs table
-    conn.executescript(
-        "CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
-        "PRIMARY KEY(graph_id, key));"
-        "CREATE TABLE files(graph_id TEXT NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, size INTEGER, "
-        "mtime_ns INTEGER, lines INTEGER, module TEXT, status TEXT NOT NULL, reason TEXT, indexed_at REAL, "
-        "PRIMARY KEY(graph_id, path));")
+def _old_layout(db, tables: str, *rows: str) -> None:
+    """A store file of an older layout: ``tables`` beside meta, whose schema version is the
+    current one (graph id ``a`` * 16: ``$G`` in ``rows``), and ``rows`` inserted."""
     from codesynapse.store.graph import SCHEMA_VERSION
 
+    conn = sqlite3.connect(db)
+    conn.executescript("CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+                       "PRIMARY KEY(graph_id, key));" + tables)
     conn.execute("INSERT INTO meta VALUES (?, 'schema_version', ?)", ("a" * 16, str(SCHEMA_VERSION)))
-    conn.execute("INSERT INTO files VALUES (?, 'old.c', 'c', 'h', 1, 1, 1, 'old', 'indexed', '', 0)", ("a" * 16,))
+    for sql in rows:
+        conn.execute(sql.replace("$G", "a" * 16))
     conn.commit()
     conn.close()
+
+
+def test_a_store_from_before_the_graph_key_is_rebuilt(tmp_path):
+    db = tmp_path / "graph.db"
+    # the tables of the previous layout: rows by graph id, no graphs table
+    _old_layout(db, "CREATE TABLE files(graph_id TEXT NOT NULL, path TEXT NOT NULL, language TEXT, hash TEXT, "
+                    "size INTEGER, mtime_ns INTEGER, lines INTEGER, module TEXT, status TEXT NOT NULL, reason TEXT, "
+                    "indexed_at REAL, PRIMARY KEY(graph_id, path));",
+                "INSERT INTO files VALUES ('$G', 'old.c', 'c', 'h', 1, 1, 1, 'old', 'indexed', '', 0)")
+    from codesynapse.store.graph import SCHEMA_VERSION
+
     s = SqliteGraphStore(db, "a" * 16)
     try:
         assert s.files() == [] and s.get_meta("schema_version") == str(SCHEMA_VERSION)
@@ -206,21 +215,12 @@ def test_an_index_whose_words_another_version_made_is_rebuilt(tmp_path, store):
 def test_a_store_with_words_in_its_symbol_rows_is_rebuilt(tmp_path):
     """The layout before contentless full-text tables (a ``terms`` column in symbols) is
     rebuilt, though its schema version is the current one."""
-    from codesynapse.store.graph import SCHEMA_VERSION
-
     db = tmp_path / "graph.db"
-    conn = sqlite3.connect(db)
-    conn.executescript(
-        "CREATE TABLE meta(graph_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
-        "PRIMARY KEY(graph_id, key));"
-        "CREATE TABLE graphs(key INTEGER PRIMARY KEY, graph_id TEXT NOT NULL UNIQUE);"
-        "CREATE TABLE symbols(id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, "
-        "qname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, terms TEXT);")
-    conn.execute("INSERT INTO meta VALUES (?, 'schema_version', ?)", ("a" * 16, str(SCHEMA_VERSION)))
-    conn.execute("INSERT INTO graphs VALUES (1, ?)", ("a" * 16,))
-    conn.execute("INSERT INTO symbols VALUES (1, 1, 'old.c', 'old.f', 'f', 'function', 'f')")
-    conn.commit()
-    conn.close()
+    _old_layout(db, "CREATE TABLE graphs(key INTEGER PRIMARY KEY, graph_id TEXT NOT NULL UNIQUE);"
+                    "CREATE TABLE symbols(id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, "
+                    "qname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, terms TEXT);",
+                "INSERT INTO graphs VALUES (1, '$G')",
+                "INSERT INTO symbols VALUES (1, 1, 'old.c', 'old.f', 'f', 'function', 'f')")
     s = SqliteGraphStore(db, "a" * 16)
     try:
         conn = sqlite3.connect(db)
