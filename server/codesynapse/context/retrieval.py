@@ -686,7 +686,7 @@ class Retriever:
         # how many calls reach each callee: one counting read per callee, no call row built (reading
         # up to 200 callers of each to count the distinct ones cost ~3 ms a request on the stdlib)
         callee_qs = list(dict.fromkeys(q for _, lists, _n in hops for q in lists[0]))
-        fan_in = store.relation_counts(callee_qs)[0] if callee_qs else {}
+        fan_in = store.relation_counts(callee_qs)[0]  # one batch read a round, even of nothing
         for h, lists, sizes in hops:
             dl.check()
             back = came.get(h, {})  # what each neighbour sent h is not sent back to it
@@ -753,10 +753,14 @@ class Retriever:
         wanted = set(parents)
         subs = store.subtypes_many(parents, limit=EXPAND_FANOUT + 1)
         sups: dict[str, list[str]] = {}
-        for pth in dict.fromkeys(r.path for r, sep in zip(hits, seps) if sep is not None):
-            for row in store.inherits(pth):
-                if row.target and row.child in wanted:
-                    sups.setdefault(row.child, []).append(row.target)
+        paths = list(dict.fromkeys(r.path for r, sep in zip(hits, seps) if sep is not None))
+        # one read for every file (a read per file was a round trip each on a server backend),
+        # in each file's inherits() order
+        rows = sorted((row for _id, row in store.inherits_touching(paths, ())),
+                      key=lambda row: (paths.index(row.path), row.line, row.child, row.base))
+        for row in rows:
+            if row.target and row.child in wanted:
+                sups.setdefault(row.child, []).append(row.target)
         cands: list[list[str]] = []
         for r, sep in zip(hits, seps):
             if sep is None:
