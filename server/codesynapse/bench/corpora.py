@@ -436,6 +436,13 @@ def writable_copy(corpus: Corpus, dest: Path) -> Path:
     updates). Folders that the policy drops anyway are not copied."""
     if dest.exists():
         shutil.rmtree(dest)
+    shutil.copytree(corpus.path, dest, ignore=skip_names(corpus), symlinks=True)
+    return dest
+
+
+def skip_names(corpus: Corpus):
+    """The ``ignore`` of a copy of ``corpus`` (``shutil.copytree``'s): of the names in a
+    folder, those the policy drops anyway."""
     skip_rel = {e.strip("/") for e in corpus.exclude if e.startswith("/")}
     skip_any = {e.strip("/") for e in corpus.exclude if not e.startswith("/") and "*" not in e}
 
@@ -448,8 +455,7 @@ def writable_copy(corpus: Corpus, dest: Path) -> Path:
                 out.add(n)
         return out
 
-    shutil.copytree(corpus.path, dest, ignore=ignore, symlinks=True)
-    return dest
+    return ignore
 
 
 def make_policy(exclude: tuple[str, ...] = (), include: tuple[str, ...] = ()):

@@ -1,8 +1,14 @@
 """``codesynapse bench incremental``: save-to-queryable latency and change-storm absorption.
 
-On a scratch copy of the corpus (the stdlib by default), indexed first:
+On a scratch tree of the corpus (the stdlib by default; ``--corpus linux-6.1`` for the kernel),
+indexed first. The tree is made of hard links to the corpus's files (a copy where links are
+not possible), and every edit replaces a file (a new file renamed over it, as many editors
+save), so the corpus itself is never written. Its index is kept in the bench cache between
+runs: a run on an index already there catches it up (a stat of every file) instead of
+indexing again, which is what makes the kernel's run minutes instead of a quarter hour.
 
-* **One-line edits.** A line ``def _cs_probe_N(): return N`` is appended to a file; the clock
+* **One-line edits.** A one-line function (``def _cs_probe_N(): return N``; in C
+  ``int _cs_probe_N(void) { return N; }``) is appended to a file; the clock
   starts just before the write and stops when a ``codesynapse/symbolCard`` request for
   ``_cs_probe_N`` (sent through the daemon's dispatch table, polled every ``POLL_S``)
   answers ``found: true``. Two paths: *didSave* (the write, then the live updater's
@@ -17,6 +23,7 @@ On a scratch copy of the corpus (the stdlib by default), indexed first:
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import threading
@@ -25,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from codesynapse.bench import stats
-from codesynapse.bench.corpora import cache_dir, writable_copy
+from codesynapse.bench.corpora import cache_dir
 from codesynapse.bench.machine import load_average, machine_info, machine_line
 from codesynapse.bench.report import met, ms, num, save_raw, say, write_perf_section
 
 POLL_S = 0.002
 STORM = 1000
+# the one-line function an edit adds, per language of the corpus's files
+PROBES = {"python": "def {name}(): return {n}", "c": "int {name}(void) {{ return {n}; }}"}
 
 
 def _found(app, name: str) -> bool:
@@ -48,11 +57,54 @@ def _wait_visible(app, name: str, timeout: float = 30.0) -> float | None:
     return None
 
 
-def _pick_files(app, rng: random.Random, n: int) -> tuple[list[str], list[str], list[str]]:
+def link_tree(corpus, dest: Path) -> Path:
+    """A scratch tree of ``corpus`` under ``dest``: a hard link per file (a copy where the
+    file system refuses links), folders the policy drops anyway left out. Edits must
+    replace files (``replace_file``), never write into them: a write would reach the corpus
+    through the link."""
+    from codesynapse.bench.corpora import skip_names
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    ignore = skip_names(corpus)
+    for dirpath, dirs, files in os.walk(corpus.path):
+        dropped = ignore(dirpath, dirs + files)
+        dirs[:] = sorted(d for d in dirs if d not in dropped)
+        rel = os.path.relpath(dirpath, corpus.path)
+        out = dest if rel == "." else dest / rel
+        out.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            if f in dropped:
+                continue
+            src = os.path.join(dirpath, f)
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), out / f)
+                continue
+            try:
+                os.link(src, out / f)
+            except OSError:
+                shutil.copy2(src, out / f)
+    return dest
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """``path`` now holds ``data``, as a new file renamed over it (its old inode, which the
+    corpus may share, is never written). The temporary name has no source extension, so no
+    language claims it."""
+    tmp = path.with_name(f".{path.name}.cs-bench~")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _probe(language: str, name: str, n: int) -> str:
+    return PROBES[language].format(name=name, n=n)
+
+
+def _pick_files(app, rng: random.Random, n: int, language: str = "python") -> tuple[list[str], list[str], list[str]]:
     """``n`` small files, the ``n`` largest, and the ``2n`` largest after those."""
     # files that parse cleanly: in a file with syntax errors (status "partial") an appended
     # function may never become a symbol, which would measure the file, not the updater
-    files = [f for f in app.store.files() if f.status == "indexed" and f.language == "python"]
+    files = [f for f in app.store.files() if f.status == "indexed" and f.language == language]
     small = sorted(f.path for f in files if 50 <= f.lines <= 150)
     by_size = [f.path for f in sorted(files, key=lambda f: (-f.lines, f.path))]
     if not small:  # a corpus of tiny files: its smallest files stand in
@@ -77,23 +129,30 @@ def _middle(text: str, line: str, starts: list[int] = ()) -> str:
     return "\n".join(lines)
 
 
-def _definition_rows(app, rel: str) -> list[int]:
+def _definition_rows(app, rel: str, language: str = "python") -> list[int]:
     """0-based rows where the file's top-level functions and classes start, undecorated and
-    without a comment above (which would become the summary of the inserted line), as indexed."""
+    without a comment above (which would become the summary of the inserted line), as indexed;
+    in C, functions whose first line starts the line after a blank one."""
     rows = app.store.symbols_in_file(rel)
     module = next((r.qname for r in rows if r.kind == "module"), None)
-    text = app.workspace.root.joinpath(rel).read_text(encoding="utf-8").split("\n")
+    text = app.workspace.root.joinpath(rel).read_text(encoding="utf-8", errors="replace").split("\n")
     out = []
     for r in rows:
         k = r.start_line - 1
-        if r.parent == module and r.kind in ("function", "class") and 0 < k < len(text) \
-                and text[k].startswith(("def ", "class ", "async def ")) and not text[k - 1].startswith(("@", "#")):
+        if r.kind not in ("function", "class") or not 0 < k < len(text):
+            continue
+        if language == "python":
+            ok = r.parent == module and text[k].startswith(("def ", "class ", "async def ")) \
+                and not text[k - 1].startswith(("@", "#"))
+        else:
+            ok = r.kind == "function" and text[k][:1].isalpha() and not text[k - 1].strip()
+        if ok:
             out.append(k)
     return sorted(out)
 
 
 def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str, via_save: bool,
-                 counter: list[int], where: str = "end") -> dict[str, Any]:
+                 counter: list[int], where: str = "end", language: str = "python") -> dict[str, Any]:
     """One-line edits, ``where`` in the file: appended at the ``end`` or inserted in the
     ``middle`` (every line below it moves). Through didSave the files are opened first, as an
     editor opens a document before it saves it; the first edit of each file through the disk
@@ -103,24 +162,26 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
     lat: list[float] = []
     first: list[float] = []  # the first edit of each file
     timeouts = 0
-    originals: dict[str, str] = {}
+    originals: dict[str, bytes] = {}
     ext0 = dict(incremental.stats)
     if via_save:
         for rel in paths:
-            live.buffer_opened(rel, (root / rel).read_text(encoding="utf-8"))
+            live.buffer_opened(rel, (root / rel).read_text(encoding="utf-8", errors="surrogateescape"))
         live.warm_idle(60)
     for i in range(samples):
         rel = paths[i % len(paths)]
         full = root / rel
-        text = full.read_text(encoding="utf-8")
-        originals.setdefault(rel, text)
+        raw = full.read_bytes()
+        originals.setdefault(rel, raw)
+        text = raw.decode("utf-8", "surrogateescape")
         counter[0] += 1
         name = f"_cs_probe_{tag}_{counter[0]}"
-        line = f"def {name}(): return {counter[0]}"
-        new = _middle(text, line, _definition_rows(app, rel)) if where == "middle" else text + ("" if text.endswith("\n") else "\n") + line + "\n"
+        line = _probe(language, name, counter[0])
+        new = _middle(text, line, _definition_rows(app, rel, language)) if where == "middle" \
+            else text + ("" if text.endswith("\n") else "\n") + line + "\n"
         live.wait_idle(30)
         t0 = time.perf_counter()
-        full.write_text(new, encoding="utf-8")
+        replace_file(full, new.encode("utf-8", "surrogateescape"))
         if via_save:
             live.buffer_saved(rel)
         t1 = _wait_visible(app, name)
@@ -130,8 +191,8 @@ def _edit_series(app, live, root: Path, paths: list[str], samples: int, tag: str
             lat.append((t1 - t0) * 1000)
             if i < len(paths):
                 first.append(lat[-1])
-    for rel, text in originals.items():
-        (root / rel).write_text(text, encoding="utf-8")
+    for rel, raw in originals.items():
+        replace_file(root / rel, raw)
         if via_save:
             live.buffer_saved(rel)
     time.sleep(0.3)
@@ -156,7 +217,8 @@ def _count_storm_symbols(app) -> int:
         conn.close()
 
 
-def _storm(app, live, root: Path, paths: list[str], undo: dict[str, str] | None, rng: random.Random) -> dict[str, Any]:
+def _storm(app, live, root: Path, paths: list[str], undo: dict[str, bytes] | None, rng: random.Random,
+           language: str = "python", selectors: list[str] = ()) -> dict[str, Any]:
     from codesynapse.methods import call_method
 
     t0 = time.perf_counter()
@@ -164,18 +226,18 @@ def _storm(app, live, root: Path, paths: list[str], undo: dict[str, str] | None,
         undo = {}
         for k, rel in enumerate(paths):
             full = root / rel
-            text = full.read_text(encoding="utf-8")
-            undo[rel] = text
-            full.write_text(text + ("" if text.endswith("\n") else "\n") + f"def _cs_storm_{k}(): pass\n",
-                            encoding="utf-8")
+            raw = full.read_bytes()
+            undo[rel] = raw
+            tail = b"" if raw.endswith(b"\n") else b"\n"
+            replace_file(full, raw + tail + _probe(language, f"_cs_storm_{k}", k).encode() + b"\n")
         check = lambda: _count_storm_symbols(app) >= len(paths)  # noqa: E731
     else:
-        for rel, text in undo.items():
-            (root / rel).write_text(text, encoding="utf-8")
+        for rel, raw in undo.items():
+            replace_file(root / rel, raw)
         check = lambda: _count_storm_symbols(app) == 0  # noqa: E731
     t_written = time.perf_counter()
-    # requests served meanwhile
-    sel = [s.qname for s in app.store.symbols_by_name("__init__", limit=200)] or ["__init__"]
+    # requests served meanwhile: cards of the functions of the corpus's largest files
+    sel = list(selectors) or [s.qname for s in app.store.symbols_by_name("__init__", limit=200)] or ["__init__"]
     req_lat: list[float] = []
     pending_seen = 0
     errors = 0
@@ -219,12 +281,17 @@ def run_incremental_bench(args) -> dict[str, Any]:
 
     quick = getattr(args, "quick", False)
     corpus = resolve((args.corpus or ["python-stdlib"])[0])
+    language = corpus.languages[0] if corpus.languages else None
+    if language is not None and language not in PROBES:
+        raise SystemExit(f"bench incremental: corpus {corpus.name} is {language}; it edits {', '.join(PROBES)} files")
     samples = 20 if quick else 60
     base = cache_dir() / "incremental"
-    root, data = base / "tree", base / "data"
-    say(f"incremental: copying {corpus.version}")
-    writable_copy(corpus, root)
-    shutil.rmtree(data, ignore_errors=True)
+    for old in ("tree", "data"):  # the layout before one folder per corpus
+        shutil.rmtree(base / old, ignore_errors=True)
+    root, data = base / corpus.name / "tree", base / corpus.name / "data"
+    say(f"incremental: linking {corpus.version}")
+    link_tree(corpus, root)
+    reused = (data / "graph.db").exists()
     app = open_app(root, data, corpus.exclude, corpus.include)
     rng = random.Random(7)
     try:
@@ -234,12 +301,24 @@ def run_incremental_bench(args) -> dict[str, Any]:
         from codesynapse.bench.apps import what_if_analyze
 
         analyzed = what_if_analyze(app)
-        say(f"  indexed the copy in {index_s:.1f} s")
+        say(f"  {'caught up the kept index' if reused else 'indexed the tree'} in {index_s:.1f} s")
+        if language is None:  # a folder given by path: the language most of its indexed files are in
+            counts: dict[str, int] = {}
+            for f in app.store.files():
+                if f.status == "indexed" and f.language in PROBES:
+                    counts[f.language] = counts.get(f.language, 0) + 1
+            if not counts:
+                raise SystemExit(f"bench incremental: {corpus.path} has no {' or '.join(PROBES)} file indexed")
+            language = max(sorted(counts), key=counts.get)
         kept = [p.stat().st_size for p in (app.workspace.data_dir / "kept").glob("*.kept")]
-        small, large, untouched = _pick_files(app, rng, 10)
+        small, large, untouched = _pick_files(app, rng, 10, language)
+        selectors = [r.qname for rel in large for r in app.store.symbols_in_file(rel) if r.kind == "function"]
+        selectors = sorted(rng.sample(selectors, min(200, len(selectors))))
         counter = [0]
         load_before = load_average()
-        results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "quick": quick,
+        results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "indexReused": reused,
+                                   "language": language, "probe": _probe(language, "_cs_probe_N", 0).replace(
+                                       "0", "N"), "quick": quick,
                                    "whatIfAnalyze": analyzed, "keptOnDisk": {"files": len(kept), "bytes": sum(kept)},
                                    "debounceMs": app.settings.debounce_ms, "loneQuietMs": LONE_QUIET_S * 1000,
                                    "edits": {}}
@@ -247,10 +326,10 @@ def run_incremental_bench(args) -> dict[str, Any]:
         live.start(watch=False)
         for size, paths in (("small", small), ("large", large)):
             results["edits"][f"didSave/{size}"] = _edit_series(app, live, root, paths, samples, f"s{size[0]}", True,
-                                                               counter)
+                                                               counter, language=language)
             say(f"  didSave {size}: {results['edits'][f'didSave/{size}']['latencyMs']}")
         results["edits"]["didSave/large, middle"] = _edit_series(app, live, root, large, samples, "sm", True,
-                                                                 counter, where="middle")
+                                                                 counter, where="middle", language=language)
         say(f"  didSave large, middle: {results['edits']['didSave/large, middle']['latencyMs']}")
         live.stop()
         time.sleep(0.6)
@@ -263,24 +342,24 @@ def run_incremental_bench(args) -> dict[str, Any]:
         # the index (its extraction as the index kept it on disk)
         incremental.forget()
         results["edits"]["disk/large, middle, untouched since the index"] = _edit_series(
-            app, live, root, untouched, len(untouched), "du", False, counter, where="middle")
+            app, live, root, untouched, len(untouched), "du", False, counter, where="middle", language=language)
         say(f"  disk write large, middle, untouched: "
             f"{results['edits']['disk/large, middle, untouched since the index']['latencyMs']}")
         for size, paths in (("small", small), ("large", large)):
             incremental.forget()  # the first disk edit of a file is the first change of it seen
             results["edits"][f"disk/{size}"] = _edit_series(app, live, root, paths, samples, f"d{size[0]}", False,
-                                                            counter)
+                                                            counter, language=language)
             say(f"  disk write {size}: {results['edits'][f'disk/{size}']['latencyMs']}")
         incremental.forget()
         results["edits"]["disk/large, middle"] = _edit_series(app, live, root, large, samples, "dm", False,
-                                                              counter, where="middle")
+                                                              counter, where="middle", language=language)
         say(f"  disk write large, middle: {results['edits']['disk/large, middle']['latencyMs']}")
-        pys = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == "python")
-        storm_paths = sorted(rng.sample(pys, min(STORM, len(pys))))
-        storm = _storm(app, live, root, storm_paths, None, rng)
+        same = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == language)
+        storm_paths = sorted(rng.sample(same, min(STORM, len(same))))
+        storm = _storm(app, live, root, storm_paths, None, rng, language, selectors)
         undo = storm.pop("undo")
         say(f"  storm of {len(storm_paths)} files absorbed in {storm['absorbSeconds']}")
-        revert = _storm(app, live, root, storm_paths, undo, rng)
+        revert = _storm(app, live, root, storm_paths, undo, rng, language, selectors)
         revert.pop("undo")
         say(f"  revert storm absorbed in {revert['absorbSeconds']}")
         live.stop()
@@ -291,6 +370,8 @@ def run_incremental_bench(args) -> dict[str, Any]:
     finally:
         app.close()
     section = "incremental_whatif" if results.get("whatIfAnalyze") else "incremental"
+    if corpus.name != "python-stdlib":
+        section += f"_{corpus.name}"
     write_perf_section(Path(args.out), section, incremental_markdown(results, machine_info()))
     save_raw(section, results)
     return results
@@ -298,19 +379,26 @@ def run_incremental_bench(args) -> dict[str, Any]:
 
 def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
     lines = ["## Save-to-queryable latency and change storms"
+             + ("" if r["corpus"]["name"] == "python-stdlib" else f" — {r['corpus']['version']}")
              + (" — what-if: SQLite ANALYZE run on the index first" if r.get("whatIfAnalyze") else ""), "",
              f"* **Machine:** {machine_line(machine)}",
-             f"* **Corpus:** {r['corpus']['version']} (scratch copy, policy exclude {r['corpus']['policyExclude']}); "
-             f"copy indexed in {r['indexSeconds']:.1f} s; live-updater debounce {r['debounceMs']} ms (the default)"
+             f"* **Corpus:** {r['corpus']['version']} (a scratch tree of hard links to it, policy exclude "
+             f"{r['corpus']['policyExclude']}); "
+             + (f"the index kept from an earlier run caught up in {r['indexSeconds']:.1f} s"
+                if r.get("indexReused") else f"the tree indexed in {r['indexSeconds']:.1f} s")
+             + f"; live-updater debounce {r['debounceMs']} ms (the default)"
              + (f", of which a lone disk change waits {r['loneQuietMs']:g} ms of quiet (a burst waits it out)"
                 if r.get("loneQuietMs") is not None else "") + "."
              + (" **--quick** run (fewer samples)." if r.get("quick") else ""),
              "* **Method:** `codesynapse bench incremental`, in-process (the daemon's LiveUpdater and dispatch "
-             "table; no JSON-RPC transport). A one-line edit appends `def _cs_probe_N(): return N` to a file; the "
+             f"table; no JSON-RPC transport). A one-line edit appends `{r.get('probe') or 'def _cs_probe_N(): return N'}` "
+             f"to a {r.get('language', 'python')} file (the file replaced by a new one, as editors that save by "
+             "rename do); the "
              "clock runs from just before the write to the first `codesynapse/symbolCard` answer (polled every "
              "2 ms) that finds the new function. *didSave*: write + `buffer_saved` as the didSave handler calls it; "
              "*disk*: write only, noticed by the watchfiles watcher. Small = 50–150-line files, large = the 10 "
-             "largest files. Load average (1 min) "
+             "largest files. Requests during a storm: `symbolCard` of up to 200 functions of the large files. "
+             "Load average (1 min) "
              f"{(r.get('loadBefore') or ['?'])[0]} before, {(r.get('loadAfter') or ['?'])[0]} after (shared machine).",
              "",
              "",
@@ -353,7 +441,8 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
     warm = [((v.get("laterEditsMs") or {}).get("p95") if k.startswith("disk/") else v["latencyMs"]["p95"], k)
             for k, v in r["edits"].items()]
     warm_worst = max(((p, k) for p, k in warm if p is not None), default=(None, ""))
-    lines += ["", f"Target (issue 3, benchmark): p95 ≤ 100 ms for a one-line edit — "
+    issue = "issue 24, on a kernel-size index" if r["corpus"]["name"].startswith("linux") else "issue 3"
+    lines += ["", f"Target ({issue}, benchmark): p95 ≤ 100 ms for a one-line edit — "
                   f"{met(worst[0] is not None and worst[0] <= 100)} over every sample (worst p95 {ms(worst[0])} ms, "
                   f"{worst[1]}); leaving out the first disk change of each file: "
                   f"{met(warm_worst[0] is not None and warm_worst[0] <= 100)} (worst p95 {ms(warm_worst[0])} ms, "
