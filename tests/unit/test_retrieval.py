@@ -586,3 +586,81 @@ def test_the_graph_stage_counts_the_calls_that_reach_a_callee(tmp_path):
         assert score["ops.audit_entry"] > 1.2 * score["ops.log_line"] > 0
     finally:
         a.close()
+
+
+def test_the_graph_stage_hands_a_types_score_to_the_functions_taking_it(tmp_path):
+    """A type's takers are graph edges: the task's words are in the type's summary
+    (``VersionGate``); the work is in ``admit``, which takes one as a parameter, shares no
+    word with the task and neither calls nor is called by the type. The stage gives ``admit``
+    a share of the type's score. ``gate_of`` only returns one (it makes, not takes it),
+    ``note`` has a parameter whose words are the type's but whose type is not, and
+    ``check`` takes ``other.VersionGate``, another module's type of the same name: none of
+    them gets a share. Before, ``admit`` was no candidate."""
+    a = _small_app(tmp_path, {"gates.py": (
+        "import other\n\n\n"
+        "class VersionGate:\n"
+        "    \"\"\"The release a serialized field first appeared in.\"\"\"\n"
+        "    number = 0\n\n\n"
+        "def admit(gate: VersionGate, configured: int) -> bool:\n"
+        "    return gate.number <= configured\n\n\n"
+        "def gate_of(column) -> VersionGate:\n"
+        "    return column.gate\n\n\n"
+        "def note(version_gate):\n"
+        "    return version_gate\n\n\n"
+        "def check(gate: other.VersionGate) -> bool:\n"
+        "    return bool(gate)\n"),
+        "other.py": "class VersionGate:\n    pass\n"})
+    try:
+        got, order = _rank(a, "the release a serialized field first appeared in")
+        assert order[0] == "gates.VersionGate"
+        assert "gates.admit" in order
+        admit = got.order[order.index("gates.admit")]
+        assert got.legs[admit] == {"graph"}
+        assert 0 < got.score[admit] < got.score[got.order[0]]
+        for q in ("gates.gate_of", "gates.note", "gates.check"):
+            assert q not in order
+    finally:
+        a.close()
+
+
+def test_a_signatures_parameters_are_the_parentheses_after_its_name():
+    from codesynapse.context.retrieval import _params
+
+    assert _params("func (n *node) insert(key string, child *node) *node", "insert") == "key string, child *node"
+    assert _params("pub fn into_string(self) -> io::Result<String>", "into_string") == "self"
+    assert _params("def f(a: Callable[[int], str] = g(1)) -> Gate", "f") == "a: Callable[[int], str] = g(1)"
+    assert _params("fn get<T: Clone>(x: T, y: Gate) -> T", "get") == "x: T, y: Gate"
+    assert _params("func Map[K comparable](m K) K", "Map") == "m K"
+    assert _params("VersionGate", "admit") == "VersionGate"  # no parameter list: all of it
+
+
+def test_the_takers_read_is_bound_to_its_graph_before_its_limit(tmp_path):
+    """``signature_mentions`` reads the signatures naming a type in one read, graph-bound:
+    another graph in the same file whose forty functions take a ``Ledger`` does not crowd
+    out the function of this graph that does (the limit counts this graph's rows: here the
+    class, whose own signature names it, and the function), and
+    none of the other graph's rows is answered."""
+    from codesynapse.index.indexer import Indexer
+    from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    other.mkdir()
+    mine.mkdir()
+    (other / "books.py").write_text("class Ledger:\n    pass\n\n\n" + "".join(
+        f"def close_{i}(book: Ledger) -> None:\n    return None\n\n\n" for i in range(40)))
+    (mine / "books.py").write_text("class Ledger:\n    pass\n\n\n"
+                                   "def settle(book: Ledger, note: str) -> None:\n    return None\n\n\n"
+                                   "def unrelated(count: int) -> int:\n    return count\n")
+    db = tmp_path / "g.db"
+    a = SqliteGraphStore(db, "other")
+    Indexer(other, a, None, workers=1).index_tree()
+    b = SqliteGraphStore(db, "mine")
+    Indexer(mine, b, None, workers=1).index_tree()
+    try:
+        got = b.signature_mentions(["Ledger", "Nowhere"], 5)
+        assert [r.qname for r in got["Ledger"]] == ["books.Ledger", "books.settle"]  # the class itself too
+        assert "Nowhere" not in got
+        assert len(a.signature_mentions(["Ledger"], 5)["Ledger"]) == 5
+    finally:
+        a.close()
+        b.close()

@@ -24,8 +24,9 @@ graph stage, in two rounds (``_expand``): a share of a top candidate's score (``
 over its callees or its callers, and a callee's share over the calls that reach it) goes to
 the function that does its work and to the dispatcher that calls it (a type's members count as
 its callees), to the overrides of a method (the same method in the subtypes and supertypes of
-its type, by the index's inheritance edges) and, for a constant or a variable, to the code of
-its file that uses it; the second round expands the best candidates the first did not, so a
+its type, by the index's inheritance edges), for a type, to the functions taking one as a
+parameter (``_takers``) and, for a constant or a variable, to the code of its file that uses
+it; the second round expands the best candidates the first did not, so a
 candidate the first hop raised passes its share on one more hop (never back to its sender). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
 unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
@@ -65,6 +66,8 @@ EXPAND_ROUNDS = 2  # rounds of the graph stage (the second expands what the firs
 DATA_KINDS = frozenset({"constant", "variable"})  # symbols that hold a value and do no work: their users do
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
+CALLABLE_KINDS = frozenset({"function", "method", "constructor"})  # what takes a type as a parameter (``_takers``)
+TAKER_READ = 4 * (EXPAND_FANOUT + 1)  # signatures read per type: the phrase also matches words no type name
 TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "object", "record"})  # a hop with more distinct neighbours only reinforces candidates already found
 ROLE_PRIOR = 0.25  # the factor of a symbol in test, example, docs, config, generated or vendored code
 PLAIN_NAME_DF = 50  # a plain word (no case change, digit or _) in more symbols' lexical fields is no name
@@ -614,8 +617,9 @@ class Retriever:
         sent it (a non-backtracking walk: a score does not come back to where it started).
 
         The neighbours: callees, callers, a type's members, overrides (the same method in the
-        subtypes and supertypes of the candidate's type) and, for a constant or a variable,
-        the code of its file that uses it (``_users``). Each gets ``DECAY`` times the score,
+        subtypes and supertypes of the candidate's type), the functions taking a type as a
+        parameter (``_takers``) and, for a constant or a variable, the code of its file that
+        uses it (``_users``). Each gets ``DECAY`` times the score,
         divided by the square root of the number of neighbours of that kind — the one
         function a wrapper calls gets much, one of thirty gets little. A callee's share is
         also divided by the square root of the number of calls that reach it (the
@@ -675,11 +679,15 @@ class Retriever:
         # subclass's override does the work the base's method names, or the reverse); the code
         # using a constant or a variable
         hit_rows = [rows[h] for h, _l, _n in hops]
-        for (h, lists, sizes), over, users in zip(hops, self._overrides(hit_rows), self._users(hit_rows, rows, dl)):
+        for (h, lists, sizes), over, users, takers in zip(hops, self._overrides(hit_rows),
+                                                          self._users(hit_rows, rows, dl),
+                                                          self._takers(hit_rows, rows)):
             lists.append(over)
             sizes.append(len(over))
             lists.append(users)
             sizes.append(len(users))
+            lists.append(takers)
+            sizes.append(len(takers))
         named = store.symbols_by_qnames(q for _, lists, sizes in hops for names, n in zip(lists, sizes)
                                         if n <= EXPAND_FANOUT for q in names
                                         if isinstance(q, str) and q not in by_qname)
@@ -739,6 +747,38 @@ class Retriever:
                         got.append(rid)
         return [found.get((r.path, r.name), []) if r.kind in DATA_KINDS else [] for r in hits]
 
+    def _takers(self, hits: list[SymbolRow], rows: dict[int, SymbolRow]) -> list[list[int]]:
+        """For each hit that is a type, the functions and methods whose parameter list names it
+        (the code that takes one: ``isValidSince(Since annotation)`` for ``Since``), its own
+        members left out (they are its members' hop). The index keeps no reference edge for a
+        parameter's type, so the signatures are read: those whose words hold the type name's
+        (one store read for all hits), then the name itself, whole, in the parameters; a
+        return type does not count (the tune half measured it: it made ``Mux.handle``, which
+        returns a tree node, outrank the tree's own helper), nor does a name qualified by a
+        module (``context.Context``, another package's type). At most ``EXPAND_FANOUT + 1``
+        each (more only reinforce)."""
+        types = [r for r in hits if r.kind in TYPE_KINDS and r.name]
+        fn = getattr(self.store, "signature_mentions", None)
+        if not types or fn is None:
+            return [[] for _ in hits]
+        # the phrase also matches words that are no type name (a parameter "since"): read more
+        got = fn([r.name for r in types], TAKER_READ)
+        out: dict[int, list[int]] = {}
+        for r in types:
+            word = re.compile(r"(?<![\w$.])" + re.escape(r.name) + r"(?![\w$])")
+            ids: list[int] = []
+            for x in got.get(r.name, []):
+                if x.kind not in CALLABLE_KINDS or x.id == r.id or x.parent == r.qname \
+                        or not word.search(_params(x.signature or "", x.name)):
+                    continue
+                rid = self._key(x, rows)
+                if rid not in ids:
+                    ids.append(rid)
+                if len(ids) > EXPAND_FANOUT:
+                    break
+            out[r.id] = ids
+        return [out.get(r.id, []) for r in hits]
+
     def _overrides(self, hits: list[SymbolRow]) -> list[list[str]]:
         """For each hit, the qualified names of the methods that override it (the same name
         in a subtype of its type) or that it overrides (in a supertype), as the index's
@@ -770,6 +810,27 @@ class Retriever:
             cands.append(list(dict.fromkeys(t + sep + r.name for t in types if t != r.parent)))
         defined = store.symbols_by_qnames(q for qs in cands for q in qs)
         return [[q for q in qs if any(x.kind != "module" for x in defined.get(q, []))] for qs in cands]
+
+
+def _params(signature: str, name: str) -> str:
+    """The parameter list of a signature: the parenthesized text after the symbol's name and
+    its type parameters, if any (``func (n *node) insert(key string, child *node) *node`` →
+    ``key string, child *node``; ``fn get<T>(x: T)`` → ``x: T``); the whole signature when
+    the name is not followed by one."""
+    m = re.search(r"(?<![\w$])" + re.escape(name) + r"\s*(?:<[^()]*>|\[[^()]*\])?\s*\(", signature)
+    if m is None:
+        return signature
+    i = m.end()
+    depth = 1
+    for j in range(i, len(signature)):
+        ch = signature[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return signature[i:j]
+    return signature[i:]
 
 
 def _member_sep(r: SymbolRow) -> str | None:

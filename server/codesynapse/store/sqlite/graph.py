@@ -27,6 +27,7 @@ except ImportError:  # not POSIX: writers of one process still serialize on the 
     fcntl = None  # type: ignore[assignment]
 
 from codesynapse.context.lexical import FIELD_WEIGHTS, fts_query, symbol_fields
+from codesynapse.context.lexical import words as lex_words
 from codesynapse.errors import StoreError, StoreUnavailable
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import (
@@ -961,6 +962,30 @@ class SqliteGraphStore(SqliteDepsMixin):
         n = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
         keep = [t for t in terms if df.get(t, 0) <= max(LEX_COMMON_SHARE * n, LEX_COMMON_MIN)]
         return keep or [min(terms, key=lambda t: df.get(t, 0))]
+
+    def signature_mentions(self, names: Sequence[str], limit: int) -> dict[str, list[SymbolRow]]:
+        """For each name (a type's), symbols of this graph whose signature holds its words in a
+        row (the full-text table's signature column: the stemmed sub-words of the name as a
+        phrase), at most ``limit`` each: the candidates for "the functions that take this
+        type" (the caller checks the signature's text). One read for all names (a sub-select
+        each, graph-bound before its limit)."""
+        phrases: list[tuple[str, str]] = []
+        for n in dict.fromkeys(names):
+            ws = [w for w in lex_words(n) if '"' not in w]
+            if ws:
+                phrases.append((n, 'lex_sig : "' + " ".join(ws) + '"'))
+        if not phrases or limit <= 0:
+            return {}
+        sub = " UNION ALL ".join(
+            "SELECT * FROM (SELECT ? AS m_name, s.* FROM symbols_lex CROSS JOIN symbols s "
+            "ON s.id = symbols_lex.rowid WHERE symbols_lex MATCH ? AND s.graph_id=? LIMIT ?)" for _ in phrases)
+        args: list[object] = [x for n, q in phrases for x in (n, q, self._gk, limit)]
+        out: dict[str, list[SymbolRow]] = {}
+        for r in self._q(sub, args):
+            out.setdefault(r["m_name"], []).append(self._sym(r))
+        for rows in out.values():
+            rows.sort(key=lambda x: (x.path, x.start_line, x.qname))
+        return out
 
     def count_lexical(self, terms: Sequence[str], cap: int | None = None) -> int:
         """How many symbols ``lexical_search`` matches; at most ``cap`` when given (cheap)."""
