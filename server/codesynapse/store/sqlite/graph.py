@@ -17,6 +17,7 @@ import re
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,6 +84,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_lex USING fts5(
   lex_name, lex_qname, lex_sig, lex_doc, lex_path, content='', tokenize='unicode61');
 CREATE VIRTUAL TABLE IF NOT EXISTS lex_vocab USING fts5vocab(symbols_lex, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(symbols_fts, 'row');
 CREATE TABLE IF NOT EXISTS calls(
   id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, path TEXT NOT NULL, caller TEXT NOT NULL,
   callee TEXT NOT NULL, name TEXT NOT NULL, head TEXT NOT NULL, hint TEXT NOT NULL,
@@ -117,22 +119,41 @@ CREATE INDEX IF NOT EXISTS inherits_child ON inherits(graph_id, child);
 
 def _fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: quoted tokens OR-ed (prefix on the last)."""
+    return " OR ".join(_fts_terms(text)[0])
+
+
+def _fts_key(term: str) -> str:
+    """A quoted term as symbols_fts's vocabulary holds it (unicode61 folds case and
+    diacritics)."""
+    t = unicodedata.normalize("NFKD", term.strip('"').lower())
+    return "".join(c for c in t if not unicodedata.combining(c))
+
+
+def _fts_terms(text: str) -> tuple[list[str], list[str]]:
+    """The quoted terms of ``text`` for symbols_fts (each token, and its camelCase /
+    snake_case sub-words when it has several), and its words (the sub-words, or the token
+    when it has none), each once."""
     toks = [t for t in re.split(r"[^\w]+", text) if t]
     terms: list[str] = []
+    words: list[str] = []
     for t in toks[:32]:
         terms.append(f'"{t}"')
         low = [m.group(0).lower() for m in CAMEL.finditer(t)]
         if len(low) > 1:
             terms.extend(f'"{x}"' for x in low)
-    if not terms:
-        return ""
-    return " OR ".join(dict.fromkeys(terms))
+            words.extend(f'"{x}"' for x in low)
+        else:
+            words.append(f'"{t}"')
+    return list(dict.fromkeys(terms)), list(dict.fromkeys(words))
 
 
 # column order of the symbol and call rows write_files builds
 # the lexical table's ranking function: bm25 with the fields' weights (context/lexical.py)
 _BM25_RANK = f"bm25({', '.join(str(w) for w in FIELD_WEIGHTS)})"
 _FTS_ALL = 1 << 30
+# a name search (search) ranks every match of its words by BM25, which costs a row each: past
+# this many matches it ranks those holding every word, then those of its rarest words
+SEARCH_POOL = 4096
 LEX_COMMON_SHARE = 0.1  # a lexical query term in more than this share of the symbols ...
 LEX_COMMON_MIN = 1000  # ... and in more than this many is left out (_distinctive)
 _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
@@ -902,9 +923,37 @@ class SqliteGraphStore(SqliteDepsMixin):
         return self._sym(rows[0]) if rows else None
 
     def search(self, text: str, limit: int, offset: int = 0) -> list[tuple[SymbolRow, float]]:
-        q = _fts_query(text)
-        if not q:
+        """Symbols by BM25 over name, qname and sub-words for the words of ``text`` OR-ed,
+        best first, ties by (qname, path, start_line). When its words match more than
+        ``SEARCH_POOL`` symbols in all (a name not found on a kernel-size graph: "probe",
+        "small"), the symbols holding every word come first, ranked among themselves, then
+        those of its rarest terms, as many as keep that pool; the commonest terms weigh least
+        in BM25 and cost most to rank. A search of one common word still ranks all of it."""
+        terms, words = _fts_terms(text)
+        if not terms or limit <= 0:
             return []
+        if len(terms) > 1:
+            df = self._fts_df(terms + words)
+            if sum(df.get(_fts_key(t), 0) for t in terms) > SEARCH_POOL:
+                want = limit + offset
+                rows = []
+                if len(words) > 1:
+                    rows = self._search_rows(" AND ".join(words), want, 0)
+                if len(rows) < want:
+                    keep, total = [], 0
+                    for t in sorted(terms, key=lambda t: df.get(_fts_key(t), 0)):
+                        n = df.get(_fts_key(t), 0)
+                        if keep and total + n > SEARCH_POOL:
+                            break
+                        keep.append(t)
+                        total += n
+                    seen = {r.id for r, _ in rows}
+                    rows += [(r, sc) for r, sc in self._search_rows(" OR ".join(t for t in terms if t in keep), want, 0)
+                             if r.id not in seen]
+                return rows[offset:want]
+        return self._search_rows(" OR ".join(terms), limit, offset)
+
+    def _search_rows(self, q: str, limit: int, offset: int) -> list[tuple[SymbolRow, float]]:
         rows = self._q(
             "SELECT s.*, bm25(symbols_fts, 4.0, 2.0, 1.0) AS score FROM symbols_fts "
             "JOIN symbols s ON s.id = symbols_fts.rowid "
@@ -912,6 +961,12 @@ class SqliteGraphStore(SqliteDepsMixin):
             "ORDER BY score, s.qname, s.path, s.start_line LIMIT ? OFFSET ?",
             (q, self._gk, limit, offset))
         return [(self._sym(r), -float(r["score"])) for r in rows]
+
+    def _fts_df(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many symbols (of every graph in the file) hold each term, by its vocabulary key."""
+        keys = list(dict.fromkeys(_fts_key(t) for t in terms))
+        return {r["term"]: r["doc"] for r in self._q(
+            f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(keys))})", keys)}
 
     def count_search(self, text: str) -> int:
         q = _fts_query(text)
