@@ -331,8 +331,8 @@ _MISSING = object()
 _NAMES_MASK = (1 << 24) - 1  # SymbolIndex._names: 16 M bits (2 MB)
 _NAME_SEPS = (".", "::", "\\")
 _PARTS = re.compile(r"::|[.\\]")  # what splits an import's text into the names a walk looks up
-_MOVED_LIMIT = 4096
-_KEEP_ANSWERS = 50_000  # resolve_qname answers sorted through after a kept edit (else all go)  # names a star graph kept across edits may have moved before it is made again
+_MOVED_LIMIT = 4096  # names a star graph kept across edits may have moved before it is made again
+_KEEP_ANSWERS = 50_000  # resolve_qname answers sorted through after a kept edit (else all go)
 
 
 class SymbolIndex:
