@@ -118,7 +118,7 @@ class LiveIndex:
             changed.append(Candidate(rel, spec.name, st.st_size, st.st_mtime_ns))
         stored = {c.path for c in changed}
         deleted = [d for d in deleted if d not in stored]
-        known = {f.path for f in app.store.files()} if deleted else set()
+        known = set(app.store.files_by_paths(deleted)) if deleted else set()  # not every file row
         deleted = [d for d in deleted if d in known]
         return changed, deleted, skipped, overlays
 
