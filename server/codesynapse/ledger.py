@@ -37,7 +37,7 @@ from typing import Annotated, Any
 import msgspec
 
 from codesynapse import metrics
-from codesynapse.bench.baselines import CorpusText, Request, raw_baselines
+from codesynapse.bench.baselines import CorpusText, Request, Yielded, raw_baselines
 from codesynapse.bench.stats import reduction_pct
 from codesynapse.context.budget import tokens_for
 from codesynapse.scope import Scope
@@ -419,7 +419,8 @@ class LedgerBook:
             with self._lock:
                 while not self._closed:
                     idle = time.monotonic() - self._last_request
-                    if self._inflight == 0 and idle >= IDLE_S and any(s.waiting for s in self._sessions.values()):
+                    if self._inflight == 0 and idle >= IDLE_S and not self._index_busy() \
+                            and any(s.waiting for s in self._sessions.values()):
                         break
                     self._wake.wait(max(IDLE_S - idle, 0.05) if self._inflight == 0 else IDLE_S)  # close() wakes it
                 if self._closed:
@@ -431,10 +432,17 @@ class LedgerBook:
 
     def _busy(self) -> bool:
         with self._lock:
-            return self._inflight > 0
+            return self._inflight > 0 or self._index_busy()
+
+    def _index_busy(self) -> bool:
+        """The index has changes queued or being applied: a save waits for no raw estimate
+        (each greps the whole tree; on a kernel-size tree, seconds of the GIL)."""
+        state = getattr(self.app, "index_state", None)
+        return state is not None and state.pending > 0
 
     def _settle(self, led: SessionLedger, until: float, yield_to_requests: bool = False) -> None:
         with self._compute_lock:
+            corpus = None
             while time.monotonic() < until:
                 if yield_to_requests and self._busy():
                     return
@@ -443,7 +451,15 @@ class LedgerBook:
                         return
                     row = led.waiting.popleft()
                 try:  # the files as they are now: a text read for an earlier answer may have changed since
-                    a, b, fa, fb = self._estimate(_request(row.request), self._corpus())
+                    if corpus is None:
+                        corpus = self._corpus()
+                        if yield_to_requests:  # a grep stops between files once a request or an update comes
+                            corpus.stop = self._busy
+                    a, b, fa, fb = self._estimate(_request(row.request), corpus)
+                except Yielded:  # estimated again from the start when the daemon is idle
+                    with led.lock:
+                        led.waiting.appendleft(row)
+                    return
                 except Exception:  # counted without a raw estimate rather than retried for ever
                     log.warning("ledger: the raw estimate of a %s answer failed", row.method, exc_info=True)
                     a = b = fa = fb = 0

@@ -9,6 +9,7 @@ import math
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,34 @@ def test_counting_switch_off_records_nothing_and_on_records_the_answer(repo, tmp
     assert off["session"]["answers"] == 0 and off["session"]["errors"] == 0
     assert [r["method"] for r in on["last"]] == ["codesynapse/callGraph"]
     assert on["session"]["answers"] == 1
+
+
+def test_raw_estimates_wait_while_the_index_has_changes_to_apply(repo, tmp_path):
+    """A raw estimate greps the whole tree; while an update is queued or running (the index
+    state's ``pending``) the worker leaves the estimates waiting, and a grep that has begun
+    gives up between files and is estimated again later, from the start."""
+    from codesynapse.bench.baselines import CorpusText, Yielded
+
+    app = _app(repo, tmp_path / "data")
+    try:
+        book = app.services.ledger
+        app.index_state.pending = 1  # an edit is queued (before the answer: the worker waits too)
+        call_method(app, "codesynapse/symbolCard", {"selector": "shop.cart.Cart.total"})
+        led = next(iter(book._sessions.values()))
+        assert len(led.waiting) == 1
+        assert book._busy()
+        book._settle(led, time.monotonic() + 5.0, yield_to_requests=True)
+        assert len(led.waiting) == 1  # not estimated meanwhile
+        app.index_state.pending = 0
+        book._settle(led, time.monotonic() + 5.0, yield_to_requests=True)
+        assert len(led.waiting) == 0
+        row = call_method(app, "codesynapse/ledger", {"last": 1})["last"][0]
+        assert row["rawA"] > 0 and row["rawB"] > 0
+        corpus = CorpusText(str(repo), [("shop/cart.py", "python"), ("tests/test_cart.py", "python")])
+        corpus.stop = lambda: True
+        with pytest.raises(Yielded):
+            corpus.grep("total")
+        corpus.stop = None
+        assert corpus.grep("total").files == ["shop/cart.py", "tests/test_cart.py"]
+    finally:
+        app.close()

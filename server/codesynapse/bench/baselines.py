@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,12 +72,18 @@ class Baseline:
         return self.file_bytes + len(self.extra_text.encode("utf-8"))
 
 
+class Yielded(Exception):
+    """A grep given up because ``CorpusText.stop`` said so (the daemon has work to do)."""
+
+
 class CorpusText:
     """The eligible files of an index and their text, read lazily and cached; invalidated
-    per path after an edit."""
+    per path after an edit. ``stop``: when set, a grep asks it between files and gives up
+    (``Yielded``) once it answers true."""
 
     def __init__(self, root: str, files: list[tuple[str, str]]):
         self.root = root
+        self.stop: Callable[[], bool] | None = None
         self.files = sorted(files)  # (path, language)
         self.language = dict(files)
         self._text: dict[str, str] = {}
@@ -112,7 +119,10 @@ class CorpusText:
         hits = 0
         files: list[str] = []
         def_files: list[str] = []
-        for path, lang in self.files:
+        stop = self.stop
+        for i, (path, lang) in enumerate(self.files):
+            if stop is not None and not i % 64 and stop():
+                raise Yielded(ident)
             text = self.text(path)
             if ident not in text:
                 continue
