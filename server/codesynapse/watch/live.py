@@ -54,6 +54,9 @@ class LiveUpdater:
         self.in_index: dict[str, bytes] = {}
         self.gate: Callable[[dict[str, str]], Any] | None = None
         self.worker_started = False
+        # set once the worker has read the symbol table and warmed the resolver: an edit
+        # queued before waits for that (on the kernel: seconds after the daemon starts)
+        self.ready = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._overflow = threading.Event()
@@ -248,6 +251,7 @@ class LiveUpdater:
         # make the resolver's star graph and tables (what a save's new calls are looked up in)
         if not self._stop.is_set():
             self._safe(self.app.indexer.warm_resolver)
+        self.ready.set()
         while not self._stop.is_set():
             try:
                 first = self.q.get(timeout=0.5)
