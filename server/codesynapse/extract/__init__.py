@@ -57,6 +57,8 @@ def extract_source(root: str, relpath: str, data: bytes, language: str, redact_e
     if loaded.spec.kind == "doc":
         return hooks.extract(relpath=relpath, src=data, parser=_parser(language), module=module,  # type: ignore[attr-defined]
                              file_hash=h, language=language, redact_extra=redact_extra)
+    if not getattr(hooks, "disk_keep", True):
+        keep_dir = None
     if (incremental or keep_dir) and getattr(hooks, "traces_file_facts", False) \
             and len(data) >= incremental_mod.MIN_BYTES:
         kw = dict(root=root, parser=_parser(language), src=data, query=loaded.query, hooks=hooks, relpath=relpath,

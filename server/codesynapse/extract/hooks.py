@@ -62,6 +62,15 @@ class LanguageHooks:
     # names the hooks report (``trace_begin``/``trace_end``, ``table_names``): such a
     # language's files can be re-extracted a statement at a time (extract/incremental.py).
     traces_file_facts = False
+    # How a line reads, for that re-extraction: the starts of a line that is only a comment (or
+    # a line inside one), and what on a line shows a comment (the last line above a statement,
+    # when it holds one, is that statement's summary)
+    comment_lines: tuple[bytes, ...] = (b"//", b"/*", b"*")
+    comment_marks: tuple[bytes, ...] = (b"//", b"/*", b"*/")
+    offside_rule = False  # indentation is syntax (an indented comment ends the body above it)
+    # whether such a file's extraction is also kept on disk (the first change of a large file
+    # the daemon holds nothing of then starts from it instead of a whole extraction)
+    disk_keep = True
 
     def trace_begin(self) -> None:
         """Start recording the top-level names the next ``receiver_hints`` looks up."""

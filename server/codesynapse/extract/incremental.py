@@ -294,7 +294,7 @@ def _assemble(e: _Entry, path: str, language: str, file_hash: str, lines: int, s
 _CONTINUATION = re.compile(rb"(?:else|elif|except|finally)\b")
 
 
-def _starts_statement(src: bytes, pos: int) -> bool:
+def _starts_statement(src: bytes, pos: int, comments: tuple[bytes, ...] = (b"#",), offside: bool = True) -> bool:
     """Whether the first line at ``pos`` that is neither blank nor a comment at column 0
     starts a statement of its own (not indented, not a clause of the statement above)."""
     n = len(src)
@@ -303,7 +303,7 @@ def _starts_statement(src: bytes, pos: int) -> bool:
         end = n if nl < 0 else nl
         line = src[pos:end]
         body = line.strip()
-        if body and (not body.startswith(b"#") or line[:1] in (b" ", b"\t")):
+        if body and (not body.startswith(comments) or (offside and line[:1] in (b" ", b"\t"))):
             # an indented comment belongs to the indented body above it (tree-sitter ends that
             # statement after it)
             return line[:1] not in (b" ", b"\t", b")", b"]", b"}") and not _CONTINUATION.match(line)
@@ -338,20 +338,20 @@ def _changed_blocks(e: _Entry, src: bytes) -> tuple[int, int]:
     return a, blocks[j].start if j < n else e.size
 
 
-def _has_statement(src: bytes, lo: int, hi: int) -> bool:
+def _has_statement(src: bytes, lo: int, hi: int, comments: tuple[bytes, ...] = (b"#",)) -> bool:
     """Whether the whole lines ``src[lo:hi]`` hold one that is neither blank nor a comment."""
     pos = lo
     while pos < hi:
         nl = src.find(b"\n", pos, hi)
         end = hi if nl < 0 else nl
         body = src[pos:end].strip()
-        if body and not body.startswith(b"#"):
+        if body and not body.startswith(comments):
             return True
         pos = end + 1
     return False
 
 
-def _ends_cleanly(src: bytes, lo: int, hi: int) -> bool:
+def _ends_cleanly(src: bytes, lo: int, hi: int, marks: tuple[bytes, ...] = (b"#",)) -> bool:
     """Whether ``src[lo:hi]`` is empty or ends with a whole line that holds no comment and is
     not a decorator or a line continuation (nothing in it can join the statement below)."""
     if hi <= lo:
@@ -360,7 +360,14 @@ def _ends_cleanly(src: bytes, lo: int, hi: int) -> bool:
         return False
     last = src[max(lo, src.rfind(b"\n", lo, hi - 1) + 1):hi - 1].strip()
     # a comment, even after code on the line, is the summary of the statement below it
-    return b"#" not in last and not last.startswith(b"@") and not last.endswith(b"\\")
+    if any(m in last for m in marks) or last.startswith(b"@"):
+        return False
+    # a line continuation joins what follows, over blank lines too (tree-sitter's C
+    # preprocessor lines: ``#define F(x) \`` then a blank line takes the next statement in)
+    k = hi - 1
+    while k >= lo and src[k] in b" \t\r\n":
+        k -= 1
+    return not (k >= lo and src[k] == 0x5C)
 
 
 def _limits_ok(e: _Entry) -> bool:
@@ -473,25 +480,26 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
     # the summary of what is written below it); to the block holding the byte after it (what
     # follows may continue what was written), or to the block it ends at when it ends with a
     # finished line that is not a comment (a comment belongs to the statement below it).
-    if ra > 0 and ra in at_start and _ends_cleanly(src, 0, ra):
+    lines_, marks, offside = hooks.comment_lines, hooks.comment_marks, hooks.offside_rule
+    if ra > 0 and ra in at_start and _ends_cleanly(src, 0, ra, marks):
         i = at_start[ra]
     else:
         i = max(0, bisect_right(starts, ra - 1, 0, n) - 1)
     # tree-sitter does not mind an indented first line: the range itself must start with a
     # statement of its own (comment lines do not end an indented body)
-    while i > 0 and not _starts_statement(src, starts[i]):
+    while i > 0 and not _starts_statement(src, starts[i], lines_, offside):
         i -= 1
     # the module's own facts (its docstring) come from the file's first statement: an edit
     # at or above it is parsed from the start of the file, down through it
-    if i > 0 and not _has_statement(src, 0, starts[i]):
+    if i > 0 and not _has_statement(src, 0, starts[i], lines_):
         i = 0
     if rb in at_start and at_start[rb] >= i and rb > 0:
         j = at_start[rb] - 1
     else:
         j = max(i, bisect_right(starts, min(rb, e.size - 1), 0, n) - 1)
-    while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte)
-                             and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte)
-                             and (i > 0 or _has_statement(src, 0, starts[j + 1] + dbyte))):
+    while j + 1 < n and not (_starts_statement(src, starts[j + 1] + dbyte, lines_, offside)
+                             and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte, marks)
+                             and (i > 0 or _has_statement(src, 0, starts[j + 1] + dbyte, lines_))):
         j += 1
     lo, old_hi = starts[i], starts[j + 1]
     hi = old_hi + dbyte

@@ -422,6 +422,9 @@ class PythonHooks(LanguageHooks):
     comment_types = frozenset({"comment"})
 
     traces_file_facts = True
+    comment_lines = (b"#",)
+    comment_marks = (b"#",)
+    offside_rule = True
 
     def __init__(self) -> None:
         self._file_tables: tuple[bytes, dict, Node] | None = None
