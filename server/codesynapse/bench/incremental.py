@@ -132,20 +132,21 @@ def _middle(text: str, line: str, starts: list[int] = ()) -> str:
 def _definition_rows(app, rel: str, language: str = "python") -> list[int]:
     """0-based rows where the file's top-level functions and classes start, undecorated and
     without a comment above (which would become the summary of the inserted line), as indexed;
-    in C, functions whose first line starts the line after a blank one."""
+    in C, top-level definitions whose first line starts with a letter after a blank line (not
+    inside an enum's body, whose entries may sit at column 0 too)."""
     rows = app.store.symbols_in_file(rel)
     module = next((r.qname for r in rows if r.kind == "module"), None)
     text = app.workspace.root.joinpath(rel).read_text(encoding="utf-8", errors="replace").split("\n")
     out = []
     for r in rows:
         k = r.start_line - 1
-        if r.kind not in ("function", "class") or not 0 < k < len(text):
+        if r.kind == "module" or not 0 < k < len(text):
             continue
         if language == "python":
-            ok = r.parent == module and text[k].startswith(("def ", "class ", "async def ")) \
-                and not text[k - 1].startswith(("@", "#"))
+            ok = r.kind in ("function", "class") and r.parent == module \
+                and text[k].startswith(("def ", "class ", "async def ")) and not text[k - 1].startswith(("@", "#"))
         else:
-            ok = r.kind == "function" and text[k][:1].isalpha() and not text[k - 1].strip()
+            ok = r.parent == module and text[k][:1].isalpha() and not text[k - 1].strip()
         if ok:
             out.append(k)
     return sorted(out)
