@@ -72,10 +72,11 @@ EDITS = [
 ]
 
 
-def _top(lines: list[str], at: int) -> int:
-    """The first line at or after ``at`` that starts a top-level statement by its look."""
+def _top(lines: list[str], at: int, inside: tuple[str, ...] = (" ", "\t", ")", "]", "}", "#", "@", "")) -> int:
+    """The first line at or after ``at`` that starts a top-level statement by its look (its
+    first character is none of ``inside``: Python's by default)."""
     n = len(lines)
-    while at < n - 1 and lines[at][:1] in (" ", "\t", ")", "]", "}", "#", "@", ""):
+    while at < n - 1 and lines[at][:1] in inside:
         at += 1
     return at
 
@@ -403,10 +404,7 @@ C_EDITS = ["append_fn", "insert_line", "delete_line", "change_line", "insert_fn_
 
 
 def _c_top(lines: list[str], at: int) -> int:
-    n = len(lines)
-    while at < n - 1 and lines[at][:1] in (" ", "\t", "}", "#", "", "/", "*"):
-        at += 1
-    return at
+    return _top(lines, at, (" ", "\t", "}", "#", "", "/", "*"))
 
 
 def _c_edit(text: str, rng: random.Random, kind: str, k: int) -> str:
