@@ -96,7 +96,7 @@ def replace_file(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _probe(language: str, name: str, n: int) -> str:
+def _probe(language: str, name: str, n: int | str) -> str:
     return PROBES[language].format(name=name, n=n)
 
 
@@ -318,8 +318,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
         counter = [0]
         load_before = load_average()
         results: dict[str, Any] = {"corpus": corpus.describe(), "indexSeconds": index_s, "indexReused": reused,
-                                   "language": language, "probe": _probe(language, "_cs_probe_N", 0).replace(
-                                       "0", "N"), "quick": quick,
+                                   "language": language, "probe": _probe(language, "_cs_probe_N", "N"), "quick": quick,
                                    "whatIfAnalyze": analyzed, "keptOnDisk": {"files": len(kept), "bytes": sum(kept)},
                                    "debounceMs": app.settings.debounce_ms, "loneQuietMs": LONE_QUIET_S * 1000,
                                    "edits": {}}

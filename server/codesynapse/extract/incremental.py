@@ -294,7 +294,7 @@ def _assemble(e: _Entry, path: str, language: str, file_hash: str, lines: int, s
 _CONTINUATION = re.compile(rb"(?:else|elif|except|finally)\b")
 
 
-def _starts_statement(src: bytes, pos: int, comments: tuple[bytes, ...] = (b"#",), offside: bool = True) -> bool:
+def _starts_statement(src: bytes, pos: int, comments: tuple[bytes, ...], offside: bool) -> bool:
     """Whether the first line at ``pos`` that is neither blank nor a comment at column 0
     starts a statement of its own (not indented, not a clause of the statement above)."""
     n = len(src)
@@ -338,7 +338,7 @@ def _changed_blocks(e: _Entry, src: bytes) -> tuple[int, int]:
     return a, blocks[j].start if j < n else e.size
 
 
-def _has_statement(src: bytes, lo: int, hi: int, comments: tuple[bytes, ...] = (b"#",)) -> bool:
+def _has_statement(src: bytes, lo: int, hi: int, comments: tuple[bytes, ...]) -> bool:
     """Whether the whole lines ``src[lo:hi]`` hold one that is neither blank nor a comment."""
     pos = lo
     while pos < hi:
@@ -351,7 +351,7 @@ def _has_statement(src: bytes, lo: int, hi: int, comments: tuple[bytes, ...] = (
     return False
 
 
-def _ends_cleanly(src: bytes, lo: int, hi: int, marks: tuple[bytes, ...] = (b"#",)) -> bool:
+def _ends_cleanly(src: bytes, lo: int, hi: int, marks: tuple[bytes, ...]) -> bool:
     """Whether ``src[lo:hi]`` is empty or ends with a whole line that holds no comment and is
     not a decorator or a line continuation (nothing in it can join the statement below)."""
     if hi <= lo:
