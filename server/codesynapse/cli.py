@@ -501,8 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ledger-compare", action="store_true",
                     help="bench requests: the request mix with ledger counting on and off in alternating rounds "
                          "(per type p50/p95 and the overhead; its own PERFORMANCE.md section)")
-    sp.add_argument("--half", choices=("tune", "heldout", "both"), default="both",
-                    help="bench retrieval: which half of the plain-English set to run")
+    sp.add_argument("--half", choices=("tune", "heldout", "both", "fresh"), default="both",
+                    help="bench retrieval: which half of the plain-English set to run (both = tune + heldout; "
+                         "fresh = the never-tuned third folder, on its own)")
     sp.add_argument("--repo", action="append", default=[], help="bench retrieval: only this repository (repeatable)")
     sp.add_argument("--dense-wait", type=float, default=600.0,
                     help="bench retrieval: seconds to wait for the dense vectors before the dense configurations")

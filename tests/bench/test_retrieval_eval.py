@@ -295,3 +295,123 @@ def test_a_run_stops_before_any_request_when_a_unit_is_not_at_its_lines():
     task = _eval_task(["shop.pricing.apply_discount"], ["shop/pricing.py:7-8"], "How is an amount reduced?")
     with pytest.raises(ev.EvalSetError, match=r"apply_discount: not at shop/pricing.py:7-8 in the index"):
         ev.run_corpus(repo, [task], [ev.CURRENT], dense_wait=0)
+
+
+# ---- the fresh half: a third folder, outside the computed split -------------------------------------
+
+
+def _write_as(root: Path, half: str, name: str, body: str) -> None:
+    (root / half).mkdir(parents=True, exist_ok=True)
+    (root / half / name).write_text(textwrap.dedent(body), encoding="utf-8")
+
+
+ALL = ev.HALVES + (ev.FRESH,)
+
+
+def test_fresh_tasks_take_no_part_in_the_computed_split(tmp_path):
+    # SHA-256 prefixes: f6 3efda6, f1 3f524c, t1 628b49, t4 a2f1a6. Were f1 and f6 counted with
+    # t1 and t4 (same repository and group), the order f6, f1, t1, t4 would make t1 held out.
+    _write(tmp_path, "tune", "corpus: x\ntasks:" + _task("t1", "tune", "Why is every header read twice?"))
+    _write(tmp_path, "heldout", "corpus: x\ntasks:" + _task("t4", "heldout", "Which code reads a header line?"))
+    _write(tmp_path, "fresh", "corpus: x\ntasks:" + _task("f1", "fresh", "Where is a header line split?")
+           + _task("f6", "fresh", "Which code lower-cases a header name?"))
+    tasks = ev.load_eval_set(tmp_path, ALL)
+    assert sorted((t.id, t.split) for t in tasks) == [("f1", "fresh"), ("f6", "fresh"), ("t1", "tune"),
+                                                       ("t4", "heldout")]
+
+
+def test_the_split_is_still_checked_when_the_fresh_folder_is_loaded(tmp_path):
+    _write(tmp_path, "tune", "corpus: x\ntasks:" + _task("t4", "tune", "Why is every header read twice?"))
+    _write(tmp_path, "heldout", "corpus: x\ntasks:" + _task("t1", "heldout", "Which code reads a header line?"))
+    _write(tmp_path, "fresh", "corpus: x\ntasks:" + _task("f1", "fresh", "Where is a header line split?"))
+    with pytest.raises(ev.EvalSetError) as e:
+        ev.load_eval_set(tmp_path, ALL)
+    assert "t4: recorded split 'tune', computed 'heldout'" in str(e.value)
+    assert "f1" not in str(e.value)
+
+
+def test_a_fresh_task_must_say_fresh_and_may_not_leak(tmp_path):
+    _write(tmp_path, "fresh", "corpus: x\ntasks:" + _task("f1", "tune", "Where is a header line split?")
+           + _task("f2", "fresh", "Why does parse header drop the value?"))
+    with pytest.raises(ev.EvalSetError) as e:
+        ev.load_eval_set(tmp_path, (ev.FRESH,))
+    msg = str(e.value)
+    assert "f1: split 'tune' but the file is in fresh/" in msg
+    assert "f2: the task text spells 'parse_header' as the words 'parse header'" in msg
+
+
+def test_the_shipped_fresh_set_passes_its_own_checks():
+    tasks = ev.load_eval_set(ev.SET_DIR, ALL)
+    fresh = [t for t in tasks if t.split == ev.FRESH]
+    pe = [t for t in fresh if t.group == "plain_english"]
+    assert len(pe) >= 30 and len({t.repo for t in fresh}) >= 4
+    # repositories of their own: none is also a tune/held-out repository
+    assert not {t.corpus for t in fresh} & {t.corpus for t in tasks if t.split != ev.FRESH}
+    assert all(t.file.endswith(".yaml") and "/fresh/" in t.file for t in fresh)
+
+
+def test_the_answers_of_held_out_and_fresh_tasks_are_not_written_out():
+    def row(split):
+        return {"id": split, "split": split, "cards": ["a.b"], "missing": ["p.py:1-2"], "ok": False}
+
+    res = {"corpora": [{"rows": {ev.FULL: [row("tune"), row("heldout"), row("fresh")]}}]}
+    ev.drop_untuned_answers(res)
+    tune, heldout, fresh = res["corpora"][0]["rows"][ev.FULL]
+    assert tune["cards"] == ["a.b"] and tune["missing"] == ["p.py:1-2"]
+    assert "cards" not in heldout and "missing" not in heldout
+    assert "cards" not in fresh and "missing" not in fresh
+    assert fresh["ok"] is False  # the verdict stays
+
+
+def _pe(tid: str, split: str, text: str, unit: str, evidence: str) -> str:
+    return f"""
+      - id: {tid}
+        split: {split}
+        group: plain_english
+        kind: lookup
+        request: {{method: codesynapse/minimalContext, params: {{task: "{text}"}}}}
+        units: [{unit}]
+        evidence: ["{evidence}"]
+    """
+
+
+def _fixture_set(root: Path, fresh_evidence: str) -> None:
+    repo = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
+    head = f"corpus: '{repo}'\nrepo: python_repo\ntasks:"
+    _write_as(root, "tune", "python_repo.yaml", head + _pe("t1", "tune", "How is an amount reduced by a percentage?",
+                                                            "shop.pricing.apply_discount", "shop/pricing.py:6-8"))
+    _write_as(root, "heldout", "python_repo.yaml", head + _pe("t4", "heldout", "Where is tax added to a net amount?",
+                                                               "shop.pricing.with_tax", "shop/pricing.py:11-13"))
+    _write_as(root, "fresh", "python_repo.yaml", head + _pe("f1", "fresh", "Which code charges money through a gateway?",
+                                                             "shop.payment.Gateway.charge", fresh_evidence))
+
+
+@pytest.fixture
+def bench_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODESYNAPSE_BENCH_CACHE", str(tmp_path / "bench-cache"))
+    monkeypatch.setenv("CODESYNAPSE_EMBEDDER", "none")
+
+
+def test_a_fresh_run_runs_only_the_fresh_tasks(tmp_path, bench_env):
+    _fixture_set(tmp_path / "set", "shop/payment.py:12-14")
+    res = ev.run_eval("fresh", dense_wait=0, root=tmp_path / "set")
+    assert res["halves"] == ["fresh"]
+    assert list(res["summary"]) == ["fresh"]
+    (corpus,) = res["corpora"]
+    for cname, rows in corpus["rows"].items():
+        assert [(r["id"], r["split"]) for r in rows] == [("f1", "fresh")], cname
+    assert res["summary"]["fresh"][res["configs"][-1]]["plain_english"]["tasks"] == 1
+    assert "### fresh half" in ev.markdown(res)
+
+
+def test_a_fresh_run_checks_the_fresh_lines_before_any_request(tmp_path, bench_env):
+    _fixture_set(tmp_path / "set", "shop/payment.py:13-14")
+    with pytest.raises(ev.EvalSetError, match=r"f1: shop.payment.Gateway.charge: not at shop/payment.py:13-14"):
+        ev.run_eval("fresh", dense_wait=0, root=tmp_path / "set")
+
+
+def test_the_cli_offers_the_fresh_half():
+    from codesynapse.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "retrieval", "--half", "fresh"])
+    assert args.half == "fresh"

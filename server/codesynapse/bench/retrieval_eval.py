@@ -1,21 +1,27 @@
 """``codesynapse bench retrieval``: plain-English tasks on repositories the project never tuned
 for, with an ablation of the retrieval legs.
 
-The evaluation set lives in ``fixtures/workloads/plain_english/{tune,heldout}/<repo>.yaml`` (the
-workload format of :mod:`codesynapse.bench.workload`, plus three keys the harness reads):
+The evaluation set lives in ``fixtures/workloads/plain_english/{tune,heldout,fresh}/<repo>.yaml``
+(the workload format of :mod:`codesynapse.bench.workload`, plus three keys the harness reads):
 
 * ``corpus`` — a registry corpus at a pinned version (``pypi:NAME==V``, ``npm:NAME@V``,
   ``go:MODULE@V``, ``maven:G:A:V``, ``crate:NAME@V``; see :mod:`codesynapse.bench.corpora`);
-* per task ``split`` (``tune`` | ``heldout``) and ``group`` (``plain_english`` | ``identifier``);
+* per task ``split`` (``tune`` | ``heldout`` | ``fresh``) and ``group`` (``plain_english`` | ``identifier``);
 * per task ``units``: the qualified names of the units that answer it. For a plain-English task
   unit *i* is evidence item *i* (a ``path:start-end`` location); for an identifier task every
   unit names the definition range among its location evidence.
 
-Before anything runs, the set is checked and the run stops loudly on any problem:
+The ``fresh`` half is a third folder of tasks on repositories of their own, written after the
+tune/held-out set had been worn by tuning and never tuned on; it is run on its own
+(``--half fresh``, written to ``retrieval_eval_fresh.{md,json}``), never as part of ``both``.
 
-* **split** — each task's recorded split is the one :func:`assign_splits` computes (per
-  repository and group, tasks ordered by the SHA-256 of their id; the first half, rounded down,
-  is ``tune``), and the file it sits in is in that split's folder;
+Before anything runs, the whole set (all three folders) is checked and the run stops loudly on
+any problem:
+
+* **split** — every task's recorded split is the folder its file sits in; for the tune and
+  held-out folders it is also the one :func:`assign_splits` computes (per repository and group,
+  tasks ordered by the SHA-256 of their id; the first half, rounded down, is ``tune``); the
+  fresh tasks take no part in that computation;
 * **leaks** — a plain-English task's text names no unit: no word of the text is the unit's name
   (``parse_header``, ``ParseHeader``, ``parseheader``), and no run of consecutive words spells
   its sub-words (``parse header``, ``Parse-Header``). A plain word that is one sub-word of a
@@ -61,7 +67,8 @@ log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[3]
 SET_DIR = REPO / "fixtures" / "workloads" / "plain_english"
-HALVES = ("tune", "heldout")
+HALVES = ("tune", "heldout")  # the split computed by assign_splits; "both" runs these two
+FRESH = "fresh"  # a never-tuned half of its own, outside the computed split
 GROUPS = ("plain_english", "identifier")
 K = 8
 DENSE_WAIT_S = 600.0
@@ -210,6 +217,7 @@ def load_eval_set(root: Path = SET_DIR, halves: Sequence[str] = HALVES) -> list[
 
     tasks: list[EvalTask] = []
     problems: list[str] = []
+    split_checked: list[EvalTask] = []  # the tasks of the tune and held-out folders
     for half in halves:
         for f in sorted((Path(root) / half).glob("*.yaml")):
             data = yaml.safe_load(f.read_text(encoding="utf-8"))
@@ -241,17 +249,19 @@ def load_eval_set(root: Path = SET_DIR, halves: Sequence[str] = HALVES) -> list[
                 elif len(et.units) != sum(1 for e in t.evidence if e.kind == "location"):
                     problems.append(f"{t.id}: each location evidence item needs its unit (qualified name)")
                 tasks.append(et)
+                if half in HALVES:
+                    split_checked.append(et)
     ids = [t.id for t in tasks]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(f"{dup}: duplicate id")
-    if set(halves) == set(HALVES):  # the split can only be checked on the whole set
+    if set(HALVES) <= set(halves):  # the split can only be checked on both its halves
         by: dict[tuple[str, str], list[str]] = {}
-        for t in tasks:
+        for t in split_checked:
             by.setdefault((t.repo, t.group), []).append(t.id)
         want: dict[str, str] = {}
         for group_ids in by.values():
             want.update(assign_splits(group_ids))
-        for t in tasks:
+        for t in split_checked:
             if want.get(t.id) != t.split:
                 problems.append(f"{t.id}: recorded split {t.split!r}, computed {want.get(t.id)!r}")
     if problems:
@@ -455,9 +465,9 @@ ABLATION_FLAGS = dict(ABLATIONS)
 
 
 def run_eval(half: str = "both", repos: Sequence[str] | None = None, dense_wait: float = DENSE_WAIT_S,
-             keep: bool = False, progress=None) -> dict[str, Any]:
+             keep: bool = False, progress=None, root: Path = SET_DIR) -> dict[str, Any]:
     halves = HALVES if half == "both" else (half,)
-    tasks = load_eval_set(SET_DIR, HALVES)  # checked as a whole; run the chosen halves
+    tasks = load_eval_set(root, HALVES + (FRESH,))  # checked as a whole; run the chosen halves
     tasks = [t for t in tasks if t.split in halves and (not repos or t.repo in repos)]
     cls = _config_class()
     configs = [n for n, _f in ABLATIONS] if cls is not None else [CURRENT]
@@ -564,6 +574,20 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+UNTUNED = ("heldout", FRESH)
+
+
+def drop_untuned_answers(res: dict[str, Any]) -> None:
+    """What was answered for a held-out or fresh task (its cards, the evidence it missed) is not
+    written out to tune on; the tune rows keep theirs."""
+    for c in res["corpora"]:
+        for rows in c["rows"].values():
+            for r in rows:
+                if r["split"] in UNTUNED:
+                    r.pop("cards", None)
+                    r.pop("missing", None)
+
+
 def run_retrieval_cli(args) -> int:
     from codesynapse.bench.report import say
 
@@ -577,12 +601,7 @@ def run_retrieval_cli(args) -> int:
         say(str(e))
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    for c in res["corpora"]:  # what was answered for a held-out task is not written out to tune on
-        for rows in c["rows"].values():
-            for r in rows:
-                if r["split"] == "heldout":
-                    r.pop("cards", None)
-                    r.pop("missing", None)
+    drop_untuned_answers(res)
     md = markdown(res)
     suffix = "" if half == "both" else f"_{half}"
     (out / f"retrieval_eval{suffix}.md").write_text(md, encoding="utf-8")
@@ -592,6 +611,6 @@ def run_retrieval_cli(args) -> int:
     return 0
 
 
-__all__ = ["ABLATIONS", "EvalTask", "assign_splits", "check_units", "complete_in_cards", "first_rank", "leaks", "load_eval_set",
+__all__ = ["ABLATIONS", "EvalTask", "assign_splits", "drop_untuned_answers", "check_units", "complete_in_cards", "first_rank", "leaks", "load_eval_set",
            "markdown", "recall_at_k", "reciprocal_rank", "run_eval", "subwords", "summarize", "unit_name",
            ]
