@@ -25,7 +25,7 @@ from codesynapse.graph.model import SymbolRow
 DEFAULT_MINIMAL = 1_500
 MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
 NEAR_WITH_SURE = 3  # minimalContext shows this many approximate candidates beside the symbols the task names
-WEAK_FRACTION = 0.25  # approximate candidates scoring under this share of the best one are counted, not shown
+WEAK_FRACTION = 0.25  # candidates the role prior set back scoring under this share of the best one are counted, not shown
 OMITTED_LISTED = 10  # minimalContext names at most this many of the candidates it leaves out
 
 
@@ -52,12 +52,15 @@ class MinimalContextAnswers:
         order = got.order
         # what is shown: the exact current matches, then the best approximate candidates —
         # all of them up to the card limit when the task names nothing, the NEAR_WITH_SURE
-        # best when it does; candidates far weaker than the best approximate one (a word that
-        # names many symbols, a test the role prior set back) are counted, not shown
+        # best when it does. Code the task did not ask about (a test, an example, a doc the
+        # role prior set back) is counted, not shown, when far weaker than the best approximate
+        # candidate; library code is not cut by score: the fused scores are reciprocal ranks,
+        # so a candidate a quarter of the best is one that a single leg found (or the graph
+        # stage one hop from a hit), and the card limit, not its score, bounds the answer
         sure = [i for i in order if i in got.sure]
         approx = [i for i in order if i not in got.sure and i not in got.set_back]
         best = got.score.get(approx[0], 0.0) if approx else 0.0
-        approx = [i for i in approx if got.score.get(i, 0.0) >= best * WEAK_FRACTION]
+        approx = [i for i in approx if i not in got.role_back or got.score.get(i, 0.0) >= best * WEAK_FRACTION]
         if sure:
             approx = approx[:NEAR_WITH_SURE]
         strong = sure + approx

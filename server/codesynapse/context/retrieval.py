@@ -182,6 +182,8 @@ class Ranked:
     legs: dict[int, set[str]] = field(default_factory=dict)
     lines: dict[int, int] = field(default_factory=dict)  # where a literal needle is written
     set_back: set[int] = field(default_factory=set)  # homonyms the task's other identifiers did not mean
+    # candidates the role prior set back (tests, examples, docs... the task did not ask about)
+    role_back: set[int] = field(default_factory=set)
     provenance: list[Any] = field(default_factory=list)  # legs that ran; a dict for a leg that did not
     unread: int = 0  # files the literal leg left unread (time budget)
 
@@ -600,6 +602,7 @@ class Retriever:
         if cfg.expand and score and self._expand(score, rows, out.legs, asked, dl):
             out.provenance.append("graph")
         out.score = score
+        out.role_back = {i for i in score if self._prior(rows[i], asked) < 1.0}
         sure_order = sorted(out.sure, key=lambda i: (-sure_score[i] * self._prior(rows[i], asked), -score.get(i, 0.0),
                                                      rows[i].qname, rows[i].path))
         rest = sorted((i for i in score if i not in out.sure),
