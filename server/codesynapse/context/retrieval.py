@@ -29,7 +29,8 @@ parameter (``_takers``) and, for a constant or a variable, to the code of its fi
 it; the second round expands the best candidates the first did not, so a
 candidate the first hop raised passes its share on one more hop (never back to its sender). Role
 priors put tests, examples, docs, config, generated and vendored code below library code
-unless the task asks for them (``role_of``, ``asked_roles``). ``RetrievalConfig`` turns legs,
+unless the task asks for them (``role_of``, ``asked_roles``); the test suite's harness kept
+outside test folders ranks as tests, found from the import graph (``find_test_support``). ``RetrievalConfig`` turns legs,
 expansion and priors off one by one (the evaluation's ablations).
 """
 
@@ -135,6 +136,43 @@ def row_role(r: SymbolRow) -> str:
     return role_of(r.path, r.is_test, r.kind, r.language)
 
 
+def find_test_support(store) -> frozenset[str]:
+    """The library-path files that are the test suite's harness, found from the import graph
+    (a path says nothing of them: urllib3's ``dummyserver/``): a file that imports test code
+    (library code never depends on its tests), and the files of its folder that only tests and
+    that folder import (at least one importer). A module counts as test code when all its files
+    are. A store without the import reads answers none."""
+    files = [f for f in store.files() if f.status != "skipped"]
+    touching = getattr(store, "imports_touching", None)
+    if touching is None or not files:
+        return frozenset()
+    role = {f.path: role_of(f.path, language=f.language) for f in files}
+    by_module: dict[str, set[str]] = {}
+    for f in files:
+        if f.module:
+            by_module.setdefault(f.module, set()).add(f.path)
+    test_modules = [m for m, ps in by_module.items() if all(role[p] == TEST for p in ps)]
+    if not test_modules:
+        return frozenset()
+    seeds = {row.path for _id, row in touching((), (), test_modules)
+             if role.get(row.path) == LIBRARY and row.module in by_module}
+    if not seeds:
+        return frozenset()
+    folders = {p.rpartition("/")[0] for p in seeds}
+    in_folder = [f for f in files if f.path.rpartition("/")[0] in folders and role[f.path] == LIBRARY
+                 and f.path not in seeds and f.module]
+    importers: dict[str, set[str]] = {}
+    for _id, row in touching((), (), [f.module for f in in_folder]):
+        importers.setdefault(row.module, set()).add(row.path)
+    out = set(seeds)
+    for f in in_folder:
+        folder = f.path.rpartition("/")[0]
+        who = importers.get(f.module, set()) - by_module.get(f.module, set())
+        if who and all(role.get(p) == TEST or p.rpartition("/")[0] == folder for p in who):
+            out.add(f.path)
+    return frozenset(out)
+
+
 def asked_roles(text: str) -> set[str]:
     """The roles a task asks about by name ("why does the retry test fail" asks about tests)."""
     raw = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", text)}
@@ -201,6 +239,25 @@ class Retriever:
         self._pools: dict[str, list[SymbolRow]] = {}
         # the tested leg's candidates' scores, normalized to its best (``fuse``)
         self.tested_weight: dict[int, float] = {}
+        self._support: frozenset[str] | None = None
+
+    def support_paths(self) -> frozenset[str]:
+        """``find_test_support`` of the store, computed once per index version (kept on the App)."""
+        if self._support is None:
+            key = (id(self.store), getattr(self.app, "last_update", None))
+            cached = getattr(self.app, "_test_support", None)
+            if cached is None or cached[0] != key:
+                cached = (key, find_test_support(self.store))
+                try:
+                    self.app._test_support = cached
+                except AttributeError:
+                    pass
+            self._support = cached[1]
+        return self._support
+
+    def _role(self, r: SymbolRow) -> str:
+        role = row_role(r)
+        return TEST if role == LIBRARY and r.path in self.support_paths() else role
 
     # -- helpers ------------------------------------------------------------------------------
     def _key(self, r: SymbolRow, rows: dict[int, SymbolRow]) -> int:
@@ -213,7 +270,7 @@ class Retriever:
         return r.id
 
     def _prior(self, r: SymbolRow, asked: set[str]) -> float:
-        return prior(row_role(r), asked) if self.config.priors else 1.0
+        return prior(self._role(r), asked) if self.config.priors else 1.0
 
     # -- exact ----------------------------------------------------------------------------------
     def exact_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline):
@@ -498,7 +555,7 @@ class Retriever:
         weight: dict[str, float] = {}
         for pool in self._pools.values():
             for rank, r in enumerate(pool, 1):
-                if row_role(r) == TEST and r.kind != "module":
+                if self._role(r) == TEST and r.kind != "module":
                     weight[r.qname] = weight.get(r.qname, 0.0) + 1.0 / (RRF_K + rank)
         if not weight:
             return []
@@ -512,7 +569,7 @@ class Retriever:
         dl.check()
         named = store.symbols_by_qnames(all_targets)
         lib = {t: x for t in all_targets
-               for x in [next((y for y in named.get(t, []) if y.kind != "module" and row_role(y) == LIBRARY), None)]
+               for x in [next((y for y in named.get(t, []) if y.kind != "module" and self._role(y) == LIBRARY), None)]
                if x is not None}
         raw: Counter[str] = Counter()  # each callee's share before its fan-in divides it
         for q, w in weight.items():
@@ -675,7 +732,8 @@ class Retriever:
                                          and x.id != r.id)) if r.kind in TYPE_KINDS else []
             # the callers the role prior sets back (tests calling the hit) count for their prior
             # in how many share the hop: thirty tests do not thin out the one library caller
-            n_callers = sum(prior(role_of(pth), asked) if self.config.priors else 1.0
+            support = self.support_paths()
+            n_callers = sum(prior(TEST if pth in support else role_of(pth), asked) if self.config.priors else 1.0
                             for pth in caller_path.values())
             hops.append((h, [callees, callers, members], [len(callees), n_callers, len(members)]))
         # overrides: the same method in the subtypes and supertypes of the hit's type (the

@@ -1,0 +1,79 @@
+"""The role prior from the import graph (issue 16): library-path code that imports test code, and
+the files of its folder that only tests and that folder import, is the test suite's harness
+(urllib3's ``dummyserver/``): it ranks like tests unless the task asks about tests. A library
+module that only tests import (its public API, used by no other file of the repository) stays
+library code."""
+
+from __future__ import annotations
+
+from codesynapse.app import App
+from codesynapse.context.budget import Deadline
+from codesynapse.context.retrieval import (
+    TEST,
+    RetrievalConfig,
+    Retriever,
+    find_test_support,
+)
+from codesynapse.settings import load_settings
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/auth.py": ("def strip_auth(headers, old_host, new_host):\n"
+                    '    """Drop the authorization header on a redirect."""\n'
+                    "    return headers\n"),
+    "pkg/extra.py": "def rarely_used(value):\n    return value\n",
+    "harness/__init__.py": "",
+    "harness/server.py": ("def redirect_handler(request):\n"
+                          '    """Answer with a redirect to another host, keeping the authorization header."""\n'
+                          "    return request\n"),
+    "harness/case.py": ("from tests.util import make_headers\n"
+                        "from harness.server import redirect_handler\n"
+                        "from pkg.auth import strip_auth\n\n\n"
+                        "class ServerCase:\n    def start(self):\n        return redirect_handler(make_headers())\n"),
+    "tests/__init__.py": "",
+    "tests/util.py": "def make_headers():\n    return {}\n",
+    "tests/test_redirects.py": ("from harness.case import ServerCase\n"
+                                "from harness.server import redirect_handler\n"
+                                "from pkg.extra import rarely_used\n"
+                                "\n\n"
+                                "def test_server():\n    assert ServerCase().start() is not None\n"),
+}
+TASK = "a redirect to another host keeps the authorization header"
+
+
+def _app(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
+    a.index()
+    return a
+
+
+def test_the_harness_is_found_from_the_import_graph(tmp_path):
+    a = _app(tmp_path)
+    try:
+        # case.py imports tests.util; server.py is imported by case.py and a test only; the
+        # package's __init__ is imported by no one; pkg/extra.py only by a test: library
+        assert find_test_support(a.store) == {"harness/case.py", "harness/server.py"}
+    finally:
+        a.close()
+
+
+def test_the_harness_ranks_like_tests_unless_the_task_asks_about_tests(tmp_path):
+    a = _app(tmp_path)
+    try:
+        cfg = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        r = Retriever(a, a.store, cfg)
+        got = r.rank(TASK, Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert order.index("pkg.auth.strip_auth") < order.index("harness.server.redirect_handler")
+        harness = next(got.rows[i] for i in got.order if got.rows[i].qname == "harness.server.redirect_handler")
+        assert r._role(harness) == TEST
+        # a task about tests asks for the harness too: no prior sets it back
+        got = Retriever(a, a.store, cfg).rank(TASK + " in the tests", Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        assert order.index("harness.server.redirect_handler") < order.index("pkg.auth.strip_auth")
+    finally:
+        a.close()
