@@ -30,11 +30,21 @@ FILES = {
                         "from harness.server import redirect_handler\n"
                         "from pkg.auth import strip_auth\n\n\n"
                         "class ServerCase:\n    def start(self):\n        return redirect_handler(make_headers())\n"),
+    # a package that imports its own tests (to run them as a script) is no harness
+    "app/__init__.py": "",
+    "app/runner.py": "def run():\n    from app.tests.test_runner import test_run\n    return test_run\n",
+    "app/tests/__init__.py": "",
+    "app/tests/test_runner.py": "from app.runner import run\n\n\ndef test_run():\n    assert run()\n",
+    # library code importing the test suite, imported by library code: no harness either
+    "lib2/__init__.py": "",
+    "lib2/helpers.py": "from tests.util import make_headers\n\n\ndef headers():\n    return make_headers()\n",
+    "lib2/core.py": "from lib2.helpers import headers\n\n\ndef build():\n    return headers()\n",
     "tests/__init__.py": "",
     "tests/util.py": "def make_headers():\n    return {}\n",
     "tests/test_redirects.py": ("from harness.case import ServerCase\n"
                                 "from harness.server import redirect_handler\n"
                                 "from pkg.extra import rarely_used\n"
+                                "from lib2.helpers import headers\n"
                                 "\n\n"
                                 "def test_server():\n    assert ServerCase().start() is not None\n"),
 }
@@ -54,8 +64,10 @@ def _app(tmp_path):
 def test_the_harness_is_found_from_the_import_graph(tmp_path):
     a = _app(tmp_path)
     try:
-        # case.py imports tests.util; server.py is imported by case.py and a test only; the
-        # package's __init__ is imported by no one; pkg/extra.py only by a test: library
+        # case.py imports tests.util and only tests import it; server.py is imported by case.py
+        # and a test only; the package's __init__ is imported by no one; pkg/extra.py only by a
+        # test, app/runner.py imports its own tests, lib2/helpers.py is imported by lib2/core.py:
+        # library
         assert find_test_support(a.store) == {"harness/case.py", "harness/server.py"}
     finally:
         a.close()
@@ -70,10 +82,23 @@ def test_the_harness_ranks_like_tests_unless_the_task_asks_about_tests(tmp_path)
         order = [got.rows[i].qname for i in got.order]
         assert order.index("pkg.auth.strip_auth") < order.index("harness.server.redirect_handler")
         harness = next(got.rows[i] for i in got.order if got.rows[i].qname == "harness.server.redirect_handler")
-        assert r._role(harness) == TEST
+        assert r.role(harness) == TEST
         # a task about tests asks for the harness too: no prior sets it back
         got = Retriever(a, a.store, cfg).rank(TASK + " in the tests", Deadline())
         order = [got.rows[i].qname for i in got.order]
         assert order.index("harness.server.redirect_handler") < order.index("pkg.auth.strip_auth")
+    finally:
+        a.close()
+
+
+def test_a_plain_english_search_sets_the_harness_back_too(tmp_path):
+    from codesynapse.methods import call_method
+
+    a = _app(tmp_path)
+    try:
+        a.retrieval_config = RetrievalConfig(exact=False, lexical=True, dense=False, expand=True, priors=True)
+        ans = call_method(a, "codesynapse/search", {"query": TASK, "mode": "compact", "limit": 10})
+        found = [r["qualifiedName"] for r in ans["results"]]
+        assert found.index("pkg.auth.strip_auth") < found.index("harness.server.redirect_handler")
     finally:
         a.close()

@@ -138,10 +138,15 @@ def row_role(r: SymbolRow) -> str:
 
 def find_test_support(store) -> frozenset[str]:
     """The library-path files that are the test suite's harness, found from the import graph
-    (a path says nothing of them: urllib3's ``dummyserver/``): a file that imports test code
-    (library code never depends on its tests), and the files of its folder that only tests and
-    that folder import (at least one importer). A module counts as test code when all its files
-    are. A store without the import reads answers none."""
+    (a path says nothing of them: urllib3's ``dummyserver/``). A seed imports test code kept
+    outside its own folder (library code does not depend on the test suite; a package that
+    imports its own tests, to run them as a script, does not count) and only tests import it
+    (at least one); then, until nothing changes, a file of a harness file's folder that a
+    harness file imports and that only tests and harness files import. A module counts as test
+    code when all its files are; a file at the repository's root is never a seed. On the
+    CPython standard library it finds none (``multiprocessing/util.py`` imports ``test`` but
+    library code imports it), on Go's the ``testing`` helpers of ``crypto/internal/cryptotest``
+    and ``internal/trace/testtrace``. A store without the import reads answers none."""
     files = [f for f in store.files() if f.status != "skipped"]
     touching = getattr(store, "imports_touching", None)
     if touching is None or not files:
@@ -154,22 +159,36 @@ def find_test_support(store) -> frozenset[str]:
     test_modules = [m for m, ps in by_module.items() if all(role[p] == TEST for p in ps)]
     if not test_modules:
         return frozenset()
+
+    def folder(p: str) -> str:
+        return p.rpartition("/")[0]
+
     seeds = {row.path for _id, row in touching((), (), test_modules)
-             if role.get(row.path) == LIBRARY and row.module in by_module}
+             if role.get(row.path) == LIBRARY and folder(row.path)
+             and any(not t.startswith(folder(row.path) + "/") for t in by_module.get(row.module, ()))}
     if not seeds:
         return frozenset()
-    folders = {p.rpartition("/")[0] for p in seeds}
-    in_folder = [f for f in files if f.path.rpartition("/")[0] in folders and role[f.path] == LIBRARY
-                 and f.path not in seeds and f.module]
+    folders = {folder(p) for p in seeds}
+    module_of = {f.path: f.module for f in files}
+    in_folder = [f for f in files if folder(f.path) in folders and role[f.path] == LIBRARY and f.module]
     importers: dict[str, set[str]] = {}
     for _id, row in touching((), (), [f.module for f in in_folder]):
         importers.setdefault(row.module, set()).add(row.path)
-    out = set(seeds)
-    for f in in_folder:
-        folder = f.path.rpartition("/")[0]
-        who = importers.get(f.module, set()) - by_module.get(f.module, set())
-        if who and all(role.get(p) == TEST or p.rpartition("/")[0] == folder for p in who):
-            out.add(f.path)
+
+    def who(p: str) -> set[str]:  # the files importing p's module, its own files left out
+        return importers.get(module_of[p], set()) - by_module.get(module_of[p], set())
+
+    out = {p for p in seeds if who(p) and all(role.get(q) == TEST for q in who(p))}
+    changed = bool(out)
+    while changed:
+        changed = False
+        for f in in_folder:
+            if f.path in out or folder(f.path) not in {folder(p) for p in out}:
+                continue
+            w = who(f.path)
+            if w & out and all(role.get(q) == TEST or q in out for q in w):
+                out.add(f.path)
+                changed = True
     return frozenset(out)
 
 
@@ -255,7 +274,8 @@ class Retriever:
             self._support = cached[1]
         return self._support
 
-    def _role(self, r: SymbolRow) -> str:
+    def role(self, r: SymbolRow) -> str:
+        """``row_role``, with the test suite's harness (``support_paths``) as test code."""
         role = row_role(r)
         return TEST if role == LIBRARY and r.path in self.support_paths() else role
 
@@ -270,7 +290,7 @@ class Retriever:
         return r.id
 
     def _prior(self, r: SymbolRow, asked: set[str]) -> float:
-        return prior(self._role(r), asked) if self.config.priors else 1.0
+        return prior(self.role(r), asked) if self.config.priors else 1.0
 
     # -- exact ----------------------------------------------------------------------------------
     def exact_leg(self, task: str, rows: dict[int, SymbolRow], dl: Deadline):
@@ -555,7 +575,7 @@ class Retriever:
         weight: dict[str, float] = {}
         for pool in self._pools.values():
             for rank, r in enumerate(pool, 1):
-                if self._role(r) == TEST and r.kind != "module":
+                if self.role(r) == TEST and r.kind != "module":
                     weight[r.qname] = weight.get(r.qname, 0.0) + 1.0 / (RRF_K + rank)
         if not weight:
             return []
@@ -569,7 +589,7 @@ class Retriever:
         dl.check()
         named = store.symbols_by_qnames(all_targets)
         lib = {t: x for t in all_targets
-               for x in [next((y for y in named.get(t, []) if y.kind != "module" and self._role(y) == LIBRARY), None)]
+               for x in [next((y for y in named.get(t, []) if y.kind != "module" and self.role(y) == LIBRARY), None)]
                if x is not None}
         raw: Counter[str] = Counter()  # each callee's share before its fan-in divides it
         for q, w in weight.items():

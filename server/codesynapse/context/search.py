@@ -27,7 +27,6 @@ from codesynapse.context.retrieval import (
     asked_roles,
     fuse,
     prior,
-    row_role,
 )
 from codesynapse.errors import InvalidParams
 from codesynapse.graph.model import SymbolRow
@@ -173,7 +172,7 @@ class SearchAnswers:
         lex = [r for r, _ in retriever.lexical_pool(q, got[:LEG_LIMIT * LEG_POOL])] + \
             [r for r, _ in got[LEG_LIMIT * LEG_POOL:]]
         asked = asked_roles(q) if cfg.priors else set()
-        pri = (lambda r: prior(row_role(r), asked)) if cfg.priors else (lambda r: 1.0)
+        pri = (lambda r: prior(retriever.role(r), asked)) if cfg.priors else (lambda r: 1.0)
         head = sorted(enumerate(lex[:LEG_LIMIT * LEG_POOL]), key=lambda x: (-pri(x[1]) / (RRF_K + x[0] + 1), x[0]))
         lex_ids = [r.id for _, r in head if ok(r)][:LEG_LIMIT]
         rows = {r.id: r for r in lex}
