@@ -29,7 +29,8 @@ FILES = {
     "harness/case.py": ("from tests.util import make_headers\n"
                         "from harness.server import redirect_handler\n"
                         "from pkg.auth import strip_auth\n\n\n"
-                        "class ServerCase:\n    def start(self):\n        return redirect_handler(make_headers())\n"),
+                        "class ServerCase:\n    def start(self):\n        return redirect_handler(make_headers())\n\n\n"
+                        "def strip_auth(headers):\n    return headers\n"),
     # a package that imports its own tests (to run them as a script) is no harness
     "app/__init__.py": "",
     "app/runner.py": "def run():\n    from app.tests.test_runner import test_run\n    return test_run\n",
@@ -100,5 +101,18 @@ def test_a_plain_english_search_sets_the_harness_back_too(tmp_path):
         ans = call_method(a, "codesynapse/search", {"query": TASK, "mode": "compact", "limit": 10})
         found = [r["qualifiedName"] for r in ans["results"]]
         assert found.index("pkg.auth.strip_auth") < found.index("harness.server.redirect_handler")
+    finally:
+        a.close()
+
+
+def test_a_bare_name_shared_with_the_harness_answers_for_the_library(tmp_path):
+    from codesynapse.methods import call_method
+
+    a = _app(tmp_path)
+    try:
+        ans = call_method(a, "codesynapse/symbolCard", {"selector": "strip_auth"})
+        assert ans["card"]["qualifiedName"] == "pkg.auth.strip_auth"
+        alt = [x["qualifiedName"] for n in ans["omitted"] if n["what"] == "alternatives" for x in n["alternatives"]]
+        assert alt == ["harness.case.strip_auth"]
     finally:
         a.close()

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 from codesynapse.context.budget import Packer, tokens_for
 from codesynapse.context.deps import card_findings
 from codesynapse.context.models import Position, check_selector
-from codesynapse.context.retrieval import LIBRARY, row_role
+from codesynapse.context.retrieval import LIBRARY, row_role, test_support_of
 from codesynapse.errors import BudgetError, InvalidParams
 from codesynapse.graph.confidence import CONFIDENCE as DEFAULT_CONFIDENCE
 from codesynapse.graph.model import CallRow, SymbolRow
@@ -149,7 +149,9 @@ class ContextReader:
                 return rows[0], {"alsoDefinedAt": [f"{r.path}:{r.start_line}" for r in rows[1:CANDIDATES]]}
             # one library symbol among tests, examples, docs, config (context/retrieval.py
             # role_of): the library one is meant; the others are listed as alternatives
-            library = [r for r in rows if row_role(r) == LIBRARY]
+            # (the test suite's harness outside test folders counts as tests: test_support_of)
+            harness = test_support_of(self.app, store)
+            library = [r for r in rows if row_role(r) == LIBRARY and r.path not in harness]
             if len(library) == 1 and len(rows) < ROLE_POOL:
                 return library[0], {**extra, "alternatives": [self.ref(r) for r in rows
                                                               if r is not library[0]][:CANDIDATES]}

@@ -192,6 +192,20 @@ def find_test_support(store) -> frozenset[str]:
     return frozenset(out)
 
 
+def test_support_of(app, store) -> frozenset[str]:
+    """``find_test_support`` of ``store``, computed once per index version (kept on the App,
+    keyed by the store and the App's last update)."""
+    key = (id(store), getattr(app, "last_update", None))
+    cached = getattr(app, "_test_support", None)
+    if cached is None or cached[0] != key:
+        cached = (key, find_test_support(store))
+        try:
+            app._test_support = cached
+        except AttributeError:
+            pass
+    return cached[1]
+
+
 def asked_roles(text: str) -> set[str]:
     """The roles a task asks about by name ("why does the retry test fail" asks about tests)."""
     raw = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", text)}
@@ -261,17 +275,9 @@ class Retriever:
         self._support: frozenset[str] | None = None
 
     def support_paths(self) -> frozenset[str]:
-        """``find_test_support`` of the store, computed once per index version (kept on the App)."""
+        """``find_test_support`` of the store (``test_support_of``), read once per request."""
         if self._support is None:
-            key = (id(self.store), getattr(self.app, "last_update", None))
-            cached = getattr(self.app, "_test_support", None)
-            if cached is None or cached[0] != key:
-                cached = (key, find_test_support(self.store))
-                try:
-                    self.app._test_support = cached
-                except AttributeError:
-                    pass
-            self._support = cached[1]
+            self._support = test_support_of(self.app, self.store)
         return self._support
 
     def role(self, r: SymbolRow) -> str:
