@@ -1,8 +1,10 @@
-"""The role prior from the import graph (issue 16): library-path code that imports test code, and
-the files of its folder that only tests and that folder import, is the test suite's harness
-(urllib3's ``dummyserver/``): it ranks like tests unless the task asks about tests. A library
-module that only tests import (its public API, used by no other file of the repository) stays
-library code."""
+"""The role prior from the import graph (issue 16): library-path code that imports test code kept
+outside its own folder and that only tests import, and the files of its folder that it imports
+and that only tests and the harness import, is the test suite's harness (urllib3's
+``dummyserver/``): it ranks like tests unless the task asks about tests, in minimalContext, in a
+plain-English search and among the homonyms of a bare name. A library module that only tests
+import (its public API, used by no other file of the repository), a package importing its own
+tests and library code importing the tests but imported by library code stay library code."""
 
 from __future__ import annotations
 
