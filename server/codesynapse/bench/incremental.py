@@ -133,7 +133,9 @@ def _definition_rows(app, rel: str, language: str = "python") -> list[int]:
     """0-based rows where the file's top-level functions and classes start, undecorated and
     without a comment above (which would become the summary of the inserted line), as indexed;
     in C, top-level definitions whose first line starts with a letter after a blank line (not
-    inside an enum's body, whose entries may sit at column 0 too)."""
+    inside an enum's body, whose entries may sit at column 0 too), and ``#define``s not below
+    a continued or commented line (a generated header is thousands of them in one include
+    guard, with no other place in its middle)."""
     rows = app.store.symbols_in_file(rel)
     module = next((r.qname for r in rows if r.kind == "module"), None)
     text = app.workspace.root.joinpath(rel).read_text(encoding="utf-8", errors="replace").split("\n")
@@ -146,7 +148,10 @@ def _definition_rows(app, rel: str, language: str = "python") -> list[int]:
             ok = r.kind in ("function", "class") and r.parent == module \
                 and text[k].startswith(("def ", "class ", "async def ")) and not text[k - 1].startswith(("@", "#"))
         else:
-            ok = r.parent == module and text[k][:1].isalpha() and not text[k - 1].strip()
+            above = text[k - 1].rstrip()
+            ok = r.parent == module and ((text[k][:1].isalpha() and not above) or (
+                text[k].startswith("#define") and not above.endswith("\\") and not any(
+                    m in above for m in ("/*", "*/", "//"))))
         if ok:
             out.append(k)
     return sorted(out)

@@ -672,41 +672,63 @@ class Blocks:
     defines: list[tuple[str, ...]]
     consults: list[tuple[int, frozenset[str]]]
     error: bool  # a syntax error in the range
+    directive: list[bool]  # per block: it holds a line of a container (``#if``, ``#else``, ``#endif``)
+
+
+def _top_items(root: Node, containers: frozenset[str]):
+    """The root's children in order, each of ``containers`` (the hooks' ``block_containers``)
+    replaced by its own children, at any depth: its directive lines and the statements inside
+    it are top-level items of their own. Yields (node, whether it is a container's own token,
+    as ``#ifdef`` or ``#endif``)."""
+    c = root.walk()
+    if not c.goto_first_child():
+        return
+    depth = 0
+    while True:
+        if containers and c.node.type in containers and c.goto_first_child():
+            depth += 1
+            continue
+        yield c.node, depth > 0 and not c.node.is_named
+        while not c.goto_next_sibling():
+            if depth == 0 or not c.goto_parent():
+                return
+            depth -= 1
 
 
 def _blocks(root: Node, src: bytes, hooks: LanguageHooks, range_starts: list[tuple[int, int]]
-            ) -> tuple[list[tuple[int, int]], list[tuple[str, ...]]]:
-    """Block starts (byte, row) and the names each block defines; every parsed range starts
-    a block (``range_starts``: (byte, row) of each, in order)."""
+            ) -> tuple[list[tuple[int, int]], list[tuple[str, ...]], list[bool]]:
+    """Block starts (byte, row), the names each block defines and whether it holds a
+    container's directive (``_top_items``); every parsed range starts a block
+    (``range_starts``: (byte, row) of each, in order)."""
     lo = range_starts[0][0]
     starts: list[tuple[int, int]] = [range_starts[0]]
     defines: list[list[str]] = [[]]
+    directive = [False]
     pending = list(range_starts[1:])
     prev_end = -1
     after_comment = False  # a comment stays with the statement below it (its summary)
-    c = root.walk()
-    if c.goto_first_child():
-        while True:
-            k = c.node
-            while pending and k.start_byte >= pending[0][0]:
-                starts.append(pending.pop(0))
+    for k, token in _top_items(root, hooks.block_containers):
+        while pending and k.start_byte >= pending[0][0]:
+            starts.append(pending.pop(0))
+            defines.append([])
+            directive.append(False)
+            after_comment = False
+        if k.start_byte >= lo:
+            row, col = k.start_point
+            if col == 0 and row > prev_end and k.start_byte > starts[-1][0] and not after_comment:
+                starts.append((k.start_byte, row))
                 defines.append([])
-                after_comment = False
-            if k.start_byte >= lo:
-                row, col = k.start_point
-                if col == 0 and row > prev_end and k.start_byte > starts[-1][0] and not after_comment:
-                    starts.append((k.start_byte, row))
-                    defines.append([])
-                if not k.is_extra:
-                    defines[-1].extend(hooks.table_names(k, src))
-                after_comment = _comment(k)
-                prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
-            if not c.goto_next_sibling():
-                break
+                directive.append(False)
+            directive[-1] |= token
+            if not k.is_extra:
+                defines[-1].extend(hooks.table_names(k, src))
+            after_comment = _comment(k)
+            prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
     for st in pending:  # ranges holding no statement
         starts.append(st)
         defines.append([])
-    return starts, [tuple(d) for d in defines]
+        directive.append(False)
+    return starts, [tuple(d) for d in defines], directive
 
 
 def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageHooks, relpath: str,
@@ -734,10 +756,11 @@ def extract_blocks(*, parser: Parser, src: bytes, query: Query, hooks: LanguageH
         _start(f, root, _line_count(src), file_hash)
     f.partial = root.has_error
     _segment(f, root, None)
-    starts, defines = _blocks(root, src, hooks, [(a, row) for a, _b, row in ranges])
+    starts, defines, directive = _blocks(root, src, hooks, [(a, row) for a, _b, row in ranges])
     f.pass_gate()
     defines = [tuple(f.gate.text(n) for n in d) for d in defines]
-    return Blocks(file=f, starts=starts, defines=defines, consults=f.consults or [], error=root.has_error)
+    return Blocks(file=f, starts=starts, defines=defines, consults=f.consults or [], error=root.has_error,
+                  directive=directive)
 
 
 def finish(f: _File, language: str, file_hash: str, lines: int) -> FileExtraction:

@@ -68,6 +68,9 @@ class LanguageHooks:
     comment_lines: tuple[bytes, ...] = (b"//", b"/*", b"*")
     comment_marks: tuple[bytes, ...] = (b"//", b"/*", b"*/")
     offside_rule = False  # indentation is syntax (an indented comment ends the body above it)
+    # top-level nodes whose children are statements of their own for that re-extraction (C's
+    # conditional compilation: a header's include guard wraps the whole file in one ``#ifndef``)
+    block_containers: frozenset[str] = frozenset()
     # whether such a file's extraction is also kept on disk (the first change of a large file
     # the daemon holds nothing of then starts from it instead of a whole extraction)
     disk_keep = True

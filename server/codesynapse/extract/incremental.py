@@ -86,6 +86,9 @@ class _Block:
     inherits: list[Inherit]
     defines: tuple[str, ...]
     consults: frozenset[str]
+    # it holds a line of a container the hooks see through (C's ``#if``/``#else``/``#endif``):
+    # an edit reaching it changes which statements the container holds (its parse alone may not show that)
+    directive: bool = False
 
 
 @dataclass
@@ -236,8 +239,8 @@ def _split(b: engine.Blocks, src: bytes | None = None) -> list[_Block]:
     f = b.file
     rows = [r for _, r in b.starts]
     out = [_Block(start=s, row=r, digest=b"", symbols=[], calls=[], imports=[], inherits=[], defines=d,
-                  consults=frozenset())
-           for (s, r), d in zip(b.starts, b.defines)]
+                  consults=frozenset(), directive=t)
+           for (s, r), d, t in zip(b.starts, b.defines, b.directive)]
     if src is not None:
         for k, blk in enumerate(out):
             blk.digest = _digest(src[blk.start:out[k + 1].start if k + 1 < len(out) else len(src)])
@@ -267,14 +270,15 @@ def _split(b: engine.Blocks, src: bytes | None = None) -> list[_Block]:
 def _moved(b: _Block, dbyte: int, drow: int) -> _Block:
     if not drow:
         return _Block(start=b.start + dbyte, row=b.row, digest=b.digest, symbols=b.symbols, calls=b.calls,
-                      imports=b.imports, inherits=b.inherits, defines=b.defines, consults=b.consults)
+                      imports=b.imports, inherits=b.inherits, defines=b.defines, consults=b.consults,
+                      directive=b.directive)
     return _Block(
         start=b.start + dbyte, row=b.row + drow, digest=b.digest,
         symbols=[replace(s, start_line=s.start_line + drow, end_line=s.end_line + drow) for s in b.symbols],
         calls=[replace(c, line=c.line + drow) for c in b.calls],
         imports=[replace(i, line=i.line + drow) for i in b.imports],
         inherits=[replace(i, line=i.line + drow) for i in b.inherits],
-        defines=b.defines, consults=b.consults)
+        defines=b.defines, consults=b.consults, directive=b.directive)
 
 
 def _assemble(e: _Entry, path: str, language: str, file_hash: str, lines: int, size: int) -> FileExtraction:
@@ -501,6 +505,9 @@ def _update(e: _Entry, parser, src: bytes, query, hooks, relpath: str, module: s
                              and _ends_cleanly(src, starts[i], starts[j + 1] + dbyte, marks)
                              and (i > 0 or _has_statement(src, 0, starts[j + 1] + dbyte, lines_))):
         j += 1
+    if any(b.directive for b in blocks[i:j + 1]):
+        _why("whole: a conditional-compilation line edited")
+        return None
     lo, old_hi = starts[i], starts[j + 1]
     hi = old_hi + dbyte
     if hi < lo or (hi < len(src) and src[hi - 1:hi] != b"\n"):

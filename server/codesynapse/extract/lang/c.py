@@ -73,6 +73,12 @@ class CHooks(LanguageHooks):
     # has no room for; a large C file's first change seen only through the disk is extracted
     # whole, the next ones (and every save of an opened file) a statement at a time
     disk_keep = False
+    # a header's include guard (or any top-level #if/#ifdef) wraps many statements in one node:
+    # its lines and the statements inside it are blocks of their own, so an edit inside
+    # re-extracts its own statements, not the whole #ifndef (a 15,656-#define generated header
+    # took 4-5 s a save); a range cutting a directive from its #endif does not parse alone
+    # (a syntax error), and that file is extracted whole
+    block_containers = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
     comment_types = frozenset({"comment"})
 
     def module_name(self, relpath: str, root: str) -> str:
