@@ -118,3 +118,27 @@ def test_a_bare_name_shared_with_the_harness_answers_for_the_library(tmp_path):
         assert alt == ["harness.case.strip_auth"]
     finally:
         a.close()
+
+
+def test_after_an_update_the_harness_is_refreshed_without_making_the_request_wait(tmp_path):
+    """The harness of the version before answers a request made right after an update (it
+    costs seconds on a kernel-size index); a background thread brings the new one."""
+    import time
+
+    from codesynapse.context.retrieval import test_support_of
+
+    a = _app(tmp_path)
+    try:
+        assert test_support_of(a, a.store) == {"harness/case.py", "harness/server.py"}
+        # case.py no longer imports the test suite: no file is a seed, there is no harness
+        case = a.workspace.root / "harness" / "case.py"
+        case.write_text(FILES["harness/case.py"].replace("from tests.util import make_headers\n", ""))
+        a.index()
+        assert find_test_support(a.store) == frozenset()
+        assert test_support_of(a, a.store) == {"harness/case.py", "harness/server.py"}  # the version before
+        deadline = time.monotonic() + 30
+        while test_support_of(a, a.store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert test_support_of(a, a.store) == frozenset()
+    finally:
+        a.close()

@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,16 +195,44 @@ def find_test_support(store) -> frozenset[str]:
 
 def test_support_of(app, store) -> frozenset[str]:
     """``find_test_support`` of ``store``, computed once per index version (kept on the App,
-    keyed by the store and the App's last update)."""
+    keyed by the store and the App's last update). It reads every file row and the imports of
+    the test modules (1.3-2.8 s on the kernel's 58,911 files): after an update the answer of the
+    version before is served while a background thread computes the new one (what is the
+    harness changes only when imports do), so no request after a save waits for it; only the
+    first request of a store computes it in place."""
     key = (id(store), getattr(app, "last_update", None))
     cached = getattr(app, "_test_support", None)
-    if cached is None or cached[0] != key:
-        cached = (key, find_test_support(store))
-        try:
-            app._test_support = cached
-        except AttributeError:
-            pass
+    if cached is not None and cached[0][0] == key[0]:
+        if cached[0] != key:
+            _refresh_test_support(app, store, key)
+        return cached[1]
+    cached = (key, find_test_support(store))
+    try:
+        app._test_support = cached
+    except AttributeError:
+        pass
     return cached[1]
+
+
+_support_lock = threading.Lock()
+
+
+def _refresh_test_support(app, store, key) -> None:
+    """Compute ``find_test_support`` for ``key`` in a background thread (one at a time per App)."""
+    with _support_lock:
+        if getattr(app, "_test_support_busy", False):
+            return
+        app._test_support_busy = True
+
+    def run() -> None:
+        try:
+            app._test_support = (key, find_test_support(store))
+        except Exception:  # a store closed under it: the next request tries again
+            log.debug("test support refresh failed", exc_info=True)
+        finally:
+            app._test_support_busy = False
+
+    threading.Thread(target=run, name="codesynapse-test-support", daemon=True).start()
 
 
 def asked_roles(text: str) -> set[str]:
