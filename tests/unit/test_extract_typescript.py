@@ -198,3 +198,38 @@ def test_a_declared_type_survives_assignments_of_unknown_values(tmp_path):
     f = extract_source(str(tmp_path), "src/w.ts", ANNOTATED, "typescript")
     assert [(c.callee, c.line, c.receiver_hint) for c in f.calls if "." in c.callee] == [
         ("windowSubject.next", 7, "Subject"), ("plain.next", 8, ""), ("windowSubject.unsubscribe", 10, "Subject")]
+
+
+def test_doc_comment_seen_through_overloads_and_decorators(tmp_path):
+    # the doc comment is written once, above the first overload signature; a decorator stands
+    # between a class member and its doc comment
+    src = b"""/**
+ * Checks if key `b` partially matches with key `a`.
+ */
+export function partialMatch(a: string, b: string): boolean
+export function partialMatch(a: any, b: any): boolean {
+  return a === b
+}
+
+export class Cache {
+  /** Looks an entry up by its key. */
+  find(key: string): number;
+  find(key: number): number;
+  find(key: any): number { return 0 }
+
+  /** Drops every entry. */
+  @Log()
+  clear(): void {}
+
+  size(): number;
+  /** Not the size. */
+  other(): void {}
+}
+"""
+    (tmp_path / "cache.ts").write_bytes(src)
+    f = extract_source(str(tmp_path), "cache.ts", src, "typescript")
+    by = {s.qname: s.summary for s in f.symbols}
+    assert by["cache.partialMatch"] == "Checks if key `b` partially matches with key `a`."
+    assert by["cache.Cache.find"] == "Looks an entry up by its key."
+    assert by["cache.Cache.clear"] == "Drops every entry."
+    assert by["cache.Cache.other"] == "Not the size."

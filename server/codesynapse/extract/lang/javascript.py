@@ -453,7 +453,38 @@ class JavaScriptHooks(LanguageHooks):
         return n
 
     def summary(self, node: Node, src: bytes) -> str:
-        return super().summary(self._comment_anchor(node), src)
+        """The doc comment above the definition, seen through what may stand between them:
+        its decorators (``/** doc */ @Log() run() {}``) and, in TypeScript, the overload
+        signatures of the same name above its implementation (the doc comment is written
+        once, above the first overload)."""
+        anchor = self._comment_anchor(node)
+        name_node = node.child_by_field_name("name")
+        name = text(name_node, src) if name_node is not None else ""
+        while True:
+            prev = anchor.prev_sibling
+            while prev is not None and prev.type == ";":
+                prev = prev.prev_sibling
+            if prev is None or prev.end_point[0] < anchor.start_point[0] - 1:
+                break
+            if prev.type == "decorator" or (name and self._overload_of(prev, src) == name):
+                anchor = prev
+                continue
+            break
+        return super().summary(anchor, src)
+
+    @staticmethod
+    def _overload_of(node: Node, src: bytes) -> str:
+        """The name an overload signature (``function f(a: string): void;``, a class's
+        ``f(a: string): void;``, either exported) declares, else ""."""
+        if node.type == "export_statement":
+            decl = node.child_by_field_name("declaration")
+            if decl is None:
+                return ""
+            node = decl
+        if node.type not in ("function_signature", "method_signature"):
+            return ""
+        n = node.child_by_field_name("name")
+        return text(n, src) if n is not None else ""
 
     # -- calls -------------------------------------------------------------------------
     def callee_text(self, callee: Node, src: bytes) -> str:
