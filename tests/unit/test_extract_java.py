@@ -119,3 +119,46 @@ def test_junit_test_and_static_import():
         (t, "repo.find", 15, "InMemoryOrderRepository"),
         (t, "repo.find().getCents", 15, ""),
     ]
+
+
+def test_javadoc_summary_is_the_text_it_shows(tmp_path):
+    # inline tags and HTML are markup, not words of the description; a comment that only
+    # says what the method returns is described by that; {@inheritDoc} describes nothing
+    src = b"""package org.example;
+
+public class Policy {
+  /**
+   * Returns the delay before attempt {@code n}, see {@link Backoff#next(int)} and
+   * {@link Backoff#cap the cap}.
+   *
+   * @param n the attempt
+   */
+  public int next(int n) { return n; }
+
+  /** @return whether another attempt is <em>allowed</em> */
+  public boolean canRetry() { return true; }
+
+  /** {@inheritDoc} */
+  public String toString() { return ""; }
+
+  /**
+   * Parses a policy like {@code 3x&lt;2s&gt;}
+   *
+   * <p>More detail that is not the summary.
+   */
+  public static Policy parse(String s) { return null; }
+
+  /**
+   * Reads the policy
+   * <p>from the environment.
+   */
+  public static Policy fromEnv() { return null; }
+}
+"""
+    f = extract_source(str(tmp_path), "org/example/Policy.java", src, "java")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["next"] == "Returns the delay before attempt n, see Backoff.next and the cap."
+    assert by["canRetry"] == "Returns whether another attempt is allowed"
+    assert by["toString"] == ""
+    assert by["parse"] == "Parses a policy like 3x<2s>"
+    assert by["fromEnv"] == "Reads the policy"

@@ -50,8 +50,66 @@ def strip_comment(c: str) -> str:
         if c.endswith("*/"):
             c = c[:-2]
         lines = [ln.strip().lstrip("*").strip() for ln in c.splitlines()]
-        return "\n".join(ln for ln in lines if ln)
+        # a blank line inside the comment ends a paragraph (``first_sentence`` stops there)
+        return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip("\n")
     return c
+
+
+_BLANK_RUN = re.compile(r"\n{2,}")
+# Doc-comment markup (Javadoc, JSDoc/TSDoc, PHPDoc, KDoc): an inline tag stands for the text it
+# shows: ``{@code n}`` → n, ``{@link Foo#bar(Baz)}`` → Foo.bar, ``{@link Foo label}`` → label;
+# ``{@inheritDoc}`` shows nothing the comment itself says
+_INLINE_TAG = re.compile(r"\{@(\w+)\s*([^{}]*)\}")
+# the HTML a Javadoc comment is written in: a block tag starts a paragraph, an inline one is
+# left out (only these names: a ``<`` in prose or a generic type, ``List<T>``, stays)
+_HTML_BLOCK = re.compile(r"</?(?:p|pre|ul|ol|li|dl|dt|dd|h[1-6]|blockquote|table|tr|td|th|br|hr)\b[^<>]*>",
+                         re.IGNORECASE)
+_HTML_INLINE = re.compile(r"</?(?:b|i|em|strong|code|tt|a|var|kbd|samp|sup|sub|u|s|small|span|cite)\b[^<>]*>",
+                          re.IGNORECASE)
+_ENTITY = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&#39;": "'", "&nbsp;": " "}
+_RETURN_TAG = re.compile(r"@returns?\s+(.*)", re.DOTALL)
+
+
+def _inline_tag(m: re.Match) -> str:
+    tag, body = m.group(1), m.group(2).strip()
+    if tag in ("inheritDoc", "index", "docRoot"):
+        return ""
+    if tag in ("link", "linkplain", "see"):
+        # target [label]: the label when there is one, else the target as a name
+        target, _, label = body.partition(" ")
+        if label.strip():
+            return label.strip()
+        target = target.split("(", 1)[0].replace("#", ".").strip(".")
+        return target
+    return body  # code, literal, value and the like show their text
+
+
+def doc_text(doc: str) -> str:
+    """The description of a doc comment's text (its comment marks already stripped): the
+    part above its block tags (``@param``, ``@throws``, ``@author``), with inline tags and
+    HTML markup replaced by the text they show. A comment whose description is empty but that
+    says what the method returns (``/** @return whether the key is held */``, a common
+    Javadoc and JSDoc style) is described by that: "Returns whether the key is held"."""
+    lines = doc.split("\n")
+    cut = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("@")), len(lines))
+    desc = "\n".join(lines[:cut])
+    if not desc.strip() and cut < len(lines):
+        tags = "\n".join(lines[cut:])
+        m = _RETURN_TAG.match(tags.lstrip())
+        if m:
+            ret = re.split(r"\n\s*@", m.group(1), maxsplit=1)[0].strip()
+            # JSDoc writes the type first: ``@returns {boolean} whether ...``
+            ret = re.sub(r"^\{[^{}]*\}\s*", "", ret)
+            if ret:
+                desc = "Returns " + ret
+    if "{@" in desc:
+        desc = _INLINE_TAG.sub(_inline_tag, desc)
+    if "<" in desc:
+        desc = _HTML_BLOCK.sub("\n\n", desc)
+        desc = _HTML_INLINE.sub("", desc)
+    if "&" in desc:
+        desc = re.sub(r"&(?:lt|gt|amp|quot|#39|nbsp);", lambda m: _ENTITY[m.group(0)], desc)
+    return desc
 
 
 class LanguageHooks:
@@ -124,11 +182,9 @@ class LanguageHooks:
             line = prev.start_point[0]
             prev = prev.prev_sibling
         comments.reverse()
-        # a doc comment's block tags (JSDoc/Javadoc/PHPDoc ``@param``, ``@internal``) are not
-        # its description: the summary is the first sentence before them
-        lines = "\n".join(comments).split("\n")
-        cut = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("@")), len(lines))
-        return first_sentence("\n".join(lines[:cut]))
+        # a doc comment's block tags (JSDoc/Javadoc/PHPDoc ``@param``, ``@internal``) and its
+        # markup are not its description: the summary is the first sentence of ``doc_text``
+        return first_sentence(doc_text("\n".join(comments)))
 
     def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
         return False
