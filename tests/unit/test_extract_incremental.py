@@ -530,6 +530,112 @@ def test_an_edit_inside_an_include_guard_re_extracts_its_own_lines_only():
     assert replace(inc, delta=None) == whole
 
 
+def _cpp_source(rng: random.Random, n: int = 500, guard: bool = False) -> str:
+    """A large C++ file: namespaces (named, nested, anonymous) between top-level code, classes
+    with fields and inline methods, out-of-line ``T::m`` definitions, templates, usings, free
+    functions with comments above; with ``guard``, inside one include guard."""
+    out = ['// SPDX-License-Identifier: MIT', '#pragma once', '',
+           *(['#ifndef SHOP_HPP', '#define SHOP_HPP', ''] if guard else []),
+           '#include <memory>', '#include "local.hpp"', '']
+    for i in range(n):
+        k = rng.randrange(8)
+        if k == 0:
+            out += [f'namespace ns{i % 5} {{', f'class Box{i} {{', ' public:', f'  int get() const {{ return helper{i % 3}(v_); }}',
+                    '  void put(int v);', ' private:', '  Store store_;', '  int v_;', '};', f'}}  // namespace ns{i % 5}', '']
+        elif k == 1:
+            out += [f'void ns{i % 5}::Box{max(i - 1, 0)}::put(int v) {{', '  store_.save(v);', '  v_ = v;', '}', '']
+        elif k == 2:
+            out += [f'/// Adds step {i}.', f'int add_{i}(int a, int b) {{', f'  auto s = std::make_unique<Sum>();',
+                    '  return s->run(a, b);', '}', '']
+        elif k == 3:
+            out += ['namespace {', f'int local_{i}(int x) {{ return x * {i}; }}', '}  // namespace', '']
+        elif k == 4:
+            out += [f'namespace outer{i % 3} {{', f'namespace inner{i} {{', f'struct Pod{i} {{ int a; long b; }};',
+                    f'inline int make_{i}() {{ Pod{i} p{{}}; return p.a; }}', '}', '}', '']
+        elif k == 5:
+            out += ['template <typename T>', f'T twice_{i}(T x) {{', '  return x + x;', '}', '']
+        elif k == 6:
+            out += [f'using Alias{i} = std::shared_ptr<int>;', f'#define SHOP_LIMIT_{i} {i}', '']
+        else:
+            out += [f'// step {i}', f'static long sum_{i}(long a, long b)', '{', '  Store* st = new Store();',
+                    '  st->add(a);', '  return a + b;', '}', '']
+    if guard:
+        out += ['#endif  // SHOP_HPP']
+    return "\n".join(out) + "\n"
+
+
+CPP_EDITS = [*C_EDITS, "namespace_around", "namespace_close_delete", "namespace_rename", "method_out_of_line"]
+
+
+def _cpp_edit(text: str, rng: random.Random, kind: str, k: int) -> str:
+    if kind in C_EDITS:
+        return _c_edit(text, rng, kind, k)
+    lines = text.split("\n")
+    at = rng.randrange(1, max(2, len(lines) - 1))
+    if kind == "namespace_around":  # a namespace opened above a definition and closed below it
+        t = _c_top(lines, at)
+        lines.insert(t, f"namespace wrap{k} {{")
+        lines.insert(_c_top(lines, t + 2), f"}}  // namespace wrap{k}")
+    elif kind == "namespace_close_delete":  # the file no longer parses, or a namespace grows
+        rows = [i for i, line in enumerate(lines) if line.startswith("}  // namespace")]
+        if rows:
+            del lines[rng.choice(rows)]
+    elif kind == "namespace_rename":
+        rows = [i for i, line in enumerate(lines) if line.startswith("namespace ns")]
+        if rows:
+            r = rng.choice(rows)
+            lines[r] = lines[r].replace("namespace ns", f"namespace nz{k}_")
+    else:  # method_out_of_line
+        t = _c_top(lines, at)
+        lines[t:t] = [f"int ns{k % 5}::Box{k}::extra_{k}() const {{", f"  return store_.count({k});", "}", ""]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["source", "header"])
+@pytest.mark.parametrize("seed", range(int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "4"))))
+def test_cpp_incremental_extraction_equals_whole_on_random_edits(seed, guard):
+    """C++ is re-extracted a statement at a time as C is: namespaces (symbols of kind "module",
+    as the file's own module symbol is) are kept, moved and replaced with their statements."""
+    rng = random.Random(seed)
+    incremental.forget()
+    incremental.stats.update(incremental=0, whole=0)
+    text = _cpp_source(rng, guard=guard)
+    assert len(text) >= incremental.MIN_BYTES
+    steps = 0
+    for k in range(40):
+        kind = CPP_EDITS[(k + seed) % len(CPP_EDITS)] if k < len(CPP_EDITS) else rng.choice(CPP_EDITS)
+        edited = _cpp_edit(text, rng, kind, k)
+        inc = extract_source("/nonexistent", "shop.hpp", edited.encode(), "cpp", incremental=True)
+        whole = extract_source("/nonexistent", "shop.hpp", edited.encode(), "cpp")
+        assert replace(inc, delta=None) == whole, f"after edit {k} ({kind})"
+        steps += 1
+        if not whole.partial:
+            text = edited
+        else:
+            inc = extract_source("/nonexistent", "shop.hpp", text.encode(), "cpp", incremental=True)
+            assert replace(inc, delta=None) == extract_source("/nonexistent", "shop.hpp", text.encode(), "cpp")
+    assert sum(s.kind == "module" for s in whole.symbols) > 10
+    assert incremental.stats["incremental"] >= steps // 3, incremental.stats
+
+
+def test_a_cpp_namespace_survives_a_delta_written_to_the_store(tmp_path):
+    """The store's delta write replaces the file's own module row and the rows of the edited
+    lines only: a namespace elsewhere in the file (kind "module" too) stays, as a full index
+    of the edited file has it."""
+    body = "".join(f"static int step_{i}(int x)\n{{\n\treturn x + {i};\n}}\n\n" for i in range(900))
+    text = "#include \"local.h\"\nnamespace drv {\nclass Box { public: int get() const; };\n}\n\n" + body
+    root, store, ix = _indexed(tmp_path, "drv.cpp", text)
+    assert ix.warm("drv.cpp", text.encode())
+    edited = text.replace("static int step_450(", "static int step_new(int y);\nstatic int step_450(")
+    (root / "drv.cpp").write_text(edited)
+    before = dict(incremental.stats)
+    ix.index_tree()
+    assert incremental.stats["incremental"] == before["incremental"] + 1
+    assert "(global)::drv" in [s.qname for s in store.symbols_in_file("drv.cpp")]
+    assert store.dump() == _full_dump(tmp_path, root)
+    store.close()
+
+
 def test_a_cpp_file_with_a_namespace_keeps_it_through_live_updates():
     """C++ namespaces are symbols of kind "module" (as the file's own module symbol is): an
     update of a large C++ file must still hold them, as a whole extraction does."""

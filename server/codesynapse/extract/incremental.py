@@ -248,8 +248,12 @@ def _split(b: engine.Blocks, src: bytes | None = None) -> list[_Block]:
     def at(line: int) -> _Block:
         return out[max(0, bisect_right(rows, line - 1) - 1)]
 
+    # the file's own module symbol (first, without a parent, when the range starts the file)
+    # is kept apart (_Entry.module_symbol); other symbols of kind "module" (C++ namespaces)
+    # belong to the statements that define them
+    own = f.symbols[0] if f.symbols and f.symbols[0].kind == "module" and not f.symbols[0].parent else None
     for s in f.symbols:
-        if s.kind != "module":
+        if s is not own:
             at(s.start_line).symbols.append(s)
     for c in f.calls:
         at(c.line).calls.append(c)

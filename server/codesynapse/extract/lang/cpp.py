@@ -77,11 +77,10 @@ GLOBAL = "(global)"
 
 class CppHooks(CHooks):
     sep = "::"
-    # extracted whole on every update: a namespace is a symbol of kind "module", and the
-    # statement-at-a-time path (and the store's delta write) take every module-kind symbol
-    # for the file's own, so a kept namespace was dropped (random edits of a C++ header with
-    # one namespace: 124 of 240 differed from a whole extraction)
-    traces_file_facts = False
+    # re-extracted a statement at a time as C is (traces_file_facts, from CHooks): receiver
+    # hints are learnt inside one definition, and a namespace, a symbol of kind "module", is a
+    # statement's symbol like any other (the file's own module symbol is told apart as the
+    # first; a namespace wrapping the whole file makes every edit inside it a whole extraction)
 
     def module_name(self, relpath: str, root: str) -> str:
         return GLOBAL

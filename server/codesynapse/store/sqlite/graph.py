@@ -803,8 +803,10 @@ class SqliteGraphStore(SqliteDepsMixin):
             if row is None or row[0] != d.base_hash or row[1] != "indexed":
                 return False
             a, b = d.first_line, d.last_line
-            delete_symbols(conn, "graph_id=? AND path=? AND (kind='module' OR start_line BETWEEN ? AND ?)",
-                            [(g, path, a, b)])
+            # the file's own module symbol (its qname is the file's module: a changed module is
+            # extracted whole) is written anew; other module-kind rows (C++ namespaces) are lines
+            delete_symbols(conn, "graph_id=? AND path=? AND ((kind='module' AND qname=?) OR start_line BETWEEN ? AND ?)",
+                            [(g, path, fx.module, a, b)])
             conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
             if d.shift:
                 conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
