@@ -80,6 +80,21 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*
 # a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
 CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
+
+
+def acronym(word: str) -> bool:
+    """A word of capital letters only (``POST``, ``HTTP``, ``JSON``): how English writes an
+    acronym, so in a task it is a word, not an identifier, unless a symbol is named so
+    (``CDLL``); written in code it is mostly a string or part of a longer name."""
+    return len(word) >= 2 and word.isalpha() and word.isupper()
+
+
+def code_like(word: str) -> bool:
+    """Whether a word of a task naming no symbol looks like code (``_``, camelCase, digits,
+    dots); an acronym does not."""
+    return bool(CODE_LIKE.search(word)) and not acronym(word)
+
+
 # words of a task that are no identifier of it (the exact leg skips them)
 _STOP = frozenset("""
 a an the and or of to in on for with by is are be it this that from as at into how why what where
@@ -345,7 +360,9 @@ class Retriever:
                 continue
             hit = False
             modules: set[str] = set()  # a package of many files counts once per identifier
-            code_like = bool(CODE_LIKE.search(ident))
+            named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
+            # an acronym ("POST", "HTTP") is a name only when a symbol is named so, in that case
+            is_code = bool(CODE_LIKE.search(ident)) and (not acronym(ident) or any(r.name == ident for r in named))
             for r in store.symbols_by_qname(ident):
                 hit = True
                 if r.kind == "module":
@@ -358,11 +375,10 @@ class Retriever:
                     sure.add(rid)
                     got = by_ident.setdefault(ident, {})
                     got[rid] = got.get(rid, 0.0) + 10.0
-            named = store.symbols_by_name(ident.split(".")[-1].split("::")[-1], limit=20)
             # a name many definitions share ("error", "run") singles out less than a rare one
             n_named = len({r.qname for r in named if r.kind != "module"})
             rarity = 1.0 / (1.0 + math.log2(max(1, n_named)))
-            if not code_like:
+            if not is_code:
                 rarity *= 0.5
                 if named and self.count_lexical(ident, PLAIN_NAME_DF + 1) > PLAIN_NAME_DF:
                     # a plain word that the metadata of many symbols uses ("input", "headers",
@@ -381,7 +397,7 @@ class Retriever:
                 rid = self._key(r, rows)
                 scores[rid] += w
                 if r.kind != "module":
-                    if full and code_like:
+                    if full and is_code:
                         sure.add(rid)
                     got = by_ident.setdefault(ident, {})
                     got[rid] = got.get(rid, 0.0) + w
@@ -470,9 +486,9 @@ class Retriever:
         describes them: it is not looked up; nor is a plain word the lexical leg finds in
         the symbols' metadata (``known``): the files are read only for what it cannot find."""
         needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(task)]
-        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not CODE_LIKE.search(x))
+        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not code_like(x))
                     if len(x) >= literals.MIN_NEEDLE
-                    and (CODE_LIKE.search(x) or (x.lower() not in described and not known(x)))]
+                    and (code_like(x) or (x.lower() not in described and not known(x)))]
         needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
         scores: Counter[int] = Counter()
         sure: set[int] = set()
@@ -484,7 +500,7 @@ class Retriever:
         for n, r, hit_lines, total in found:
             if spread[n.text] > LITERAL_SYMBOLS:
                 continue  # written everywhere: it singles nothing out
-            code = not n.word or bool(CODE_LIKE.search(n.text))
+            code = not n.word or code_like(n.text)
             w = 16.0 if not n.word else 8.0 if code else 4.0  # a plain word: less
             rid = self._key(r, rows)
             scores[rid] += w * math.sqrt(len(hit_lines) / total)
