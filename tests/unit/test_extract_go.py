@@ -253,3 +253,22 @@ def test_fields_of_parameters_and_locals_of_a_struct_in_this_file(tmp_path):
     f = fx("p/fields.go", root=tmp_path, data=FIELDS)
     assert [(c.callee, c.receiver_hint) for c in f.calls] == [
         ("req.view.ID", "View"), ("r.view.ID", "View"), ("other.view.ID", "->view.Remote")]
+
+
+def test_directive_lines_are_not_the_doc_comment(tmp_path):
+    # //go: directives and linter switches instruct tools; the prose around them is the doc
+    src = b"""package retry
+
+// Backoff computes the delay before attempt n.
+//
+//go:noinline
+func Backoff(n int) int { return n }
+
+//nolint:gocyclo
+// Next picks the next attempt.
+func Next(n int) int { return n }
+"""
+    f = extract_source(str(tmp_path), "retry.go", src, "go")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["Backoff"] == "Backoff computes the delay before attempt n."
+    assert by["Next"] == "Next picks the next attempt."

@@ -93,3 +93,18 @@ def test_junit_tests():
         (f"{P}.BoardTest.startsEmpty", "test", 16, 20),
     ]
     assert f.symbols[2].signature == "fun finishesATask()"  # the annotation is left out
+
+
+def test_kdoc_summary_leaves_block_tags_and_inline_tags_out(tmp_path):
+    src = b"""package org.example
+
+/**
+ * Returns the delay before attempt {@code n}
+ * @param n the attempt number
+ * @return the delay
+ */
+fun backoff(n: Int): Int = n
+"""
+    f = extract_source(str(tmp_path), "Retry.kt", src, "kotlin")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["backoff"] == "Returns the delay before attempt n"

@@ -114,3 +114,16 @@ def test_rspec_blocks_only_in_spec_files():
     ]
     plain = fx("lib/ledger_examples.rb", src)
     assert symbols(plain) == [("Object", "module", 1, 5)]
+
+
+def test_yard_tags_and_rubocop_switches_are_not_the_summary(tmp_path):
+    src = b"""# rubocop:disable Metrics/MethodLength
+# Parses a retry policy from its text form
+# @param text [String] the text
+# @return [Policy]
+def parse_policy(text)
+end
+"""
+    f = extract_source(str(tmp_path), "policy.rb", src, "ruby")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["parse_policy"] == "Parses a retry policy from its text form"

@@ -233,3 +233,20 @@ export class Cache {
     assert by["cache.Cache.find"] == "Looks an entry up by its key."
     assert by["cache.Cache.clear"] == "Drops every entry."
     assert by["cache.Cache.other"] == "Not the size."
+
+
+def test_linter_directives_are_not_the_doc_comment(tmp_path):
+    src = b"""// Copied from: the plain-object check of is-plain-object.
+// eslint-disable-next-line @typescript-eslint/ban-types
+export function isPlainObject(o: any): o is Object {
+  return true
+}
+
+// @ts-expect-error untyped global
+// Reads the global configuration.
+export function readConfig(): void {}
+"""
+    f = extract_source(str(tmp_path), "plain.ts", src, "typescript")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["isPlainObject"] == "Copied from: the plain-object check of is-plain-object."
+    assert by["readConfig"] == "Reads the global configuration."

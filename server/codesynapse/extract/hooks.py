@@ -68,6 +68,14 @@ _HTML_INLINE = re.compile(r"</?(?:b|i|em|strong|code|tt|a|var|kbd|samp|sup|sub|u
                           re.IGNORECASE)
 _ENTITY = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&#39;": "'", "&nbsp;": " "}
 _RETURN_TAG = re.compile(r"@returns?\s+(.*)", re.DOTALL)
+# a comment line that instructs a tool (a compiler directive, a linter's or formatter's
+# switch) is not prose about the code below it: Go's doc comments leave ``//go:`` directives
+# out the same way
+_DIRECTIVE = re.compile(
+    r"^(?:go:[a-z]\w*|\+build\b|nolint\b|NOLINT|eslint-(?:disable|enable)|@ts-(?:ignore|expect-error|nocheck)\b"
+    r"|prettier-ignore|istanbul ignore|c8 ignore|noinspection\b|clang-format (?:on|off)|pylint: ?(?:disable|enable)"
+    r"|noqa\b|type: ?ignore\b|fmt: ?(?:on|off|skip)\b|rubocop:(?:disable|enable|todo)|@formatter:(?:on|off)"
+    r"|#?(?:end)?region\b|frozen_string_literal:)")
 
 
 def _inline_tag(m: re.Match) -> str:
@@ -86,11 +94,12 @@ def _inline_tag(m: re.Match) -> str:
 
 def doc_text(doc: str) -> str:
     """The description of a doc comment's text (its comment marks already stripped): the
-    part above its block tags (``@param``, ``@throws``, ``@author``), with inline tags and
-    HTML markup replaced by the text they show. A comment whose description is empty but that
+    part above its block tags (``@param``, ``@throws``, ``@author``), without tool directive
+    lines (``//go:generate``, ``// eslint-disable-next-line``), with inline tags and HTML
+    markup replaced by the text they show. A comment whose description is empty but that
     says what the method returns (``/** @return whether the key is held */``, a common
     Javadoc and JSDoc style) is described by that: "Returns whether the key is held"."""
-    lines = doc.split("\n")
+    lines = [ln for ln in doc.split("\n") if not _DIRECTIVE.match(ln.strip())]
     cut = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("@")), len(lines))
     desc = "\n".join(lines[:cut])
     if not desc.strip() and cut < len(lines):

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node
 
-from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, strip_comment, text
+from codesynapse.extract.hooks import LanguageHooks, doc_text, first_sentence, squash, strip_comment, text
 from codesynapse.extract.model import ImportRef
 
 _TYPE = re.compile(r"^[A-Z]\w*(\.[A-Za-z_]\w*)*$")
@@ -154,7 +154,7 @@ class KotlinHooks(LanguageHooks):
             line = prev.start_point[0]
             prev = prev.prev_sibling
         comments.reverse()
-        return first_sentence("\n".join(comments))
+        return first_sentence(doc_text("\n".join(comments)))
 
     def _annotations(self, node: Node, src: bytes) -> list[str]:
         mods = next((c for c in node.named_children if c.type == "modifiers"), None)

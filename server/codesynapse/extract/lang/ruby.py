@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node
 
-from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, strip_comment, text
+from codesynapse.extract.hooks import LanguageHooks, doc_text, first_sentence, squash, strip_comment, text
 from codesynapse.extract.model import ImportRef
 
 MODULE = "Object"
@@ -145,7 +145,7 @@ class RubyHooks(LanguageHooks):
             line = prev.start_point[0]
             prev = prev.prev_sibling
         comments.reverse()
-        return first_sentence("\n".join(comments))
+        return first_sentence(doc_text("\n".join(comments)))
 
     def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
         if kind == "test":
