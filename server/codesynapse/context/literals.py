@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 MAX_FILES = 40
 MAX_HITS = 200
 MIN_NEEDLE = 4
+MIN_NUMBER = 3  # a number of three digits (a status code: 404) singles out more than a word of three letters
 MAX_NEEDLES = 8
 BUDGET_S = 2.0  # the leg's share of a request's 10 s deadline, as the dense leg's 2 s
 _WINDOW = 60  # lines either side of a hit given to the redactor
@@ -50,6 +51,12 @@ _COMMENT_STARTS: dict[str, tuple[bytes, ...]] = {
 }
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|testdata|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$"
                         r"|\.(test|spec)\.\w+$|Tests?\.\w+$")
+
+
+def long_enough(text: str) -> bool:
+    """Whether a needle is long enough to look up: ``MIN_NEEDLE`` characters, a number
+    ``MIN_NUMBER`` digits."""
+    return len(text) >= (MIN_NUMBER if text.isdigit() else MIN_NEEDLE)
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ def find(root: str, files: Iterable[tuple[str, str]], needles: Sequence[Needle],
     not something the code singles out). The scan stops after ``seconds`` (a huge tree):
     the hits so far are kept and the unread files counted, never an error."""
     end = time.monotonic() + seconds
-    needles = [n for n in needles if len(n.text) >= MIN_NEEDLE][:MAX_NEEDLES]
+    needles = [n for n in needles if long_enough(n.text)][:MAX_NEEDLES]
     live = [(n, n.text.encode("utf-8"), n.text.lower().encode("utf-8"), _pattern(n)) for n in needles]
     hits: list[Hit] = []
     per_needle: dict[str, int] = {}

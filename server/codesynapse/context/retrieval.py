@@ -80,6 +80,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*
 # a phrase quoted in a task ('unrecognized arguments: %s'): looked up where it is written
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
 CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
+# a number of the task, of three digits or more (a status code, a limit), not part of a word,
+# a version or a decimal
+_NUMBER = re.compile(r"(?<![\w.])[0-9]{3,}(?![\w.]*[\w])")
 
 
 def acronym(word: str) -> bool:
@@ -486,10 +489,15 @@ class Retriever:
         describes them: it is not looked up; nor is a plain word the lexical leg finds in
         the symbols' metadata (``known``): the files are read only for what it cannot find."""
         needles = [literals.Needle(next(g for g in m.groups() if g), word=False) for m in _QUOTED.finditer(task)]
-        needles += [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not code_like(x))
-                    if len(x) >= literals.MIN_NEEDLE
-                    and (code_like(x) or (x.lower() not in described and not known(x)))]
-        needles = [n for n in needles if len(n.text) >= literals.MIN_NEEDLE][:literals.MAX_NEEDLES]
+        words = [literals.Needle(x, word=True) for x in sorted(unnamed, key=lambda x: not code_like(x))
+                 if len(x) >= literals.MIN_NEEDLE
+                 and (code_like(x) or (x.lower() not in described and not known(x)))]
+        # the numbers of the task (a status a server answers, a limit): code writes them as they
+        # are, and a number the task writes, written in few places, points at them. After the
+        # code-like words, before the plain ones; weighed as a plain word
+        numbers = [literals.Needle(x, word=True) for x in dict.fromkeys(_NUMBER.findall(task))]
+        needles += [n for n in words if code_like(n.text)] + numbers + [n for n in words if not code_like(n.text)]
+        needles = [n for n in needles if literals.long_enough(n.text)][:literals.MAX_NEEDLES]
         scores: Counter[int] = Counter()
         sure: set[int] = set()
         lines: dict[int, int] = {}
