@@ -98,3 +98,35 @@ def test_xunit_fact():
     ]
     assert f.symbols[2].signature == "public void RegisterStoresTheBook()"  # attribute left out
     assert [(i.module, i.name) for i in f.imports] == [(CORE, "*"), ("Xunit", "*")]
+
+
+def test_xml_doc_summary_is_its_summary_element(tmp_path):
+    # <param>, <returns> and <remarks> are sections of their own; a reference is written as
+    # the name it refers to
+    src = b"""namespace Example.Retry
+{
+    /// <summary>
+    /// Decides how long to wait between attempts, see <see cref="T:Example.Retry.Backoff"/>
+    /// </summary>
+    /// <remarks>Thread-safe.</remarks>
+    public class Policy
+    {
+        /// <summary>Returns the delay before attempt <paramref name="n"/></summary>
+        /// <param name="n">The attempt number.</param>
+        /// <returns>The delay.</returns>
+        public int Next(int n) { return n; }
+
+        /// <returns>whether another attempt is allowed</returns>
+        public bool CanRetry() { return true; }
+
+        // Forgets the attempts made.
+        public void Reset() { }
+    }
+}
+"""
+    f = extract_source(str(tmp_path), "Policy.cs", src, "csharp")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["Policy"] == "Decides how long to wait between attempts, see Example.Retry.Backoff"
+    assert by["Next"] == "Returns the delay before attempt n"
+    assert by["CanRetry"] == "Returns whether another attempt is allowed"
+    assert by["Reset"] == "Forgets the attempts made."

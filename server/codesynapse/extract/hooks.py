@@ -183,6 +183,12 @@ class LanguageHooks:
 
     def summary(self, node: Node, src: bytes) -> str:
         """Leading comment block directly above the definition."""
+        # a doc comment's block tags (JSDoc/Javadoc/PHPDoc ``@param``, ``@internal``) and its
+        # markup are not its description: the summary is the first sentence of ``doc_text``
+        return first_sentence(doc_text(self.leading_comment(node, src)))
+
+    def leading_comment(self, node: Node, src: bytes) -> str:
+        """The comment block directly above the definition, comment marks stripped."""
         comments: list[str] = []
         prev = node.prev_sibling
         line = node.start_point[0]
@@ -191,9 +197,7 @@ class LanguageHooks:
             line = prev.start_point[0]
             prev = prev.prev_sibling
         comments.reverse()
-        # a doc comment's block tags (JSDoc/Javadoc/PHPDoc ``@param``, ``@internal``) and its
-        # markup are not its description: the summary is the first sentence of ``doc_text``
-        return first_sentence(doc_text("\n".join(comments)))
+        return "\n".join(comments)
 
     def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
         return False

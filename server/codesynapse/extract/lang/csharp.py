@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node
 
-from codesynapse.extract.hooks import LanguageHooks, squash, text
+from codesynapse.extract.hooks import LanguageHooks, first_sentence, squash, text
 from codesynapse.extract.model import ImportRef
 
 _TYPE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -78,6 +78,12 @@ def _norm(node: Node | None, src: bytes, depth: int = 0) -> str:
     return "?"
 
 
+_XML_REF = re.compile(r'<(?:see|seealso|paramref|typeparamref)\s+(?:cref|name|langword)="([^"]*)"\s*/>')
+_XML_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+_XML_RETURNS = re.compile(r"<returns>(.*?)</returns>", re.DOTALL)
+_XML_TAG = re.compile(r"</?\w+[^>]*>")
+
+
 class CSharpHooks(LanguageHooks):
     sep = "."
     comment_types = frozenset({"comment"})
@@ -122,8 +128,21 @@ class CSharpHooks(LanguageHooks):
         return squash(sig)
 
     def summary(self, node: Node, src: bytes) -> str:
-        s = super().summary(node, src)
-        return re.sub(r"</?\w+[^>]*>", "", s).strip()
+        """An XML doc comment's ``<summary>`` (``<returns>`` when it has none), its
+        references written as the names they refer to (``<see cref="T:Ns.Backoff"/>`` →
+        Ns.Backoff, ``<paramref name="n"/>`` → n); ``<param>``, ``<remarks>`` and the other
+        sections are not the summary. A plain comment is read as other languages' are."""
+        doc = self.leading_comment(node, src)
+        if "<" not in doc:
+            return super().summary(node, src)
+        doc = _XML_REF.sub(lambda m: m.group(1).split(":", 1)[-1].split("(", 1)[0], doc)
+        part = _XML_SUMMARY.search(doc)
+        if part is None:
+            part = _XML_RETURNS.search(doc)
+            doc = "Returns " + part.group(1) if part is not None else doc
+        else:
+            doc = part.group(1)
+        return first_sentence(_XML_TAG.sub("", doc))
 
     def is_test(self, name: str, kind: str, relpath: str, node: Node, src: bytes, parent: str) -> bool:
         return kind == "method" and any(a in _TEST_ATTRS for a in self._attributes(node, src))
