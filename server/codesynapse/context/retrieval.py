@@ -65,6 +65,8 @@ LEG_LIMIT = 10  # candidates per leg (DESIGN: at most 10 per leg, fused with RRF
 LEG_POOL = 4  # a leg reads this many times LEG_LIMIT rows, so that the role prior can order them before the cut
 EXPAND_FROM = 5  # the top candidates (not yet expanded) whose neighbours receive a share of their score, per round
 EXPAND_ROUNDS = 2  # rounds of the graph stage (the second expands what the first raised: two hops from a hit)
+# languages where a type's field and its method may share a name (a member read is no method's)
+FIELD_METHOD_HOMONYMS = frozenset({"java", "rust"})
 DATA_KINDS = frozenset({"constant", "variable"})  # symbols that hold a value and do no work: their users do
 DECAY = 0.5  # the share of a hit's score that one hop carries (split over the hop's neighbours, by sqrt)
 EXPAND_FANOUT = 16
@@ -798,13 +800,17 @@ class Retriever:
         # the neighbours of every hit, then the symbols they name, each in one batch read
         qs = [rows[h].qname for h in top]
         callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
-        in_files = store.symbols_in_files(rows[h].path for h in top if rows[h].kind in TYPE_KINDS)
+        in_files = store.symbols_in_files(rows[h].path for h in top
+                                          if rows[h].kind in TYPE_KINDS or _member_sep(rows[h]) is not None)
+        reads, readers = self._member_reads([rows[h] for h in top], in_files)
         hops: list[tuple[int, list[list[Any]], list[float]]] = []  # a neighbour: a qname, or an id
         for h in top:
             r = rows[h]
-            callees = list(dict.fromkeys(c.target for c in callees_of.get(r.qname, [])
-                                         if c.target and c.target != r.qname))
+            callees = list(dict.fromkeys([*(c.target for c in callees_of.get(r.qname, [])
+                                            if c.target and c.target != r.qname), *reads.get(r.id, ())]))
             caller_path = {c.caller: c.path for c in callers_of.get(r.qname, []) if c.caller != r.qname}
+            for q in readers.get(r.id, ()):
+                caller_path.setdefault(q, r.path)
             callers = list(caller_path)
             # a type's members do its work (a call of the class runs its constructor)
             members = list(dict.fromkeys(x.qname for x in in_files.get(r.path, []) if x.parent == r.qname
@@ -861,6 +867,46 @@ class Retriever:
                                 got = sent.setdefault(i, {})
                                 got[h] = got.get(h, 0.0) + g
         return gain, sent
+
+    def _member_reads(self, hits: list[SymbolRow], in_files: dict[str, list[SymbolRow]]
+                      ) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+        """For each hit that is a member of a type, the methods of the same type that it reads
+        without calling them, and those reading it so (``self.eta``, ``this.size``: a
+        property, a getter, a bound method handed on), by qualified name. The index keeps call
+        edges only, and a property is a function the code runs without parentheses; so the
+        hit's file is read, as ``_users`` reads one, and a member's name after a dot, not
+        followed by ``(``, in a member's lines is a read of it (a call is a call edge already).
+        Not in the languages where a field may share a method's name (``FIELD_METHOD_HOMONYMS``:
+        Java's ``this.size = size`` beside ``size()``, Rust's ``self.len``): there a name read
+        is a field's as often as not. One read per file."""
+        reads: dict[int, list[str]] = {}
+        readers: dict[int, list[str]] = {}
+        members = [r for r in hits if _member_sep(r) is not None and r.path in in_files
+                   and r.language not in FIELD_METHOD_HOMONYMS]
+        if not members:
+            return reads, readers
+        root = self.app.workspace.root
+        lines_of: dict[str, list[str]] = {}
+        for r in members:
+            if r.path not in lines_of:
+                try:
+                    lines_of[r.path] = (root / r.path).read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    lines_of[r.path] = []
+            lines = lines_of[r.path]
+            if not lines:
+                continue
+            siblings = [x for x in in_files[r.path] if x.parent == r.parent and x.id != r.id
+                        and x.kind in CALLABLE_KINDS and len(x.name) >= 2]
+            if not siblings:
+                continue
+            mine = _body(lines, r)
+            reads[r.id] = list(dict.fromkeys(x.qname for x in siblings
+                                             if x.qname != r.qname and _read_of(x.name).search(mine)))
+            pat = _read_of(r.name)
+            readers[r.id] = list(dict.fromkeys(x.qname for x in siblings
+                                               if x.qname != r.qname and pat.search(_body(lines, x))))
+        return reads, readers
 
     def _users(self, hits: list[SymbolRow], rows: dict[int, SymbolRow], dl: Deadline) -> list[list[int]]:
         """For each hit that is a constant or a variable (data: it does no work itself), the
@@ -950,6 +996,16 @@ class Retriever:
             cands.append(list(dict.fromkeys(t + sep + r.name for t in types if t != r.parent)))
         defined = store.symbols_by_qnames(q for qs in cands for q in qs)
         return [[q for q in qs if any(x.kind != "module" for x in defined.get(q, []))] for qs in cands]
+
+
+def _body(lines: list[str], r: SymbolRow) -> str:
+    """The lines of ``r`` in its file's ``lines``."""
+    return "\n".join(lines[max(0, r.start_line - 1):r.end_line])
+
+
+def _read_of(name: str) -> re.Pattern[str]:
+    """A member read without a call: ``.name`` not followed by ``(`` (``self.eta``)."""
+    return re.compile(r"\.\s*" + re.escape(name) + r"(?![\w$])(?!\s*\()")
 
 
 def _params(signature: str, name: str) -> str:
