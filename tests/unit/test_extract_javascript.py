@@ -208,3 +208,23 @@ def test_a_doc_comment_summary_stops_at_its_block_tags():
     by = {s.qname: s.summary for s in f.symbols}
     assert by["src/tags.hidden"] == ""
     assert by["src/tags.join"] == "Joins the parts."
+
+
+def test_jsdoc_description_tag_and_returns_describe_an_undescribed_function(tmp_path):
+    src = b"""/**
+ * @name combine
+ * @description Builds the full URL from a base and a relative path.
+ * @param {string} base
+ */
+export function combine(base, rel) { return base + rel; }
+
+/**
+ * @function
+ * @returns {boolean} true if the payload is an error thrown by the client
+ */
+export function isClientError(payload) { return true; }
+"""
+    f = extract_source(str(tmp_path), "url.js", src, "javascript")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["combine"] == "Builds the full URL from a base and a relative path."
+    assert by["isClientError"] == "Returns true if the payload is an error thrown by the client"

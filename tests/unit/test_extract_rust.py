@@ -131,3 +131,27 @@ def test_integration_test_file():
         (ACC, "Balance", "", 1), (ST, "Ledger", "", 2), ("ledger", "open", "", 3), ("ledger", "Account", "", 3)]
     # a.balance() inside assert_eq! is a macro token tree: not seen
     assert [(c.callee, c.receiver_hint) for c in f.calls] == [("open", ""), ("l.total", "Ledger"), ("Account::new", "")]
+
+
+def test_an_abbreviation_does_not_end_the_summary(tmp_path):
+    # "i.e." and "e.g." end with a full stop but not the sentence; "etc." ends it unless the
+    # sentence goes on in lower case
+    src = b"""/// Attempt to detect proxy settings from the environment, i.e. HTTP_PROXY
+/// and ALL_PROXY. Then more.
+pub fn try_proxy_from_env() {}
+
+/// Get the scheme, e.g. "https" or "http".
+pub fn scheme() {}
+
+/// Escapes quotes, brackets etc. and keeps the rest. Then more.
+pub fn escape() {}
+
+/// Escapes quotes, brackets etc. Then more.
+pub fn escape_all() {}
+"""
+    f = extract_source(str(tmp_path), "src/lib.rs", src, "rust")
+    by = {s.name: s.summary for s in f.symbols}
+    assert by["try_proxy_from_env"] == "Attempt to detect proxy settings from the environment, i.e. HTTP_PROXY and ALL_PROXY."
+    assert by["scheme"] == 'Get the scheme, e.g. "https" or "http".'
+    assert by["escape"] == "Escapes quotes, brackets etc. and keeps the rest."
+    assert by["escape_all"] == "Escapes quotes, brackets etc."

@@ -28,15 +28,23 @@ def squash(s: str, cap: int = 240) -> str:
     return s if len(s) <= cap else s[: cap - 1] + "…"
 
 
+# the full stop of an abbreviation does not end a sentence ("... from the environment, i.e.
+# HTTP_PROXY ..."); "etc." does, unless the sentence goes on in lower case
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|cf|vs|viz|approx|resp|incl|esp)\.$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
 def first_sentence(doc: str, cap: int = 200) -> str:
     doc = doc.strip()
     if not doc:
         return ""
     para = doc.split("\n\n", 1)[0]
     para = _WS.sub(" ", para).strip()
-    m = re.search(r"(?<=[.!?])\s", para)
-    if m:
-        para = para[: m.start()]
+    for m in _SENTENCE_END.finditer(para):
+        head = para[: m.start()]
+        if _ABBREV.search(head) is None and not (head.endswith("etc.") and para[m.end():m.end() + 1].islower()):
+            para = head
+            break
     return para if len(para) <= cap else para[: cap - 1] + "…"
 
 
@@ -67,7 +75,8 @@ _HTML_BLOCK = re.compile(r"</?(?:p|pre|ul|ol|li|dl|dt|dd|h[1-6]|blockquote|table
 _HTML_INLINE = re.compile(r"</?(?:b|i|em|strong|code|tt|a|var|kbd|samp|sup|sub|u|s|small|span|cite)\b[^<>]*>",
                           re.IGNORECASE)
 _ENTITY = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&#39;": "'", "&nbsp;": " "}
-_RETURN_TAG = re.compile(r"@returns?\s+(.*)", re.DOTALL)
+_RETURN_TAG = re.compile(r"^\s*@returns?\s+(.*)", re.DOTALL | re.MULTILINE)
+_DESCRIPTION_TAG = re.compile(r"^\s*@(?:summary|description|desc)\s+(.*)", re.DOTALL | re.MULTILINE)
 # a comment line that instructs a tool (a compiler directive, a linter's or formatter's
 # switch) is not prose about the code below it: Go's doc comments leave ``//go:`` directives
 # out the same way
@@ -98,13 +107,18 @@ def doc_text(doc: str) -> str:
     lines (``//go:generate``, ``// eslint-disable-next-line``), with inline tags and HTML
     markup replaced by the text they show. A comment whose description is empty but that
     says what the method returns (``/** @return whether the key is held */``, a common
-    Javadoc and JSDoc style) is described by that: "Returns whether the key is held"."""
+    Javadoc and JSDoc style) is described by that: "Returns whether the key is held"; one
+    with JSDoc's ``@summary``/``@description`` tag by that tag's text."""
     lines = [ln for ln in doc.split("\n") if not _DIRECTIVE.match(ln.strip())]
     cut = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("@")), len(lines))
     desc = "\n".join(lines[:cut])
     if not desc.strip() and cut < len(lines):
         tags = "\n".join(lines[cut:])
-        m = _RETURN_TAG.match(tags.lstrip())
+        m = _DESCRIPTION_TAG.search(tags)
+        if m:
+            # JSDoc's explicit description: ``@description text`` / ``@summary text``
+            desc = re.split(r"\n\s*@", m.group(1), maxsplit=1)[0]
+        m = None if desc.strip() else _RETURN_TAG.search(tags)
         if m:
             ret = re.split(r"\n\s*@", m.group(1), maxsplit=1)[0].strip()
             # JSDoc writes the type first: ``@returns {boolean} whether ...``
