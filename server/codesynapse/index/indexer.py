@@ -27,6 +27,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from codesynapse.extract import content_hash, extract_source, incremental, reset_caches
 from codesynapse.extract.languages import BY_NAME, available, detect
 from codesynapse.extract.manifests import is_dependency_file
@@ -40,6 +42,7 @@ from codesynapse.extract.model import (
 from codesynapse.findings.sarif import sync_policy_findings
 from codesynapse.graph import deps
 from codesynapse.graph.model import CallRow, FileRow, Resolution
+from codesynapse.index import delta as delta_mod
 from codesynapse.index.resolve import Resolver, SymbolIndex
 from codesynapse.index.state import IndexState
 from codesynapse.index.workers import WorkerOutput
@@ -834,6 +837,8 @@ class Indexer:
         whole: list[tuple[FileExtraction, int]] = []
         write_delta = getattr(self.store, "write_delta", None)
         for fx, mtime in run.batch:
+            if fx.delta is None and write_delta is not None:
+                fx = self._diffed(fx, run)
             if fx.delta is not None and write_delta is not None and write_delta(
                     fx, mtime,
                     {i: res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint)
@@ -847,6 +852,18 @@ class Indexer:
             else:
                 whole.append((fx, mtime))
         return whole
+
+    def _diffed(self, fx: FileExtraction, run: _UpdateRun) -> FileExtraction:
+        """A large file extracted whole, stored indexed: with the delta its stored rows give
+        (index/delta.py), so that only its edited lines are written."""
+        prev = run.stored.get(fx.path)
+        if prev is None or prev.status != "indexed" or fx.size < incremental.MIN_BYTES:
+            return fx
+        calls = run.stored_calls.get(fx.path)
+        if calls is None:
+            calls = run.stored_calls[fx.path] = list(self._calls_of([fx.path]))  # as _stored_call_names keeps them
+        d = delta_mod.diff(fx, prev.hash, prev.lines, self.store.symbols_in_file(fx.path), calls)
+        return fx if d is None else msgspec.structs.replace(fx, delta=d)
 
     def _write_bulk(self, run: _UpdateRun) -> None:
         """Calls are held back and inserted once resolved (no second write), unless there
