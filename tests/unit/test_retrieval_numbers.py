@@ -33,6 +33,7 @@ TASK = "A request the server answered with 302 is sent again with another verb. 
 def test_the_numbers_of_a_task_are_three_digits_or_more_not_in_a_version():
     assert _NUMBER.findall("answered 302, then 307; v1.2.300, 3.14159, 20 MB, 404. 500x (405)") == [
         "302", "307", "404", "405"]
+    assert _NUMBER.findall("a limit of 10,000 rows or 1,500 tokens, 2048 bytes") == ["2048"]
 
 
 def test_a_number_of_the_task_finds_the_code_writing_it(tmp_path):

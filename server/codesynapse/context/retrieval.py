@@ -83,8 +83,8 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]{1,2}[A-Za-z_][A-Za-z0-9_]*)*
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
 CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}|[A-Za-z][0-9]|[.:]")
 # a number of the task, of three digits or more (a status code, a limit), not part of a word,
-# a version or a decimal
-_NUMBER = re.compile(r"(?<![\w.])[0-9]{3,}(?![\w.]*[\w])")
+# a version, a decimal or a number written with thousands separators (10,000: code writes 10000)
+_NUMBER = re.compile(r"(?<![\w.,])[0-9]{3,}(?![\w.,]*[\w])")
 
 
 def acronym(word: str) -> bool:
