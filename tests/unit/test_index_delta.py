@@ -47,25 +47,21 @@ def test_a_whole_extraction_of_a_large_file_rewrites_only_the_edited_rows(tmp_pa
     store.close()
 
 
-# Edits that leave the file parseable: with edits that break the parse (a deleted block that
-# leaves a table's braces open), a live update of a file extracted whole can keep a call resolved
-# to a definition the syntax error swallowed (found by this test's first version on the code
-# before index/delta.py, its write whole; a separate bug, not fixed yet)
 @pytest.mark.parametrize("language", ["c", "python"])
 @pytest.mark.parametrize("seed", range(int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "4")) // 2 or 1))
 def test_whole_extractions_written_as_deltas_store_what_a_full_index_stores(tmp_path, seed, language):
     rng = random.Random(seed)
     if language == "c":
         rel, text = "drv.c", _c_source(rng, n=600)
-        kinds = ["insert_line", "delete_line", "change_line", "insert_fn_middle", "comment_above",
-                 "static_toggle", "define_add", "append_fn", "ifdef_around"]
+        kinds = ["insert_line", "delete_line", "change_line", "insert_fn_middle", "delete_block", "comment_above",
+                 "static_toggle", "define_add", "append_fn", "ifdef_around", "open_comment"]
         edit = _c_edit
     else:
         rel = "big.py"
         text = "".join(f"def step_{i}(amount):\n    '''Step {i}.'''\n    return helper_{i % 7}(amount) + {i}\n\n\n"
                        f"class Box{i}:\n    def get(self):\n        return self.put({i})\n\n\n" for i in range(350))
-        kinds = ["append_def", "insert_line", "delete_line", "change_line", "insert_def_middle", "indent_line",
-                 "returns_class", "comment_above", "decorator_above", "duplicate_def"]
+        kinds = ["append_def", "insert_line", "delete_line", "change_line", "insert_def_middle", "delete_block",
+                 "open_bracket", "indent_line", "returns_class", "comment_above", "decorator_above", "duplicate_def"]
         edit = _edit
     assert len(text) >= incremental.MIN_BYTES  # a large file: the update's whole extraction is diffed
     incremental.forget()
@@ -81,3 +77,19 @@ def test_whole_extractions_written_as_deltas_store_what_a_full_index_stores(tmp_
         text = edited
     store.close()
 
+
+
+def test_a_one_file_workspace_drops_a_call_target_its_edit_removed(tmp_path):
+    """A live update of every file of a workspace (here its only one) re-uses the file's stored
+    resolutions like any other live update, so it must re-check the calls naming what it
+    removed (it took the update for a full index and re-checked none: a call kept its target
+    after the target's definition was deleted)."""
+    text = "int step_b(int x)\n{\n\treturn x;\n}\n\nint step_c(int x)\n{\n\treturn step_b(x);\n}\n"
+    root, store, ix = _indexed(tmp_path, "drv.c", text)
+    assert [c.target for c in store.calls_in_files(["drv.c"]) if c.name == "step_b"] == ["drv.step_b"]
+    (root / "drv.c").write_text(text.replace("int step_b(int x)\n{\n\treturn x;\n}\n\n", ""))
+    ix.index_tree()
+    assert [(c.target, c.resolution) for c in store.calls_in_files(["drv.c"]) if c.name == "step_b"] == \
+        [("", "unresolved")]
+    assert store.dump() == _full_dump(tmp_path, root)
+    store.close()

@@ -1095,9 +1095,11 @@ class Indexer:
         if everything:
             calls: Iterable = self.store.all_calls()
         else:
+            # not on a full index (every file changed, every call resolved anew), but on a live
+            # update of every file too (a one-file workspace): its reused resolutions are re-checked
             touching = [c for c in self.store.calls_touching(affected)
                         if c.path not in changed or (c.path in reused and c.path in fresh)] \
-                if affected and len(changed) < len(idx.files) else []
+                if affected and (len(changed) < len(idx.files) or reused) else []
             # the changed files' own calls are read STREAM_FILES files at a time (a full index:
             # every call of the tree, never all in memory); the touching rows lie in other files
             calls = itertools.chain(self._calls_of(sorted(changed - held - fresh)), touching)
