@@ -648,3 +648,34 @@ def test_a_cpp_file_with_a_namespace_keeps_it_through_live_updates():
     whole = extract_source("/nonexistent", "drv.hpp", v2, "cpp")
     assert "(global)::drv" in [s.qname for s in whole.symbols]
     assert replace(inc, delta=None) == whole
+
+
+@pytest.mark.parametrize("language, rel, text, name", [
+    ("c", "regs.h", "#ifndef REGS_H\n#define REGS_H\nint f(void);\n#endif /* REGS_H */\nint g(void) { return 1; }\n", "g"),
+    ("c", "drv.c", "static int x = 1; // the first value\nint g(void) { return x; }\n", "g"),
+    ("python", "mod.py", "x = 1  # the first value\ndef g():\n    return x\n", "g"),
+    ("javascript", "mod.js", "const x = 1; // the first value\nfunction g() { return x; }\n", "g"),
+])
+def test_a_comment_after_code_on_its_line_is_not_the_summary_of_the_definition_below(language, rel, text, name):
+    fx = extract_source("/nonexistent", rel, text.encode(), language)
+    assert [s.summary for s in fx.symbols if s.name == name] == [""]
+    # a comment on a line of its own still is
+    own = text.replace(f"\nint {name}(", f"\n/* Gives one. */\nint {name}(") \
+        .replace(f"\ndef {name}(", f"\n# Gives one.\ndef {name}(").replace(f"\nfunction {name}(", f"\n// Gives one.\nfunction {name}(")
+    fx = extract_source("/nonexistent", rel, own.encode(), language)
+    assert [s.summary for s in fx.symbols if s.name == name] == ["Gives one."]
+
+
+def test_a_function_appended_below_an_include_guard_is_extracted_on_its_own():
+    """``#endif /* REGS_H */`` ends the guard with a comment of its own line's code: what is
+    appended below it does not reach the guard's directive line (extracted whole before)."""
+    incremental.forget()
+    defines = [f"#define REG_{i}_MASK 0x{i:08x}" for i in range(4000)]
+    v1 = "\n".join(["#ifndef _REGS_H", "#define _REGS_H", *defines, "#endif /* _REGS_H */", ""])
+    extract_source("/nonexistent", "regs.h", v1.encode(), "c", incremental=True)
+    v2 = v1 + "int probe(void) { return 1; }\n"
+    before = dict(incremental.stats)
+    inc = extract_source("/nonexistent", "regs.h", v2.encode(), "c", incremental=True)
+    assert incremental.stats["incremental"] == before["incremental"] + 1
+    assert [s.name for s in inc.delta.symbols] == ["probe"]
+    assert replace(inc, delta=None) == extract_source("/nonexistent", "regs.h", v2.encode(), "c")

@@ -707,6 +707,7 @@ def _blocks(root: Node, src: bytes, hooks: LanguageHooks, range_starts: list[tup
     pending = list(range_starts[1:])
     prev_end = -1
     after_comment = False  # a comment stays with the statement below it (its summary)
+    code_end = -1  # the row the last statement that is not a comment ended on
     for k, token in _top_items(root, hooks.block_containers):
         while pending and k.start_byte >= pending[0][0]:
             starts.append(pending.pop(0))
@@ -722,8 +723,11 @@ def _blocks(root: Node, src: bytes, hooks: LanguageHooks, range_starts: list[tup
             directive[-1] |= token
             if not k.is_extra:
                 defines[-1].extend(hooks.table_names(k, src))
-            after_comment = _comment(k)
+            # a comment written after code on its line is that code's (LanguageHooks.leading_comment)
+            after_comment = _comment(k) and k.start_point[0] != code_end
             prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
+            if not _comment(k):
+                code_end = k.end_point[0] - (1 if k.end_point[1] == 0 else 0)
     for st in pending:  # ranges holding no statement
         starts.append(st)
         defines.append([])

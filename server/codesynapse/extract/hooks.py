@@ -207,6 +207,10 @@ class LanguageHooks:
         prev = node.prev_sibling
         line = node.start_point[0]
         while prev is not None and prev.type in self.comment_types and prev.end_point[0] >= line - 1:
+            before = prev.prev_sibling
+            if before is not None and before.type not in self.comment_types \
+                    and before.end_point[0] == prev.start_point[0]:
+                break  # written after code on its line: that code's comment (``#endif /* X_H */``)
             comments.append(strip_comment(text(prev, src)))
             line = prev.start_point[0]
             prev = prev.prev_sibling

@@ -367,8 +367,13 @@ def _ends_cleanly(src: bytes, lo: int, hi: int, marks: tuple[bytes, ...]) -> boo
     if src[hi - 1:hi] != b"\n":
         return False
     last = src[max(lo, src.rfind(b"\n", lo, hi - 1) + 1):hi - 1].strip()
-    # a comment, even after code on the line, is the summary of the statement below it
-    if any(m in last for m in marks) or last.startswith(b"@"):
+    # a comment line is the summary of the statement below it; a comment after code on its
+    # line is that code's (LanguageHooks.leading_comment), unless a block comment is left open
+    # or one opened above ends there
+    if last.startswith(b"@") or any(last.startswith(m) for m in marks):
+        return False
+    if any(m in last for m in marks) and (b"/*" in marks and last.rfind(b"/*") > last.rfind(b"*/")
+                                          or b"*/" in last and not (0 <= last.find(b"/*") < last.find(b"*/"))):
         return False
     # a line continuation joins what follows, over blank lines too (tree-sitter's C
     # preprocessor lines: ``#define F(x) \`` then a blank line takes the next statement in)
