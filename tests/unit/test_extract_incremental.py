@@ -471,25 +471,31 @@ def test_c_incremental_extraction_equals_whole_on_random_edits(seed, guard):
     this was written, and on 22 kernel headers and sources with #if blocks, edits of their
     directives included): what a statement-at-a-time update gives is what a whole extraction
     gives. A header is one include guard: its statements are blocks all the same."""
+    _random_edits(seed, "c", "drv.c", _c_source(random.Random(seed), guard=guard), C_EDITS, _c_edit)
+
+
+def _random_edits(seed: int, language: str, rel: str, text: str, kinds: list[str], edit):
+    """40 edits of ``text`` (the kinds in turn, then at random): after each, the statement-at-a-
+    time extraction equals the whole one; the last whole extraction."""
     rng = random.Random(seed)
     incremental.forget()
     incremental.stats.update(incremental=0, whole=0)
-    text = _c_source(rng, guard=guard)
     assert len(text) >= incremental.MIN_BYTES
     steps = 0
     for k in range(40):
-        kind = C_EDITS[(k + seed) % len(C_EDITS)] if k < len(C_EDITS) else rng.choice(C_EDITS)
-        edited = _c_edit(text, rng, kind, k)
-        inc = extract_source("/nonexistent", "drv.c", edited.encode(), "c", incremental=True)
-        whole = extract_source("/nonexistent", "drv.c", edited.encode(), "c")
+        kind = kinds[(k + seed) % len(kinds)] if k < len(kinds) else rng.choice(kinds)
+        edited = edit(text, rng, kind, k)
+        inc = extract_source("/nonexistent", rel, edited.encode(), language, incremental=True)
+        whole = extract_source("/nonexistent", rel, edited.encode(), language)
         assert replace(inc, delta=None) == whole, f"after edit {k} ({kind})"
         steps += 1
         if not whole.partial:
             text = edited
         else:  # the typo is fixed: the version before it again
-            inc = extract_source("/nonexistent", "drv.c", text.encode(), "c", incremental=True)
-            assert replace(inc, delta=None) == extract_source("/nonexistent", "drv.c", text.encode(), "c")
+            inc = extract_source("/nonexistent", rel, text.encode(), language, incremental=True)
+            assert replace(inc, delta=None) == extract_source("/nonexistent", rel, text.encode(), language)
     assert incremental.stats["incremental"] >= steps // 3, incremental.stats
+    return whole
 
 
 def test_a_comment_written_above_a_kept_c_function_becomes_its_summary():
@@ -596,26 +602,8 @@ def _cpp_edit(text: str, rng: random.Random, kind: str, k: int) -> str:
 def test_cpp_incremental_extraction_equals_whole_on_random_edits(seed, guard):
     """C++ is re-extracted a statement at a time as C is: namespaces (symbols of kind "module",
     as the file's own module symbol is) are kept, moved and replaced with their statements."""
-    rng = random.Random(seed)
-    incremental.forget()
-    incremental.stats.update(incremental=0, whole=0)
-    text = _cpp_source(rng, guard=guard)
-    assert len(text) >= incremental.MIN_BYTES
-    steps = 0
-    for k in range(40):
-        kind = CPP_EDITS[(k + seed) % len(CPP_EDITS)] if k < len(CPP_EDITS) else rng.choice(CPP_EDITS)
-        edited = _cpp_edit(text, rng, kind, k)
-        inc = extract_source("/nonexistent", "shop.hpp", edited.encode(), "cpp", incremental=True)
-        whole = extract_source("/nonexistent", "shop.hpp", edited.encode(), "cpp")
-        assert replace(inc, delta=None) == whole, f"after edit {k} ({kind})"
-        steps += 1
-        if not whole.partial:
-            text = edited
-        else:
-            inc = extract_source("/nonexistent", "shop.hpp", text.encode(), "cpp", incremental=True)
-            assert replace(inc, delta=None) == extract_source("/nonexistent", "shop.hpp", text.encode(), "cpp")
+    whole = _random_edits(seed, "cpp", "shop.hpp", _cpp_source(random.Random(seed), guard=guard), CPP_EDITS, _cpp_edit)
     assert sum(s.kind == "module" for s in whole.symbols) > 10
-    assert incremental.stats["incremental"] >= steps // 3, incremental.stats
 
 
 def test_a_cpp_namespace_survives_a_delta_written_to_the_store(tmp_path):
@@ -664,6 +652,13 @@ def test_a_comment_after_code_on_its_line_is_not_the_summary_of_the_definition_b
         .replace(f"\ndef {name}(", f"\n# Gives one.\ndef {name}(").replace(f"\nfunction {name}(", f"\n// Gives one.\nfunction {name}(")
     fx = extract_source("/nonexistent", rel, own.encode(), language)
     assert [s.summary for s in fx.symbols if s.name == name] == ["Gives one."]
+
+
+def test_a_comment_on_the_line_below_a_define_is_the_summary_of_the_definition_below_it():
+    """A ``#define`` node ends at column 0 of the line below it (it takes its newline): the
+    comment starting there is on a line of its own (found by the C++ fuzz)."""
+    fx = extract_source("/nonexistent", "a.c", b"#define LIMIT 128\n/* Adds two. */\nint add(int a) { return a + 2; }\n", "c")
+    assert [s.summary for s in fx.symbols if s.name == "add"] == ["Adds two."]
 
 
 def test_a_function_appended_below_an_include_guard_is_extracted_on_its_own():

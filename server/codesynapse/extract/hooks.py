@@ -207,9 +207,9 @@ class LanguageHooks:
         prev = node.prev_sibling
         line = node.start_point[0]
         while prev is not None and prev.type in self.comment_types and prev.end_point[0] >= line - 1:
-            before = prev.prev_sibling
+            before = prev.prev_sibling  # (a node ending at a column 0 ended with the line above: ``#define``)
             if before is not None and before.type not in self.comment_types \
-                    and before.end_point[0] == prev.start_point[0]:
+                    and before.end_point[0] - (1 if before.end_point[1] == 0 else 0) == prev.start_point[0]:
                 break  # written after code on its line: that code's comment (``#endif /* X_H */``)
             comments.append(strip_comment(text(prev, src)))
             line = prev.start_point[0]
