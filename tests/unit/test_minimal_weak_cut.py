@@ -5,12 +5,11 @@ did not ask about (a test the role prior set back) is still counted, not shown, 
 
 from __future__ import annotations
 
-from codesynapse.app import App
 from codesynapse.context.budget import Deadline
 from codesynapse.context.minimal import WEAK_FRACTION
 from codesynapse.context.retrieval import Retriever
 from codesynapse.methods import call_method
-from codesynapse.settings import load_settings
+from infra.apps import indexed_app
 
 STEPS = "abcde"
 FILES = {
@@ -27,13 +26,8 @@ TASK = "archive old ledger entries with a tombstone"
 
 
 def test_library_code_under_a_quarter_of_the_best_is_shown_a_weak_test_is_not(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
+    a = indexed_app(tmp_path, FILES)
     try:
-        a.index()
         got = Retriever(a, a.store).rank(TASK, Deadline())
         score = {got.rows[i].qname: got.score[i] for i in got.order}
         best = score["ledger.archive_old_entries"]

@@ -6,12 +6,11 @@ approximate candidates, nor cut them to the few shown beside the symbols a task 
 
 from __future__ import annotations
 
-from codesynapse.app import App
 from codesynapse.context.budget import Deadline
 from codesynapse.context.minimal import NEAR_WITH_SURE
 from codesynapse.context.retrieval import Retriever, acronym, code_like
 from codesynapse.methods import call_method
-from codesynapse.settings import load_settings
+from infra.apps import indexed_app
 
 FILES = {
     "webkit/verbs.py": (
@@ -35,13 +34,7 @@ TASK = "A POST answered with a redirect status: where is the verb of the next ho
 
 
 def _app(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
-    a.index()
-    return a
+    return indexed_app(tmp_path, FILES)
 
 
 def test_an_acronym_is_a_word_unless_a_symbol_is_named_so():

@@ -6,11 +6,10 @@ metadata."""
 
 from __future__ import annotations
 
-from codesynapse.app import App
 from codesynapse.context.budget import Deadline
 from codesynapse.context.retrieval import _NUMBER, Retriever
 from codesynapse.methods import call_method
-from codesynapse.settings import load_settings
+from infra.apps import indexed_app
 
 FILES = {
     "netkit/hops.py": (
@@ -37,13 +36,8 @@ def test_the_numbers_of_a_task_are_three_digits_or_more_not_in_a_version():
 
 
 def test_a_number_of_the_task_finds_the_code_writing_it(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
+    a = indexed_app(tmp_path, FILES)
     try:
-        a.index()
         got = Retriever(a, a.store).rank(TASK, Deadline())
         legs = {got.rows[i].qname: got.legs.get(i, set()) for i in got.order}
         assert "literal" in legs.get("hops.next_hop", set())

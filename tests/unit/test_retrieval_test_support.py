@@ -8,7 +8,6 @@ tests and library code importing the tests but imported by library code stay lib
 
 from __future__ import annotations
 
-from codesynapse.app import App
 from codesynapse.context.budget import Deadline
 from codesynapse.context.retrieval import (
     TEST,
@@ -16,7 +15,7 @@ from codesynapse.context.retrieval import (
     Retriever,
     find_test_support,
 )
-from codesynapse.settings import load_settings
+from infra.apps import indexed_app
 
 FILES = {
     "pkg/__init__.py": "",
@@ -55,13 +54,7 @@ TASK = "a redirect to another host keeps the authorization header"
 
 
 def _app(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
-    a.index()
-    return a
+    return indexed_app(tmp_path, FILES)
 
 
 def test_the_harness_is_found_from_the_import_graph(tmp_path):
