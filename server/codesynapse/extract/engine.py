@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node, Parser, Point, Query, QueryCursor, Range
 
-from codesynapse.extract.hooks import LanguageHooks, text
+from codesynapse.extract.hooks import LanguageHooks, end_row, text
 from codesynapse.extract.redact import RecordGate
 from codesynapse.extract.model import (
     TYPE_KINDS,
@@ -725,9 +725,9 @@ def _blocks(root: Node, src: bytes, hooks: LanguageHooks, range_starts: list[tup
                 defines[-1].extend(hooks.table_names(k, src))
             # a comment written after code on its line is that code's (LanguageHooks.leading_comment)
             after_comment = _comment(k) and k.start_point[0] != code_end
-            prev_end = max(prev_end, k.end_point[0] - (1 if k.end_point[1] == 0 else 0))
+            prev_end = max(prev_end, end_row(k))
             if not _comment(k):
-                code_end = k.end_point[0] - (1 if k.end_point[1] == 0 else 0)
+                code_end = end_row(k)
     for st in pending:  # ranges holding no statement
         starts.append(st)
         defines.append([])

@@ -34,6 +34,12 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|cf|vs|viz|approx|resp|incl|esp)\.$", re.IG
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
+def end_row(node: Node) -> int:
+    """The row ``node`` ends on: a node that takes its newline (``#define``) ends at column 0
+    of the row below it."""
+    return node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
+
+
 def first_sentence(doc: str, cap: int = 200) -> str:
     doc = doc.strip()
     if not doc:
@@ -207,9 +213,8 @@ class LanguageHooks:
         prev = node.prev_sibling
         line = node.start_point[0]
         while prev is not None and prev.type in self.comment_types and prev.end_point[0] >= line - 1:
-            before = prev.prev_sibling  # (a node ending at a column 0 ended with the line above: ``#define``)
-            if before is not None and before.type not in self.comment_types \
-                    and before.end_point[0] - (1 if before.end_point[1] == 0 else 0) == prev.start_point[0]:
+            before = prev.prev_sibling
+            if before is not None and before.type not in self.comment_types and end_row(before) == prev.start_point[0]:
                 break  # written after code on its line: that code's comment (``#endif /* X_H */``)
             comments.append(strip_comment(text(prev, src)))
             line = prev.start_point[0]

@@ -71,13 +71,13 @@ def diff(fx: FileExtraction, stored_hash: str, stored_lines: int, stored_symbols
     """The delta that turns the stored rows of ``fx.path`` (``stored_symbols`` / ``stored_calls``,
     the store's rows of its version ``stored_hash`` of ``stored_lines`` lines) into ``fx``'s, or
     None when it would not be smaller than writing ``fx`` whole."""
+    if len(stored_symbols) + len(stored_calls) < MIN_ROWS:
+        return None
     syms = [s for k, s in enumerate(fx.symbols) if not (k == 0 and _own_module(s))]
     old_s = sorted(_sym_key(s) for s in stored_symbols if not _own_module(s))
     new_s = sorted(_sym_key(s) for s in syms)
     old_c = sorted(_stored_call_key(c) for c in stored_calls)
     new_c = sorted(_call_key(c) for c in fx.calls)
-    if len(old_s) + len(old_c) < MIN_ROWS:
-        return None
     shift = fx.lines - stored_lines
     sym_moved = lambda r, d: (r[0] + d, r[1] + d, *r[2:])
     call_moved = lambda r, d: (r[0] + d, *r[1:])
