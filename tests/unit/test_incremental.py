@@ -253,3 +253,56 @@ def test_a_star_import_that_goes_or_comes_resolves_the_file_again(tmp_path: Path
         assert target() == expected
         assert store.dump() == _full_dump(root, tmp_path)
     store.close()
+
+
+@pytest.mark.parametrize("seed", range(1, int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "8")) // 2 + 1))
+def test_incremental_equals_full_with_the_symbol_table_patched(tmp_path: Path, seed: int, monkeypatch) -> None:
+    """The same, with every file already in the symbol table patched by what its update
+    changed (SymbolIndex._patch, normally for files of 256 symbols and more), under whole-file
+    edits and statement-at-a-time ones."""
+    from codesynapse.extract import incremental
+    from codesynapse.index import resolve
+
+    monkeypatch.setattr(resolve, "_PATCH_MIN", 0)
+    monkeypatch.setattr(incremental, "MIN_BYTES", 0)
+    incremental.forget()
+    calls = []
+    real = resolve.SymbolIndex._patch
+
+    def counted(self, *a, **k):
+        got = real(self, *a, **k)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(resolve.SymbolIndex, "_patch", counted)
+    _check_steps(tmp_path, seed, 16,
+                 lambda root, rng, tick, k: _line_step(root, rng, tick) if k % 4 else _step(root, rng, tick))
+    assert sum(calls) >= 8  # most updates of a known file keep its imports: patched
+
+
+def test_a_patched_files_listeners_hear_the_names_its_edit_touched(tmp_path: Path, monkeypatch) -> None:
+    """A save of a large file tells the index's listeners (memory anchors) the names of the
+    definitions its edit added, removed or re-extracted, not every name of the file; a
+    definition whose body changed is among them (its hash moved)."""
+    from codesynapse.extract import incremental
+
+    monkeypatch.setattr(incremental, "MIN_BYTES", 0)
+    incremental.forget()
+    root = tmp_path / "repo"
+    tick = [1_700_000_000_000_000_000]
+    funcs = [f"def f{i}(x):\n    return x + {i}\n" for i in range(400)]
+    _write(root / "big.py", "\n\n".join(funcs), tick)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    ix = Indexer(root, store, None, workers=1)
+    ix.index_tree()
+    heard: list[set[str]] = []
+    ix.listeners.append(lambda paths, names: heard.append(set(names)))
+    assert ix.warm("big.py", (root / "big.py").read_bytes())
+    funcs[200] = "def f200(x):\n    return x * 2\n"  # a body edit
+    funcs.insert(202, "def added(y):\n    return f7(y)\n")
+    _write(root / "big.py", "\n\n".join(funcs), tick)
+    ix.index_tree()
+    assert heard and {"f200", "added"} <= heard[-1]
+    assert "f5" not in heard[-1] and len(heard[-1]) < 10
+    assert store.symbols_by_name("added", limit=5)[0].start_line == 202 * 4 + 1
+    store.close()

@@ -145,6 +145,9 @@ class _UpdateRun:
     # the stored calls of the update's files as read before it wrote (a small update's:
     # Indexer._stored_call_names); a file without calls has no entry
     stored_calls: dict[str, list] = field(default_factory=dict)
+    # files the symbol table patched (SymbolIndex._patch): the names of the symbols their
+    # update added, removed or re-extracted, which is all the listeners are told of them
+    touched_names: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
@@ -347,16 +350,22 @@ def _changed_names(old_state, new) -> set[str]:
         return (_names_of(q for q, _ in old_syms) | _names_of(q for q, _ in new.symbols)
                 | set(old_bindings) | set(new.bindings))
     names = _names_of(q for q, _ in old_syms ^ set(new.symbols))
-    # a declared result changed: the receivers that return hints bind to it change type
-    names |= _names_of(q for q in set(old_results) | set(new.results) if old_results.get(q) != new.results.get(q))
-    # a struct's declared field types changed: the receivers field hints bind through it
-    names |= _names_of(q for q in set(old_fields) | set(new.fields) if old_fields.get(q) != new.fields.get(q))
+    names |= _type_names(old_results, new.results, old_fields, new.fields)
     for key in set(old_bindings) | set(new.bindings):
         if old_bindings.get(key) != new.bindings.get(key) or old_alternatives.get(key) != new.alternatives.get(key):
             names.add(key)
             # a struct of this file whose field's type is named through the binding
             names |= _names_of(q for flds in (old_fields, new.fields) for q, f in flds.items()
                                if any(t.lstrip("*").split(".", 1)[0] == key for t in f.values()))
+    return names
+
+
+def _type_names(old_results, new_results, old_fields, new_fields) -> set[str]:
+    """The names of the qnames whose declared results or fields differ."""
+    # a declared result changed: the receivers that return hints bind to it change type
+    names = _names_of(q for q in set(old_results) | set(new_results) if old_results.get(q) != new_results.get(q))
+    # a struct's declared field types changed: the receivers field hints bind through it
+    names |= _names_of(q for q in set(old_fields) | set(new_fields) if old_fields.get(q) != new_fields.get(q))
     return names
 
 
@@ -755,18 +764,21 @@ class Indexer:
             self._overlaid.discard(r.path)
             if overlays and r.path in overlays:
                 self._overlaid.add(r.path)
-            old = idx.files.get(r.path)
-            old_state = _file_state(old) if old else None
-            idx.add_file(r.path, r.module, r.language,
-                         ((s.qname, s.kind, s.parent, s.signature) for s in r.symbols),
-                         r.imports)
-            names = _changed_names(old_state, idx.files[r.path])
-            if old_state is not None and (old_state[3] != list(idx.files[r.path].stars)
-                                          or old_state[4] != idx.files[r.path].module):
-                run.unsettled.add(r.path)
+            old = idx.files.get(r.path)  # add_file leaves it as it was (a new FileInfo replaces it)
+            patched = idx.add_file(r.path, r.module, r.language,
+                                   [(s.qname, s.kind, s.parent, s.signature) for s in r.symbols], r.imports)
+            new = idx.files[r.path]
+            if patched is not None:  # same module, star imports and bindings
+                names = _names_of(patched) | _type_names(old.results, new.results, old.fields, new.fields)
+                if r.delta is not None:  # what was re-extracted: any hash that changed
+                    run.touched_names[r.path] = names | _names_of(s.qname for s in r.delta.symbols)
+            else:
+                names = _changed_names(_file_state(old) if old else None, new)
+                if old is not None and (old.stars != new.stars or old.module != new.module):
+                    run.unsettled.add(r.path)
             if not run.whole:
                 run.affected |= names
-            if names or old_state is None:
+            if names or old is None:
                 run.exports_changed.add(r.path)
             run.changed_paths.append(r.path)
             run.batch.append((r, run.mtimes.get(r.path, 0)))
@@ -881,11 +893,17 @@ class Indexer:
 
     def _note_touched(self, run: _UpdateRun) -> None:
         """What the listeners are told once the update commits: files touched and the names
-        now in its changed files."""
+        now in its changed files (of a patched file, the names its update added, removed or
+        re-extracted: ``_UpdateRun.touched_names``)."""
         idx = self.index
         touched = set(run.changed_paths) | set(run.removed) | run.vanished
-        self._touched = (self._touched[0] | touched, self._touched[1] | _names_of(
-            q for p in run.changed_paths if p in idx.files for q, *_ in idx.files[p].symbols))
+        names = self._touched[1]
+        for p in run.changed_paths:
+            if p in run.touched_names:
+                names |= run.touched_names[p]
+            elif p in idx.files:
+                names |= _names_of(idx.files[p].sym_qnames)
+        self._touched = (self._touched[0] | touched, names)
         for p in run.removed:
             self._resolved.pop(p, None)
         for p in run.vanished:
