@@ -18,7 +18,7 @@ from codesynapse.context.models import (
     check_len,
 )
 from codesynapse.context.reader import UNREAD, UNREAD_HINT, ContextReader
-from codesynapse.context.retrieval import Retriever
+from codesynapse.context.retrieval import TYPE_KINDS, Retriever
 from codesynapse.errors import InvalidParams
 from codesynapse.graph.model import SymbolRow
 
@@ -67,13 +67,16 @@ class MinimalContextAnswers:
         # a module's card says less than a card of a symbol in it, which names the same file
         member_files = {rows[i].path for i in strong if rows[i].kind != "module"}
         strong = [i for i in strong if rows[i].kind != "module" or rows[i].path not in member_files]
+        # what the request names (an identifier, a file of ``paths``) is shown as it ranks
+        named = set(sure) | {i for i in strong if "path" in got.legs.get(i, ())}
+        shown = distinct_cards(strong, rows, named, MINIMAL_CARDS)
         answer: dict[str, Any] = {"maxTokens": max_tokens, "provenance": self.r.provenance(got.provenance)}
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, got.unread, UNREAD_HINT)
         answer["cards"] = []
-        callers_of = store.callers_many((rows[i].qname for i in strong[:MINIMAL_CARDS]), limit=3)
+        callers_of = store.callers_many((rows[i].qname for i in shown), limit=3)
         carded: set[int] = set()
-        for i in strong[:MINIMAL_CARDS]:
+        for i in shown:
             dl.check()
             r = rows[i]
             card: dict[str, Any] = {"qualifiedName": r.qname, "kind": r.kind}
@@ -91,8 +94,8 @@ class MinimalContextAnswers:
                 card["id"] = f"{store.graph_id}:{r.id}"
             if p.add("cards", card, "candidate symbols", "raise maxTokens or name the symbol"):
                 carded.add(i)
-        if len(strong) > MINIMAL_CARDS:
-            p.omit("candidate symbols", len(strong) - MINIMAL_CARDS, "narrow the task or pass paths")
+        if len(strong) > len(shown):
+            p.omit("candidate symbols", len(strong) - len(shown), "narrow the task or pass paths")
         if len(order) > len(strong):
             p.omit("weaker candidates", len(order) - len(strong), "name an identifier, or search the words")
         # the candidates left out are named (best first, at most OMITTED_LISTED, as many as the
@@ -104,6 +107,25 @@ class MinimalContextAnswers:
         if not order:
             answer["followUp"] = "no indexed symbol matches the task; name an identifier or pass paths"
         return self.r.done(p)
+
+
+def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int], limit: int) -> list[int]:
+    """The candidates of ``order`` shown as cards, at most ``limit``, best first, chosen so that
+    no card repeats what another card shown says (diversity in the card selection): a type is
+    not shown beside a card of one of its own members, whose card names the type (its
+    qualified name) and the file, as a symbol's card does its module's (``keep``, what the
+    request names, is always shown). The choice is made on the cards shown, so a type passed
+    over gives its place to the next candidate; the candidates passed over are named among the
+    omitted ones, in their own order."""
+    passed: set[int] = set()
+    while True:
+        shown = [i for i in order if i not in passed][:limit]
+        parents = {(rows[i].parent, rows[i].path) for i in shown if rows[i].parent}
+        types = {i for i in shown if i not in keep and rows[i].kind in TYPE_KINDS
+                 and (rows[i].qname, rows[i].path) in parents}
+        if not types:
+            return shown
+        passed |= types
 
 
 def _list_candidates(p: Packer, rows: list[SymbolRow], legs: dict[int, Any],

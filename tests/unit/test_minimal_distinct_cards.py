@@ -1,0 +1,65 @@
+"""minimalContext's card selection says each thing once (issue 16): a type is not shown beside a
+card of one of its own members (the member's card names the type and the file, as a symbol's
+card names its module's); the type passed over is named among the omitted candidates and its
+place goes to the next candidate. A type the task names, or one of a file the request names
+(``paths``), keeps its card."""
+
+from __future__ import annotations
+
+from codesynapse.context.budget import Deadline
+from codesynapse.context.minimal import MINIMAL_CARDS
+from codesynapse.context.retrieval import TYPE_KINDS, Retriever
+from codesynapse.methods import call_method
+from infra.apps import indexed_app
+
+STEPS = ["open", "read", "check", "close"]
+FILES = {
+    "ledger.py": (
+        "class LedgerArchive:\n"
+        '    """The archive of old ledger entries."""\n\n'
+        + "".join(f"    def {s}_archived_entries(self, rows):\n"
+                  f'        """{s.capitalize()} the archived old ledger entries."""\n'
+                  "        return rows\n\n"
+                  for s in STEPS)
+    ),
+    "tools.py": "".join(f"def {s}_old_ledger_entries(rows):\n"
+                        f'    """{s.capitalize()} old ledger entries."""\n'
+                        "    return rows\n\n\n"
+                        for s in ("trim", "count", "print", "sort", "merge", "split", "copy")),
+}
+TASK = "how are old ledger entries archived"
+
+
+def cards_of(a, task: str, paths: tuple[str, ...] = ()) -> tuple[list[str], set[str]]:
+    ans = call_method(a, "codesynapse/minimalContext", {"task": task, "paths": list(paths)})
+    listed = {c["qualifiedName"] for n in ans.get("omitted", []) for c in n.get("candidates", [])}
+    return [c["qualifiedName"] for c in ans["cards"]], listed
+
+
+def test_a_type_is_not_shown_beside_a_card_of_its_member(tmp_path):
+    a = indexed_app(tmp_path, FILES)
+    try:
+        got = Retriever(a, a.store).rank(TASK, Deadline())
+        order = [got.rows[i] for i in got.order]
+        first = order[:MINIMAL_CARDS]
+        # the premise: the ranking alone puts the type and members of it in the card places,
+        # and more candidates follow
+        assert "ledger.LedgerArchive" in [r.qname for r in first]
+        assert any(r.parent == "ledger.LedgerArchive" for r in first)
+        assert len(order) > MINIMAL_CARDS
+        cards, listed = cards_of(a, TASK)
+        kinds = {r.qname: r for r in order}
+        assert "ledger.LedgerArchive" not in cards and "ledger.LedgerArchive" in listed
+        for q in cards:
+            if kinds[q].kind in TYPE_KINDS:
+                assert not any(kinds[x].parent == q for x in cards), q
+        assert len(cards) == MINIMAL_CARDS  # its place went to the next candidate
+        assert order[MINIMAL_CARDS].qname in cards
+        # a type the task names is an answer, not a repetition: it keeps its card
+        named, _listed = cards_of(a, "what does LedgerArchive do with old ledger entries")
+        assert "ledger.LedgerArchive" in named
+        # so does a type of a file the request names (its scope: all its symbols)
+        scoped, _listed = cards_of(a, TASK, ("ledger.py",))
+        assert "ledger.LedgerArchive" in scoped
+    finally:
+        a.close()
