@@ -63,3 +63,40 @@ def test_a_type_is_not_shown_beside_a_card_of_its_member(tmp_path):
         assert "ledger.LedgerArchive" in scoped
     finally:
         a.close()
+
+
+TWICE = {
+    "paths.py": "import os\n\n" + "".join(
+        f"if os.name == {osname!r}:\n"
+        "    def normalize_ledger_path(path):\n"
+        f'        """Normalize a ledger path for {osname}."""\n'
+        "        return path\n"
+        for osname in ("nt", "posix", "java")),
+    "tools.py": "".join(f"def {s}_ledger_path(path):\n"
+                        f'    """{s.capitalize()} a ledger path."""\n'
+                        "    return path\n\n\n"
+                        for s in ("trim", "count", "print", "sort", "merge", "split", "copy", "check")),
+}
+
+
+def test_a_qualified_name_shared_by_several_symbols_takes_one_card(tmp_path):
+    task = "how is a ledger path normalized"
+    a = indexed_app(tmp_path, TWICE)
+    try:
+        got = Retriever(a, a.store).rank(task, Deadline())
+        first = [got.rows[i].qname for i in got.order[:MINIMAL_CARDS]]
+        # the premise: the three definitions of one name rank among the card places
+        assert first.count("paths.normalize_ledger_path") == 3
+        ans = call_method(a, "codesynapse/minimalContext", {"task": task})
+        cards = [c["qualifiedName"] for c in ans["cards"]]
+        assert cards.count("paths.normalize_ledger_path") == 1
+        assert len(cards) == MINIMAL_CARDS  # the places went to the next candidates
+        lines = {(c["qualifiedName"], c["line"]) for n in ans.get("omitted", []) for c in n.get("candidates", [])}
+        shown_line = next(c["range"][0] for c in ans["cards"] if c["qualifiedName"] == "paths.normalize_ledger_path")
+        passed = {got.rows[i].start_line for i in got.order if got.rows[i].qname == "paths.normalize_ledger_path"}
+        assert {("paths.normalize_ledger_path", ln) for ln in passed - {shown_line}} <= lines
+        # a name the task writes is shown for every symbol of that name
+        named = call_method(a, "codesynapse/minimalContext", {"task": "what does normalize_ledger_path do"})
+        assert [c["qualifiedName"] for c in named["cards"]].count("paths.normalize_ledger_path") == 3
+    finally:
+        a.close()

@@ -111,15 +111,31 @@ class MinimalContextAnswers:
 
 def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int], limit: int) -> list[int]:
     """The candidates of ``order`` shown as cards, at most ``limit``, best first, chosen so that
-    no card repeats what another card shown says (diversity in the card selection): a type is
-    not shown beside a card of one of its own members, whose card names the type (its
-    qualified name) and the file, as a symbol's card does its module's (``keep``, what the
-    request names, is always shown). The choice is made on the cards shown, so a type passed
-    over gives its place to the next candidate; the candidates passed over are named among the
-    omitted ones, in their own order."""
+    no card repeats what another card shown says (diversity in the card selection); ``keep``,
+    what the request names, is always shown:
+
+    - a qualified name is shown once, at its best place: the symbols sharing one (overloads,
+      the bodies of an enum's constants overriding one method, a definition written twice)
+      would fill the places with cards of the same name;
+    - a type is not shown beside a card of one of its own members, whose card names the type
+      (its qualified name) and the file, as a symbol's card does its module's.
+
+    The choice is made on the cards shown, so a candidate passed over gives its place to the
+    next one; the candidates passed over are named among the omitted ones, in their own order."""
     passed: set[int] = set()
     while True:
-        shown = [i for i in order if i not in passed][:limit]
+        shown: list[int] = []
+        names: set[str] = set()
+        for i in order:
+            if len(shown) >= limit:
+                break
+            if i in passed:
+                continue
+            if rows[i].qname in names and i not in keep:
+                passed.add(i)
+                continue
+            names.add(rows[i].qname)
+            shown.append(i)
         parents = {(rows[i].parent, rows[i].path) for i in shown if rows[i].parent}
         types = {i for i in shown if i not in keep and rows[i].kind in TYPE_KINDS
                  and (rows[i].qname, rows[i].path) in parents}
