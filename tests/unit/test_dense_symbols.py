@@ -18,6 +18,7 @@ from codesynapse.context.dense import (
     query_vector,
     split_words,
     symbol_text,
+    text_hash,
 )
 from codesynapse.graph.model import SymbolRow
 from codesynapse.memory.embedder import default_model_spec
@@ -416,3 +417,54 @@ def test_cli_index_computes_the_vectors_only_when_asked(tmp_path):
     assert "symbolVectors" not in index()  # the daemon computes them in the background
     sv = index("--vectors")["symbolVectors"]
     assert (sv["state"], sv["embedded"], sv["total"]) == ("ready", 23, 23)
+
+
+def _write_repo(root: Path, base_doc: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "base.py").write_text(
+        "class Base:\n"
+        "    def convert(self, value):\n"
+        f'        """{base_doc}"""\n'
+        "        raise NotImplementedError\n", encoding="utf-8")
+    (root / "impl.py").write_text(
+        "from base import Base\n\n\n"
+        "class Impl(Base):\n"
+        "    def convert(self, value):\n"
+        "        return value\n\n"
+        "    def extra(self):\n"
+        "        return 1\n\n\n"
+        "class Deeper(Impl):\n"
+        "    def convert(self, value):\n"
+        "        return value\n", encoding="utf-8")
+
+
+def test_an_undocumented_override_is_written_with_the_doc_it_inherits(tmp_path):
+    # a method without a summary of its own has the summary of the method it overrides (as
+    # inspect.getdoc, javadoc and rustdoc show it), two levels up too; one that overrides
+    # nothing has none; an edit of the base's doc reaches the override's text at a live update
+    # of the base's file alone
+    root = tmp_path / "repo"
+    _write_repo(root, "Turn a raw value into the target type.")
+    app = App(root, load_settings({"data_dir": str(tmp_path / "data")}))
+    try:
+        _ready(app)
+        rows = _rows(app)
+
+        def text(qname: str, doc: str) -> str:
+            cls = qname.split(".")[1]
+            return text_hash(f"method convert. in impl {' '.join(split_words(cls))}. def convert(self, value). {doc}. "
+                             "file impl")
+
+        assert rows["impl.Impl.convert"] == text("impl.Impl.convert", "Turn a raw value into the target type")
+        assert rows["impl.Deeper.convert"] == text("impl.Deeper.convert", "Turn a raw value into the target type")
+        assert rows["impl.Impl.extra"] == text_hash("method extra. in impl impl. def extra(self). file impl")
+
+        (root / "base.py").write_text((root / "base.py").read_text().replace(
+            "Turn a raw value into the target type.", "Parse the text of a value."), encoding="utf-8")
+        LiveUpdater(app)._apply({"base.py": "disk"})
+        assert app.symbol_vectors.wait(60)
+        rows = _rows(app)
+        assert rows["impl.Impl.convert"] == text("impl.Impl.convert", "Parse the text of a value")
+        assert rows["impl.Deeper.convert"] == text("impl.Deeper.convert", "Parse the text of a value")
+    finally:
+        app.close()

@@ -2,7 +2,8 @@
 
 What is embedded is a symbol's *metadata* (:func:`symbol_text`), never its body: its name
 split into words, its kind, the qualified name above it, its signature, its redacted summary
-(redacted when it was stored), the heading path of a doc section, the names it calls (call
+(redacted when it was stored; a method without one has the summary of the method it
+overrides, :func:`inherited_summaries`), the heading path of a doc section, the names it calls (call
 edges of the graph) and the words of its file path. A query is embedded whole and sentence
 by sentence, and the mean of those unit vectors is searched (:func:`query_parts`,
 :func:`query_vector`). A change of the text (as when the names called were added) changes
@@ -713,19 +714,33 @@ class SymbolVectors:
 
     def _current_all(self) -> dict[str, _Current]:
         store = self._store()
-        return self._current_of(store.all_symbols(), _callee_names(store.all_calls(), self._check_stop))
+        modules = {f.path: f.module for f in store.files()}
+        return self._current_of(store.all_symbols(), _callee_names(store.all_calls(), self._check_stop), modules)
 
     def _current_paths(self, paths: set[str]) -> dict[str, _Current]:
+        """The texts of the rows of ``paths`` and of the files of their types' subtypes (a
+        method there may inherit the summary of a method of these files)."""
         rows: list[SymbolRow] = []
         store = self._store()
         for p in sorted(paths):
             rows.extend(store.symbols_in_file(p))
-        return self._current_of(rows, _callee_names(store.calls_in_files(sorted(paths)), self._check_stop))
+        more = subtype_files(store, [r.qname for r in rows if r.kind in INHERITABLE_TYPE_KINDS]) - set(paths)
+        for p in sorted(more):
+            rows.extend(store.symbols_in_file(p))
+        every = sorted(set(paths) | more)
+        modules = {p: f.module for p, f in store.files_by_paths(every).items()}
+        return self._current_of(rows, _callee_names(store.calls_in_files(every), self._check_stop), modules)
 
     def _current_of(self, rows: Iterable[SymbolRow],
-                    calls: dict[tuple[str, str], list[str]] | None = None) -> dict[str, _Current]:
+                    calls: dict[tuple[str, str], list[str]] | None = None,
+                    modules: dict[str, str] | None = None) -> dict[str, _Current]:
+        """The text of each row (``symbol_text``) by key. A method without a summary of its
+        own is written with the summary of the method it overrides (``inherited_summaries``);
+        ``modules``: each file's module (a function whose parent is it is no method)."""
         calls = calls or {}
+        modules = modules or {}
         out: dict[str, _Current] = {}
+        undocumented: list[tuple[str, SymbolRow]] = []
         for i, r in enumerate(rows):
             if i % 4096 == 0:
                 self._check_stop()
@@ -736,6 +751,15 @@ class SymbolVectors:
                 continue  # a redefinition at the same path: the first one speaks for both
             text = symbol_text(r, calls.get((r.path, r.qname), ()))
             out[k] = _Current(path=r.path, qname=r.qname, text=text, text_h=text_hash(text))
+            if not r.summary.strip() and member_sep(r) is not None and r.parent != modules.get(r.path):
+                undocumented.append((k, r))
+        if undocumented:
+            got = inherited_summaries(self._store(), [r for _k, r in undocumented], modules)
+            for k, r in undocumented:
+                doc = got.get((r.path, r.qname))
+                if doc:
+                    text = symbol_text(msgspec.structs.replace(r, summary=doc), calls.get((r.path, r.qname), ()))
+                    out[k] = _Current(path=r.path, qname=r.qname, text=text, text_h=text_hash(text))
         return out
 
     def _load_rows(self) -> None:
@@ -870,6 +894,107 @@ def _callee_names(calls: Iterable[Any], check: Callable[[], None] = lambda: None
         got = out.setdefault((c.path, c.caller), [])
         if len(got) < CALLS_MAX and c.name not in got and c.target != c.caller:
             got.append(c.name)
+    return out
+
+
+METHOD_KINDS = frozenset({"method", "function"})
+INHERIT_DEPTH = 3  # levels of supertypes looked through for the doc an undocumented method inherits
+
+
+def member_sep(r: SymbolRow) -> str | None:
+    """The separator between a method's type and its name in its qualified name (``.``,
+    ``::``, ``#``, ``/``), or None when ``r`` is no method of a type."""
+    if r.kind not in METHOD_KINDS or not r.parent or not (r.qname.startswith(r.parent) and r.qname.endswith(r.name)):
+        return None
+    sep = r.qname[len(r.parent):len(r.qname) - len(r.name)]
+    return sep if sep in (".", "::", "#", "/") else None
+
+
+def inherited_summaries(store: Any, rows: Sequence[SymbolRow],
+                        modules: dict[str, str] | None = None) -> dict[tuple[str, str], str]:
+    """(path, qualified name) → the summary a method without one inherits: that of the
+    nearest method of the same name in the supertypes of its type (the index's inheritance
+    edges, at most ``INHERIT_DEPTH`` levels up, breadth first), as javadoc (``{@inheritDoc}``
+    implied for an ``@Override``), rustdoc (a trait's method docs on its impls) and Python's
+    ``inspect.getdoc`` show it. An implementation or override documented by its base only
+    (``write`` of a ``TypeAdapter``, ``handle`` of a middleware trait, ``convert`` of a
+    ``ParamType``) otherwise has no summary at all. Only the summary is borrowed: the name,
+    type and signature stay the method's own. The doc of a base in another file is read when
+    the method's text is made, and made again at a live update of the base's file
+    (``SymbolVectors._current_paths`` reads the files of its types' subtypes with it). A
+    base that another file's edit newly resolves (the inheritance edge was unresolved) is
+    seen at the next sync of the whole graph. ``modules``: each file's module; a function
+    whose parent is its module is no method (nothing to look up for it)."""
+    modules = modules or {}
+    wanted = [r for r in rows
+              if member_sep(r) is not None and not r.summary.strip() and r.parent != modules.get(r.path)]
+    if not wanted:
+        return {}
+    type_paths: dict[str, set[str]] = {}
+    for r in wanted:
+        type_paths.setdefault(r.parent, set()).add(r.path)  # a type's methods live in its files
+    bases: dict[str, list[str]] = {}
+    level = set(type_paths)
+    seen = set(level)
+    for _ in range(INHERIT_DEPTH):
+        paths = sorted({p for t in level for p in type_paths.get(t, ())})
+        nxt: list[str] = []
+        for _id, ih in store.inherits_touching(paths, ()):
+            if ih.child in level and ih.target and ih.target != ih.child:
+                got = bases.setdefault(ih.child, [])
+                if ih.target not in got:
+                    got.append(ih.target)
+                if ih.target not in seen:
+                    seen.add(ih.target)
+                    nxt.append(ih.target)
+        if not nxt:
+            break
+        for t, defs in store.symbols_by_qnames(nxt).items():
+            type_paths.setdefault(t, set()).update(d.path for d in defs if d.kind != "module")
+        level = set(nxt)
+    if not bases:
+        return {}
+    cands: dict[tuple[str, str], list[str]] = {}
+    for r in wanted:
+        sep = member_sep(r) or "."
+        order: list[str] = []
+        frontier = [r.parent]
+        for _ in range(INHERIT_DEPTH):
+            frontier = [b for t in frontier for b in bases.get(t, ()) if b not in order]
+            order.extend(dict.fromkeys(frontier))
+        if order:
+            cands[(r.path, r.qname)] = [t + sep + r.name for t in order]
+    defs = store.symbols_by_qnames(q for qs in cands.values() for q in qs)
+    out: dict[tuple[str, str], str] = {}
+    for key, qs in cands.items():
+        for q in qs:
+            doc = next((d.summary for d in defs.get(q, []) if d.kind in METHOD_KINDS and d.summary.strip()), "")
+            if doc:
+                out[key] = doc
+                break
+    return out
+
+
+INHERITABLE_TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "object", "record"})
+
+
+def subtype_files(store: Any, types: Sequence[str]) -> set[str]:
+    """The files of the subtypes of ``types``, ``INHERIT_DEPTH`` levels down: where a method
+    may inherit the summary of a method of these types (``inherited_summaries``)."""
+    out: set[str] = set()
+    level = list(dict.fromkeys(types))
+    seen = set(level)
+    for _ in range(INHERIT_DEPTH):
+        if not level:
+            break
+        nxt: list[str] = []
+        for rows in store.subtypes_many(level).values():
+            for ih in rows:
+                out.add(ih.path)
+                if ih.child not in seen:
+                    seen.add(ih.child)
+                    nxt.append(ih.child)
+        level = nxt
     return out
 
 
