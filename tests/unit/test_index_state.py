@@ -190,3 +190,20 @@ def test_a_full_index_after_a_commit_stamps_the_new_head_at_once(tmp_path: Path)
         assert a.freshness()["indexedCommit"] == second
     finally:
         a.close()
+
+
+def test_a_new_policy_keeps_the_unsaved_buffers_in_the_index(app: App) -> None:
+    """A policy edit indexes the tree again from the disk; the open documents' unsaved
+    buffers go back in after it (as after a queue overflow), or the index would hold the
+    disk's version of a file the editor shows edited until its next keystroke."""
+    app.index()
+    live = LiveUpdater(app)
+    live.overlays["shop/cart.py"] = b"def only_in_the_buffer():\n    return 1\n"
+    live._apply({"shop/cart.py": "overlay"})
+    assert app.store.symbols_by_name("only_in_the_buffer", limit=5)
+    (app.workspace.root / ".codesynapse.yaml").write_text('version: 1\nexclude: ["tests/**"]\n')
+    live._apply({".codesynapse.yaml": "disk"})
+    assert not any(f.path == "tests/test_cart.py" and f.status != "skipped" for f in app.store.files())
+    [s] = app.store.symbols_by_name("only_in_the_buffer", limit=5)
+    assert s.path == "shop/cart.py"
+    assert live.in_index["shop/cart.py"] == live.overlays["shop/cart.py"]

@@ -327,10 +327,14 @@ class LiveUpdater:
         """Apply one batch to the index (``LiveIndex.apply``), then record which content of
         each of its files the index holds."""
         ov = dict(self.overlays)  # one version of the buffers for the whole batch
-        if self.index.apply(batch, ov):
+        reindexed = self.index.apply(batch, ov)
+        if reindexed:
             self.in_index.clear()  # the tree indexed again from the disk (a new policy)
         for rel in batch:  # the batch is in: each of its files is its buffer's content, or the disk
             if rel in ov:
                 self.in_index[rel] = ov[rel]
             else:
                 self.in_index.pop(rel, None)
+        rest = [rel for rel in ov if rel not in batch] if reindexed else []
+        if rest:  # as after _full_index: the unsaved buffers the disk's content replaced go back in
+            self._apply(dict.fromkeys(rest, "overlay"))
