@@ -100,3 +100,113 @@ def test_a_qualified_name_shared_by_several_symbols_takes_one_card(tmp_path):
         assert [c["qualifiedName"] for c in named["cards"]].count("paths.normalize_ledger_path") == 3
     finally:
         a.close()
+
+
+DECODERS = ["Gzip", "Deflate", "Brotli", "Zstd"]
+CODECS = {
+    "codecs.py": (
+        "class ContentDecoder:\n"
+        "    def decompress_body_chunk(self, data):\n"
+        '        """Decompress a chunk of the response body."""\n'
+        "        return data\n\n\n"
+        + "".join(f"class {d}Decoder(ContentDecoder):\n"
+                  "    def decompress_body_chunk(self, data):\n"
+                  f'        """Decompress a {d.lower()} chunk of the response body."""\n'
+                  "        return data\n\n\n"
+                  for d in DECODERS)
+        + "class FastGzipDecoder(GzipDecoder):\n"
+        "    def decompress_body_chunk(self, data):\n"
+        '        """Decompress a gzip chunk of the response body faster."""\n'
+        "        return data\n\n\n"
+    ),
+    "body.py": "".join(f"def {s}_body_chunk(data):\n"
+                       f'    """{s.capitalize()} a chunk of the response body."""\n'
+                       "    return data\n\n\n"
+                       for s in ("read", "count", "print", "sort", "merge", "split", "copy", "check")),
+}
+
+
+def test_one_method_of_sibling_types_takes_one_card_an_override_keeps_its_own(tmp_path):
+    task = "how is a chunk of the response body decompressed"
+    a = indexed_app(tmp_path, CODECS)
+    try:
+        got = Retriever(a, a.store).rank(task, Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        impls = [f"codecs.{d}Decoder.decompress_body_chunk" for d in DECODERS]
+        # the premise: several sibling implementations rank among the card places
+        assert sum(q in impls for q in order[:MINIMAL_CARDS]) >= 2
+        ans = call_method(a, "codesynapse/minimalContext", {"task": task})
+        cards = [c["qualifiedName"] for c in ans["cards"]]
+        listed = {c["qualifiedName"] for n in ans.get("omitted", []) for c in n.get("candidates", [])}
+        shown = [q for q in cards if q in impls]
+        assert len(shown) == 1  # the best-ranked sibling, for all of them
+        assert shown[0] == next(q for q in order if q in impls)
+        assert all(q in listed for q in impls if q not in cards and q in order[:MINIMAL_CARDS + 3])
+        # the base's method and an override of the shown sibling are no repeats of it
+        for q in ("codecs.ContentDecoder.decompress_body_chunk", "codecs.FastGzipDecoder.decompress_body_chunk"):
+            if q in order[:MINIMAL_CARDS] and shown[0] == "codecs.GzipDecoder.decompress_body_chunk":
+                assert q in cards, q
+        assert "codecs.ContentDecoder.decompress_body_chunk" in cards
+        assert any(q in cards for q in order[MINIMAL_CARDS:])  # the places went to the next candidates
+    finally:
+        a.close()
+
+
+ENTRIES = ["plain", "json", "color"]
+GO_ENTRIES = {
+    "go.mod": "module example.com/logx\n\ngo 1.21\n",
+    "entry.go": (
+        "package logx\n\n"
+        "// LogEntry records one panic of a request.\n"
+        "type LogEntry interface {\n"
+        "\t// RecordPanic records a panic value and its stack trace.\n"
+        "\tRecordPanic(v interface{}, stack []byte)\n"
+        "}\n\n"
+        + "".join(f"type {e}Entry struct{{}}\n\n"
+                  f"// RecordPanic records a panic value and its stack trace as {e} text.\n"
+                  f"func (e *{e}Entry) RecordPanic(v interface{{}}, stack []byte) {{}}\n\n"
+                  for e in ENTRIES)),
+}
+
+
+def test_an_interface_method_is_the_base_of_its_implementations(tmp_path):
+    # Go implements an interface without naming it (the index has no inheritance edge): the
+    # interface's method is still no sibling of an implementation, which keeps its card beside it
+    task = "how is the stack trace of a panic value recorded"
+    a = indexed_app(tmp_path, GO_ENTRIES)
+    try:
+        got = Retriever(a, a.store).rank(task, Deadline())
+        order = [got.rows[i].qname for i in got.order]
+        impls = [f"example.com/logx.{e}Entry.RecordPanic" for e in ENTRIES]
+        assert all(q in order[:MINIMAL_CARDS] for q in impls)  # the premise
+        cards = [c["qualifiedName"] for c in call_method(a, "codesynapse/minimalContext", {"task": task})["cards"]]
+        assert "example.com/logx.LogEntry.RecordPanic" in cards
+        assert [q for q in cards if q in impls] == [next(q for q in order if q in impls)]
+    finally:
+        a.close()
+
+
+UNRELATED = {
+    "builder.py": (
+        "class SerializerBuilder:\n"
+        "    def exclude_hidden_fields(self):\n"
+        '        """Exclude the hidden fields from the serialized output."""\n'
+        "        return self\n\n\n"
+        "class FieldExcluder:\n"
+        "    def exclude_hidden_fields(self):\n"
+        '        """Exclude the hidden fields from the serialized output."""\n'
+        "        return self\n"
+    ),
+}
+
+
+def test_the_same_method_of_unrelated_types_is_no_repeat(tmp_path):
+    # a builder's setter and the one of the object it configures (which does the work) share
+    # a name and parameters, but no base: both keep their cards
+    task = "how are hidden fields excluded from the serialized output"
+    a = indexed_app(tmp_path, UNRELATED)
+    try:
+        cards = [c["qualifiedName"] for c in call_method(a, "codesynapse/minimalContext", {"task": task})["cards"]]
+        assert {"builder.SerializerBuilder.exclude_hidden_fields", "builder.FieldExcluder.exclude_hidden_fields"} <= set(cards)
+    finally:
+        a.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from codesynapse.context.budget import (
@@ -18,7 +19,7 @@ from codesynapse.context.models import (
     check_len,
 )
 from codesynapse.context.reader import UNREAD, UNREAD_HINT, ContextReader
-from codesynapse.context.retrieval import TYPE_KINDS, Retriever
+from codesynapse.context.retrieval import TYPE_KINDS, Retriever, method_key, supertypes
 from codesynapse.errors import InvalidParams
 from codesynapse.graph.model import SymbolRow
 
@@ -26,6 +27,7 @@ DEFAULT_MINIMAL = 1_500
 MINIMAL_CARDS = 8  # DESIGN "at most 8 entries kept after graph hydration"
 NEAR_WITH_SURE = 3  # minimalContext shows this many approximate candidates beside the symbols the task names
 WEAK_FRACTION = 0.25  # candidates the role prior set back scoring under this share of the best one are counted, not shown
+ABSTRACT_KINDS = frozenset({"interface", "trait"})  # types whose methods declare what others implement
 OMITTED_LISTED = 10  # minimalContext names at most this many of the candidates it leaves out
 
 
@@ -69,7 +71,7 @@ class MinimalContextAnswers:
         strong = [i for i in strong if rows[i].kind != "module" or rows[i].path not in member_files]
         # what the request names (an identifier, a file of ``paths``) is shown as it ranks
         named = set(sure) | {i for i in strong if "path" in got.legs.get(i, ())}
-        shown = distinct_cards(strong, rows, named, MINIMAL_CARDS)
+        shown = distinct_cards(strong, rows, named, MINIMAL_CARDS, _siblings(store, rows, strong, named))
         answer: dict[str, Any] = {"maxTokens": max_tokens, "provenance": self.r.provenance(got.provenance)}
         p = Packer(answer=answer, max_tokens=max_tokens, echo_budget=prm.max_tokens is not None)
         p.omit(UNREAD, got.unread, UNREAD_HINT)
@@ -109,7 +111,8 @@ class MinimalContextAnswers:
         return self.r.done(p)
 
 
-def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int], limit: int) -> list[int]:
+def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int], limit: int,
+                   siblings: Callable[[tuple[str, str], str, str], bool] | None = None) -> list[int]:
     """The candidates of ``order`` shown as cards, at most ``limit``, best first, chosen so that
     no card repeats what another card shown says (diversity in the card selection); ``keep``,
     what the request names, is always shown:
@@ -117,6 +120,13 @@ def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int],
     - a qualified name is shown once, at its best place: the symbols sharing one (overloads,
       the bodies of an enum's constants overriding one method, a definition written twice)
       would fill the places with cards of the same name;
+    - so is one method (name and parameter list, ``method_key``) implemented by sibling types
+      (the decoders of one base, the implementations of one interface): each does the same
+      work for its type, under the same signature. ``siblings(key, a, b)`` says whether types
+      ``a`` and ``b`` are such siblings: an override beside the method it overrides is not a
+      repeat (the subtype's does the work the base's names, or the reverse), nor is the same
+      method of types unrelated by inheritance (a builder's setter and the one of the object
+      it configures, which does the work);
     - a type is not shown beside a card of one of its own members, whose card names the type
       (its qualified name) and the file, as a symbol's card does its module's.
 
@@ -126,6 +136,7 @@ def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int],
     while True:
         shown: list[int] = []
         names: set[str] = set()
+        methods: dict[tuple[str, str], list[str]] = {}  # a method's key -> the types shown with it
         for i in order:
             if len(shown) >= limit:
                 break
@@ -134,6 +145,13 @@ def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int],
             if rows[i].qname in names and i not in keep:
                 passed.add(i)
                 continue
+            key = method_key(rows[i])
+            if key is not None and i not in keep and siblings is not None:
+                parent = rows[i].parent
+                if any(siblings(key, p, parent) for p in methods.get(key, ())):
+                    passed.add(i)
+                    continue
+                methods.setdefault(key, []).append(parent)
             names.add(rows[i].qname)
             shown.append(i)
         parents = {(rows[i].parent, rows[i].path) for i in shown if rows[i].parent}
@@ -142,6 +160,35 @@ def distinct_cards(order: list[int], rows: dict[int, SymbolRow], keep: set[int],
         if not types:
             return shown
         passed |= types
+
+
+def _siblings(store, rows: dict[int, SymbolRow], order: list[int], keep: set[int]
+              ) -> Callable[[tuple[str, str], str, str], bool]:
+    """``distinct_cards``' test of sibling types, for the types whose methods share a method key
+    among the approximate candidates of ``order`` (nothing is read when none do): two types are
+    siblings for a method when neither derives from the other and they share a supertype
+    (``retrieval.supertypes``). An interface (a trait) with the same method among them is the
+    base of the others, also where the language implements interfaces without naming them
+    (Go), so the index has no edge to it."""
+    by_key: dict[tuple[str, str], dict[str, str]] = {}
+    for i in order:
+        key = method_key(rows[i])
+        if key is not None and i not in keep:
+            by_key.setdefault(key, {}).setdefault(rows[i].parent, rows[i].path)
+    by_key = {k: ts for k, ts in by_key.items() if len(ts) > 1}
+    types = {t: pth for ts in by_key.values() for t, pth in ts.items()}
+    sups = supertypes(store, types) if types else {}
+    found = store.symbols_by_qnames(types) if types else {}
+    abstract = {t for t in types if any(x.kind in ABSTRACT_KINDS for x in found.get(t, ()))}
+
+    def up(key: tuple[str, str], t: str) -> set[str]:
+        return sups.get(t, set()) | {b for b in abstract if b != t and b in by_key.get(key, {})}
+
+    def siblings(key: tuple[str, str], a: str, b: str) -> bool:
+        ua, ub = up(key, a), up(key, b)
+        return a != b and a not in ub and b not in ua and bool(ua & ub)
+
+    return siblings
 
 
 def _list_candidates(p: Packer, rows: list[SymbolRow], legs: dict[int, Any],

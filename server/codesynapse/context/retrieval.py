@@ -998,6 +998,46 @@ class Retriever:
         return [[q for q in qs if any(x.kind != "module" for x in defined.get(q, []))] for qs in cands]
 
 
+def method_key(r: SymbolRow) -> tuple[str, str] | None:
+    """A method's name and parameter list (whitespace normalized), the same for the
+    implementations of one interface method and for an override and the method it overrides;
+    None for what is no method (a function, a constructor: another type's constructor builds
+    something else)."""
+    if r.kind != "method" or _member_sep(r) is None:
+        return None
+    return r.name, " ".join(_params(r.signature or "", r.name).split())
+
+
+def supertypes(store, types: dict[str, str], depth: int = 4) -> dict[str, set[str]]:
+    """For each type (qualified name -> the file it is written in), the qualified names of its
+    supertypes, as the index's inheritance edges resolve them, up to ``depth`` levels: one read
+    of the inheritance rows of the files a level's types are written in, one of the new
+    supertypes' rows to find their files."""
+    out: dict[str, set[str]] = {t: set() for t in types}
+    where = dict(types)
+    frontier: dict[str, set[str]] = {t: {t} for t in types}
+    for _level in range(depth):
+        paths = list(dict.fromkeys(where[q] for fr in frontier.values() for q in fr if q in where))
+        if not paths:
+            break
+        base_of: dict[str, set[str]] = {}
+        for _id, row in store.inherits_touching(paths, ()):
+            if row.target:
+                base_of.setdefault(row.child, set()).add(row.target)
+        for t, fr in frontier.items():
+            frontier[t] = {b for q in fr for b in base_of.get(q, ())} - out[t] - {t}
+            out[t] |= frontier[t]
+        unknown = {b for fr in frontier.values() for b in fr if b not in where}
+        if unknown:
+            for q, found in store.symbols_by_qnames(unknown).items():
+                x = next((x for x in found if x.kind in TYPE_KINDS), None)
+                if x is not None:
+                    where[q] = x.path
+        if not any(frontier.values()):
+            break
+    return out
+
+
 def _body(lines: list[str], r: SymbolRow) -> str:
     """The lines of ``r`` in its file's ``lines``."""
     return "\n".join(lines[max(0, r.start_line - 1):r.end_line])
