@@ -588,22 +588,7 @@ class SymbolIndex:
                 if not r:
                     del self.results[qname]
         for qname, kind in zip(fi.sym_qnames, fi.sym_kinds):
-            k = self.kinds.get(qname)
-            if k is None:
-                continue
-            if isinstance(k, str):
-                k = {k: 1}
-            k[kind] -= 1
-            if k[kind] <= 0:
-                del k[kind]
-            if len(k) == 1 and next(iter(k.values())) == 1:
-                self.kinds[qname] = next(iter(k))
-            elif k:
-                self.kinds[qname] = k
-            if not k:
-                del self.kinds[qname]
-                self.parents.pop(qname, None)
-                # bases stay until set_bases(): the indexer compares old and new bases
+            self._count_out(qname, kind, 1)  # bases stay until set_bases(): the indexer compares them
         if fi.module:
             s = self.module_files.get(fi.module)
             if s is not None:
