@@ -292,6 +292,43 @@ def test_the_changed_blocks_of_an_edit(old, starts, new, expected):
               for k, s in enumerate(starts)]
     kept = incremental._entry(old, "h", "m", None, blocks)
     assert incremental._changed_blocks(kept, new) == expected
+    assert incremental._changed_range(kept, old, new) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_changed_range_found_from_bytes_is_the_one_found_from_digests(seed):
+    """``_changed_range`` (the kept version's bytes compared by bisection) gives what
+    ``_changed_blocks`` (every block's digest compared) gives, on random edits of real files:
+    lines inserted, deleted, replaced and repeated, at the start, the end and in between, and
+    a last line without its newline."""
+    rng = random.Random(seed)
+    for path in _files()[:3]:
+        data = path.read_bytes()
+        incremental.forget()
+        extract_source(str(path.parent), path.name, data, "python", incremental=True)
+        [key] = list(incremental._kept)
+        entry, old = incremental._kept[key], incremental._sources[key]
+        assert old == data
+        lines = data.splitlines(keepends=True)
+        for _ in range(60):
+            new = list(lines)
+            k = rng.randrange(len(new) + 1)
+            op = rng.random()
+            if op < 0.25:
+                new.insert(k, rng.choice(lines))
+            elif op < 0.5 and k < len(new):
+                del new[k:k + rng.randrange(1, 40)]
+            elif op < 0.7 and k < len(new):
+                new[k] = new[k].replace(b"a", b"b", 1)
+            elif op < 0.8:
+                new[k:k] = lines[k:k + rng.randrange(1, 30)]  # text repeated next to itself
+            elif op < 0.9:
+                new = new[:k] if rng.random() < 0.5 else new[k:]
+            else:
+                new.append(b"x = 1")  # no newline at the end
+            src = b"".join(new)
+            assert incremental._changed_range(entry, old, src) == incremental._changed_blocks(entry, src), (path, op, k)
+    incremental.forget()
 
 
 def test_an_opened_file_of_a_language_updated_whole_is_not_prepared(tmp_path):
