@@ -1,0 +1,33 @@
+"""The SQLite store's batch symbol reads (one query per chunk of keys) answer what the one-key
+reads answer, key by key and in their order, across chunk boundaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codesynapse.index.indexer import Indexer
+from codesynapse.store.sqlite import graph as sqlite_graph
+from codesynapse.store.sqlite.graph import SqliteGraphStore
+
+
+def test_batch_symbol_reads_equal_the_one_key_reads(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in range(12):
+        body = "".join(f"def f{i}(x):\n    return x\n\n\nclass C{i}:\n    def m(self):\n        return 1\n\n\n"
+                       for i in range(f * 3, f * 3 + 9))  # names shared between files
+        (root / f"m{f}.py").write_text(body)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    monkeypatch.setattr(sqlite_graph, "_KEYS_PER_QUERY", 7)  # many chunks, keys split across them
+    qnames = sorted({s.qname for s in store.all_symbols()}, reverse=True) + ["m0.nothing"]
+    qnames += qnames[:5]  # repeated keys
+    got = store.symbols_by_qnames(qnames)
+    want = {q: store.symbols_by_qname(q) for q in dict.fromkeys(qnames) if store.symbols_by_qname(q)}
+    assert got == want and list(got) == list(want)
+    assert sum(len(v) for v in got.values()) == len(list(store.all_symbols()))
+    paths = [f"m{f}.py" for f in range(11, -1, -1)] + ["none.py", "m3.py"]
+    got_f = store.symbols_in_files(paths)
+    want_f = {p: store.symbols_in_file(p) for p in dict.fromkeys(paths) if store.symbols_in_file(p)}
+    assert got_f == want_f and list(got_f) == list(want_f)
+    store.close()
