@@ -40,3 +40,28 @@ def test_minimal_context_ranks_at_most_a_core_count_of_requests_at_once(tmp_path
                                                       {"task": f"where is header line {i} parsed"}), range(8)))
     assert len(answers) == 8 and all(a["cards"] for a in answers)
     assert most[0] == min(8, os.cpu_count() or 1)
+
+
+def test_waiting_requests_take_their_turns_in_the_order_they_came() -> None:
+    from codesynapse.context.service import _Turns
+
+    turns = _Turns(1)
+    order: list[int] = []
+    turns.__enter__()  # the place is taken
+    threads = []
+    for k in range(5):
+        def wait(k=k):
+            with turns:
+                order.append(k)
+        t = threading.Thread(target=wait)
+        t.start()
+        threads.append(t)
+        deadline = time.monotonic() + 5
+        while len(turns._waiting) < k + 1 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the next one comes once this one waits
+    turns.__exit__(None, None, None)
+    for t in threads:
+        t.join(5)
+    assert order == [0, 1, 2, 3, 4]
+    with turns:  # and the place is free again
+        pass

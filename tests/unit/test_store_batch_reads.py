@@ -1,5 +1,5 @@
-"""The SQLite store's batch symbol reads (one query per chunk of keys) answer what the one-key
-reads answer, key by key and in their order, across chunk boundaries."""
+"""The SQLite store's batch symbol reads and relation counts (one query per chunk of keys)
+answer what the one-key reads answer, key by key and in their order, across chunk boundaries."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_batch_symbol_reads_equal_the_one_key_reads(tmp_path: Path, monkeypatch)
     root = tmp_path / "repo"
     root.mkdir()
     for f in range(12):
-        body = "".join(f"def f{i}(x):\n    return x\n\n\nclass C{i}:\n    def m(self):\n        return 1\n\n\n"
+        body = "".join(f"def f{i}(x):\n    return f{i + 1}(x) + print(x)\n\n\nclass C{i}:\n    def m(self):\n        return 1\n\n\n"
                        for i in range(f * 3, f * 3 + 9))  # names shared between files
         (root / f"m{f}.py").write_text(body)
     store = SqliteGraphStore(tmp_path / "g.db", "g")
@@ -30,4 +30,10 @@ def test_batch_symbol_reads_equal_the_one_key_reads(tmp_path: Path, monkeypatch)
     got_f = store.symbols_in_files(paths)
     want_f = {p: store.symbols_in_file(p) for p in dict.fromkeys(paths) if store.symbols_in_file(p)}
     assert got_f == want_f and list(got_f) == list(want_f)
+    names = sorted({c.name for c in store.calls_in_files(paths[:12])}) + ["nothing_named_so"]
+    callers, callees, unresolved = store.relation_counts(qnames, names)
+    assert callers == {q: store.count_callers(q) for q in dict.fromkeys(qnames)}
+    assert callees == {q: store.count_callees(q) for q in dict.fromkeys(qnames)}
+    assert unresolved == {n: store.count_unresolved_named(n) for n in names}
+    assert any(callers.values()) and any(callees.values())
     store.close()

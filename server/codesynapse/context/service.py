@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from typing import Any
 
 from codesynapse.context.callgraph import CallGraphAnswers
@@ -54,10 +55,39 @@ __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_CONTEXT", "DEFAULT_MINIMAL", "OMITTED_
 
 # minimalContext is CPU-bound Python (the legs, the graph stage, packing): requests beyond the
 # cores do not run sooner side by side, they slow each other (the GIL changes hands at each of
-# their SQLite reads). At most this many rank at once; the others wait their turn. stdlib,
-# 100 tasks at concurrency 8 (issue 16 #6: p95 <= 400 ms): p50 / p95 372 / 580 ms without,
-# 309 / 418 ms with it; 1 at a time: 259 / 468 ms (a semaphore wakes waiters in no set order)
-_RANKING = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+# their SQLite reads). At most as many rank at once as there are cores; the others wait their
+# turn, in the order they came. stdlib, 100 tasks at concurrency 8 (issue 16 #6: p95 <= 400 ms),
+# p50 / p95: all at once 372 / 580 ms; a semaphore of 2 places 309 / 418 (it wakes waiters in
+# no set order, and a request arriving later can take a freed place first); turns in order,
+# 2 places, 251-316 / 329-397 ms; 1 place 324-331 / 388-396 ms
+class _Turns:
+    """At most ``n`` holders at once; the others are served in the order they came (a place
+    is handed to the next waiter, so a request arriving later cannot take it first)."""
+
+    def __init__(self, n: int) -> None:
+        self._lock = threading.Lock()
+        self._free = n
+        self._waiting: deque[threading.Event] = deque()
+
+    def __enter__(self) -> _Turns:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return self
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()
+            else:
+                self._free += 1
+
+
+_RANKING = _Turns(max(1, os.cpu_count() or 1))
 
 
 class ContextService(ContextReader):

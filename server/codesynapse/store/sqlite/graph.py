@@ -1264,8 +1264,24 @@ class SqliteGraphStore(SqliteDepsMixin):
     def relation_counts(self, qnames: Iterable[str], names: Iterable[str] = ()
                         ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
         qs = list(dict.fromkeys(qnames))
-        return ({q: self.count_callers(q) for q in qs}, {q: self.count_callees(q) for q in qs},
-                {n: self.count_unresolved_named(n) for n in dict.fromkeys(names)})
+        ns = list(dict.fromkeys(names))
+        # the one-key counts' queries, a chunk of keys at a time (GROUP BY on the same index)
+        callers = self._counts("SELECT target AS k, count(*) AS n FROM calls INDEXED BY calls_target WHERE "
+                               "graph_id=? AND target != '' AND target IN ({}) GROUP BY target", qs)
+        callees = self._counts("SELECT caller AS k, count(*) AS n FROM calls INDEXED BY calls_caller WHERE "
+                               "graph_id=? AND caller IN ({}) GROUP BY caller", qs)
+        unresolved = self._counts("SELECT name AS k, count(*) AS n FROM calls INDEXED BY calls_name WHERE "
+                                  "graph_id=? AND name IN ({}) AND target='' AND resolution='unresolved' "
+                                  "GROUP BY name", ns)
+        return callers, callees, unresolved
+
+    def _counts(self, sql: str, keys: list[str]) -> dict[str, int]:
+        out = dict.fromkeys(keys, 0)
+        for k in range(0, len(keys), _KEYS_PER_QUERY):
+            chunk = keys[k:k + _KEYS_PER_QUERY]
+            for r in self._q(sql.format(",".join("?" * len(chunk))), (self._gk, *chunk)):
+                out[r["k"]] = r["n"]
+        return out
 
     def stats(self) -> GraphStats:
         g = (self._gk,)
