@@ -16,6 +16,7 @@ from codesynapse.methods import call_method
 from codesynapse.settings import load_settings
 
 from tests.e2e.lspclient import FIXTURES
+from tests.infra.apps import indexed_app
 
 
 def test_identifiers_split_into_sub_words():
@@ -184,24 +185,13 @@ def test_sqlite_leaves_out_query_terms_most_symbols_hold(tmp_path):
         a.close()
 
 
-def _small_app(tmp_path, files: dict[str, str]):
-    root = tmp_path / "repo"
-    root.mkdir()
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    a = App(root, load_settings({"data_dir": str(tmp_path / "data"), "workers": 1, "symbol_vectors": False}))
-    a.index()
-    return a
-
-
 def test_the_graph_hop_gives_a_callee_many_functions_call_less_than_the_one_doing_the_work(tmp_path):
     """The hop's share for a callee is divided by the square root of the callee's own
     callers (as the hit's share is by its callees): ``compact_ledger`` is called only by the
     hit and does its work; ``log_event`` is a helper six functions call. Before, both got
     the same share."""
     helpers = "".join(f"def task_{i}():\n    log_event('{i}')\n\n\n" for i in range(5))
-    a = _small_app(tmp_path, {"books.py": (
+    a = indexed_app(tmp_path, {"books.py": (
         "def log_event(msg):\n    return msg\n\n\n"
         "def compact_ledger(rows):\n    return rows\n\n\n"
         "def archive_old_entries(rows):\n"
@@ -225,7 +215,7 @@ def test_the_summary_in_the_authors_words_outranks_a_name_sharing_two_words(tmp_
     summary, at half the name's weight (context/lexical.py FIELD_WEIGHTS): the function whose
     docstring says what the task asks outranks one whose name holds two words of it (with the
     summary at the signature's weight, the name won: 6.53 against 4.86)."""
-    a = _small_app(tmp_path, {"pool.py": (
+    a = indexed_app(tmp_path, {"pool.py": (
         "def discard_connection(item):\n    return None\n\n\n"
         "def put_back(conn):\n"
         "    \"\"\"Drop the connection with a warning when the pool is full.\"\"\"\n"
@@ -250,7 +240,7 @@ def test_the_role_prior_orders_the_dense_leg_before_its_cut(tmp_path):
     places (before, the leg kept the vector store's first ten hits, all tests, and the
     library function was not a candidate at all)."""
     tests = "".join(f"def test_flush_{i}():\n    flush_buffer([])\n\n\n" for i in range(12))
-    a = _small_app(tmp_path, {"netio/__init__.py": "",
+    a = indexed_app(tmp_path, {"netio/__init__.py": "",
                               "netio/buffer.py": "def flush_buffer(rows):\n    return rows\n",
                               "tests/test_buffer.py": "from netio.buffer import flush_buffer\n\n\n" + tests})
     try:
@@ -348,7 +338,7 @@ def test_tests_calling_a_hit_do_not_thin_out_its_library_caller(tmp_path):
     hop only reinforced candidates already found, so ``submit_job`` (which shares no word
     with the task) was no candidate; counted at the prior, they are 6 and it is."""
     tests = "".join(f"def test_case_{i}():\n    assert enforce_quota(1) == 1\n\n\n" for i in range(20))
-    a = _small_app(tmp_path, {
+    a = indexed_app(tmp_path, {
         "jobs/__init__.py": "",
         "jobs/core.py": ("def enforce_quota(n):\n    \"\"\"Reject work over the quota.\"\"\"\n    return n\n\n\n"
                          "def submit_job(n):\n    return enforce_quota(n)\n"),
@@ -374,7 +364,7 @@ def _tested_app(tmp_path):
     distractors = "".join(f"def {n}(x):\n    return x\n\n\n" for n in (
         "split_lines", "strip_prefix", "whitespace_chars", "last_line", "every_item", "line_count"))
     users = "".join(f"def read_{i}():\n    return load_text('{i}')\n\n\n" for i in range(8))
-    return _small_app(tmp_path, {
+    return indexed_app(tmp_path, {
         "textkit/__init__.py": "",
         "textkit/clean.py": ("def normalize_block(text):\n    return text\n\n\n"
                              "def load_text(path):\n    return path\n\n\n" + distractors + users),
@@ -453,7 +443,7 @@ def test_the_lexical_leg_prefers_the_symbol_covering_more_of_the_tasks_terms(tmp
     fillers = [("a", "Show the bar"), ("b", "Show the time"), ("c", "Redraw the bar"), ("d", "Keep the time"),
                ("e", "Show a frame"), ("f", "Bar and time"), ("g", "Show the time bar"), ("h", "Time the bar"),
                ("i", "Show it"), ("j", "Clear the screen"), ("k", "Move the cursor"), ("l", "Beep")]
-    a = _small_app(tmp_path, {
+    a = indexed_app(tmp_path, {
         "ui/__init__.py": "",
         "ui/core.py": "class Runner:\n    def finish(self):\n        return None\n",
         "ui/clock.py": 'def time_left(bar):\n    """Shows how much time is left on the bar."""\n    return 0\n',
@@ -493,7 +483,7 @@ def test_the_graph_stage_reaches_the_override_of_a_method_the_legs_found(tmp_pat
     no word with the task and is called by nothing. The stage gives the override a share of
     the base's score; a subclass that does not override the method adds nothing. Before,
     ``Circle.area`` was no candidate."""
-    a = _small_app(tmp_path, {"geometry.py": (
+    a = indexed_app(tmp_path, {"geometry.py": (
         "class Figure:\n"
         "    def area(self):\n"
         "        \"\"\"How big the surface is.\"\"\"\n"
@@ -521,7 +511,7 @@ def test_the_graph_stage_sends_on_what_a_hop_brought_one_more_hop(tmp_path):
     work ends; neither shares a word with the task. The first round gives ``swap_secrets`` a
     share, the second sends on what that share brought: ``persist_vault`` is a candidate,
     below the function that called it. Before (one hop), it was none."""
-    a = _small_app(tmp_path, {"keys.py": (
+    a = indexed_app(tmp_path, {"keys.py": (
         "def persist_vault(blob):\n    return blob\n\n\n"
         "def swap_secrets(old):\n    return persist_vault(old[::-1])\n\n\n"
         "def rotate_credentials(store):\n"
@@ -544,7 +534,7 @@ def test_the_graph_stage_hands_a_constants_score_to_the_code_of_its_file_using_i
     (a word, not in a comment): ``read_text`` reads ``BODY_LIMIT`` and becomes a candidate;
     ``describe`` only names it in a comment and does not. Before, ``read_text`` (no word of
     the task in its name, signature or path) was no candidate."""
-    a = _small_app(tmp_path, {"client.py": (
+    a = indexed_app(tmp_path, {"client.py": (
         "BODY_LIMIT = 10 * 1024 * 1024\n\n\n"
         "def read_text(resp):\n"
         "    data = resp.read(BODY_LIMIT + 1)\n"
@@ -573,7 +563,7 @@ def test_the_graph_stage_counts_the_calls_that_reach_a_callee(tmp_path):
     the distinct ones: both counted 200 and got the same share."""
     many = "".join(f"def job_{i}():\n    log_line('{i}')\n\n\n" for i in range(400))
     some = "".join(f"def step_{i}():\n    audit_entry('{i}')\n\n\n" for i in range(250))
-    a = _small_app(tmp_path, {"ops.py": (
+    a = indexed_app(tmp_path, {"ops.py": (
         "def log_line(msg):\n    return msg\n\n\n"
         "def audit_entry(msg):\n    return msg\n\n\n"
         "def reconcile_balances(rows):\n"
@@ -596,7 +586,7 @@ def test_the_graph_stage_hands_a_types_score_to_the_functions_taking_it(tmp_path
     ``note`` has a parameter whose words are the type's but whose type is not, and
     ``check`` takes ``other.VersionGate``, another module's type of the same name: none of
     them gets a share. Before, ``admit`` was no candidate."""
-    a = _small_app(tmp_path, {"gates.py": (
+    a = indexed_app(tmp_path, {"gates.py": (
         "import other\n\n\n"
         "class VersionGate:\n"
         "    \"\"\"The release a serialized field first appeared in.\"\"\"\n"
