@@ -156,7 +156,7 @@ def call_method(app, method: str, params: Any, scope: Scope | None = None) -> di
     book.begin()
     t0 = time.perf_counter()
     try:
-        answer = _answer(app, m, params, scope)
+        answer = _answer(app, method, m, params, scope)
     except CodeSynapseError as e:
         book.record_error(scope, method)
         metrics.request_done(method, time.perf_counter() - t0, e)
@@ -174,13 +174,15 @@ def call_method(app, method: str, params: Any, scope: Scope | None = None) -> di
     return answer
 
 
-def _answer(app, m: Method, params: Any, scope: Scope) -> dict[str, Any]:
+def _answer(app, method: str, m: Method, params: Any, scope: Scope) -> dict[str, Any]:
     prm = decode(params, m.params)
     if m.check is not None:
         m.check(prm)
     if m.reads == "memory":  # the memory store, not the graph
         return m.call(app, scope, prm)
-    with app.services.snapshot():  # every read of one answer sees one committed version of the graph
+    # a turn on the cores first (context/service.py CPU_TURNS), then one committed version of the
+    # graph for every read of the answer
+    with app.services.turn(method), app.services.snapshot():
         return m.call(app, scope, prm)
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from codesynapse.context.navigation import NavigationService
-from codesynapse.context.service import ContextService
+from codesynapse.context.service import CPU_BOUND_ON_SERVER, CPU_TURNS, ContextService
 from codesynapse.daemon.children import Children
 from codesynapse.ledger import LedgerBook
 from codesynapse.memory.anchors import StalenessHook
@@ -69,6 +69,14 @@ class Services:
             if self._navigation is None:
                 self._navigation = NavigationService(self.app, lambda: self.context)
             return self._navigation
+
+    def turn(self, method: str) -> AbstractContextManager[Any]:
+        """The wait for a place on the cores a graph request answers in (``CPU_TURNS``): every
+        graph request on the embedded SQLite store; on a server backend, whose requests mostly
+        wait on the network, only the CPU-bound ranking of minimalContext."""
+        if self.app.settings.backend == "sqlite" or method in CPU_BOUND_ON_SERVER:
+            return CPU_TURNS
+        return nullcontext()
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -1,6 +1,7 @@
-"""minimalContext ranks at most as many requests at once as the machine has cores; the
-others wait their turn and are answered (issue 16 #6: at concurrency 8 on 2 cores, side by
-side they slowed each other)."""
+"""Graph requests on the embedded store answer at most as many at once as the machine has
+cores; the others wait their turn and are answered (issue 16 #6: minimalContext at concurrency
+8 on 2 cores, side by side they slowed each other; a 2 ms symbolCard waited behind every other
+request's slices of the GIL). On a server backend only minimalContext takes a turn."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from codesynapse.context import cards as cards_mod
 from codesynapse.context import minimal as minimal_mod
 from codesynapse.methods import call_method
 from tests.infra.apps import indexed_app
@@ -65,3 +67,76 @@ def test_waiting_requests_take_their_turns_in_the_order_they_came() -> None:
     assert order == [0, 1, 2, 3, 4]
     with turns:  # and the place is free again
         pass
+
+
+def _most_at_once(monkeypatch, cls, name: str, calls) -> int:
+    running, most = [0], [0]
+    lock = threading.Lock()
+    real = getattr(cls, name)
+
+    def counted(self, prm):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.05)  # hold the place long enough for the others to arrive
+            return real(self, prm)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(cls, name, counted)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda f: f(), calls))
+    assert len(answers) == len(calls)
+    return most[0]
+
+
+def test_symbol_cards_on_sqlite_answer_at_most_a_core_count_at_once(tmp_path: Path, monkeypatch) -> None:
+    app = indexed_app(tmp_path, {f"pkg/m{i}.py": f"def parse_header_{i}(raw):\n    return raw\n" for i in range(8)})
+    assert app.settings.backend == "sqlite"
+    calls = [lambda i=i: call_method(app, "codesynapse/symbolCard", {"selector": f"pkg.m{i}.parse_header_{i}"})
+             for i in range(8)]
+    assert _most_at_once(monkeypatch, cards_mod.CardAnswers, "symbol_card", calls) == min(8, os.cpu_count() or 1)
+
+
+def test_on_a_server_backend_only_minimal_context_takes_a_turn() -> None:
+    from types import SimpleNamespace
+
+    from codesynapse.context.service import CPU_TURNS
+    from codesynapse.services import Services
+
+    for backend in ("neo4j", "hugegraph"):
+        svc = Services(SimpleNamespace(settings=SimpleNamespace(backend=backend)))
+        assert svc.turn("codesynapse/minimalContext") is CPU_TURNS
+        assert svc.turn("codesynapse/symbolCard") is not CPU_TURNS
+        assert svc.turn("codesynapse/callGraph") is not CPU_TURNS
+    svc = Services(SimpleNamespace(settings=SimpleNamespace(backend="sqlite")))
+    assert all(svc.turn(m) is CPU_TURNS for m in ("codesynapse/symbolCard", "codesynapse/callGraph",
+                                                  "codesynapse/search", "codesynapse/minimalContext"))
+
+
+def test_a_thread_holding_a_turn_enters_again_without_waiting() -> None:
+    from codesynapse.context.service import _Turns
+
+    turns = _Turns(1)
+    done = threading.Event()
+
+    def nested() -> None:
+        with turns, turns:
+            done.set()
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(5)
+    assert done.is_set()
+    taken = threading.Event()
+
+    def other() -> None:
+        with turns:
+            taken.set()
+
+    t2 = threading.Thread(target=other, daemon=True)
+    t2.start()
+    t2.join(5)
+    assert taken.is_set()  # the place was given back once, after the outer exit

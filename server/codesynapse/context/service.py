@@ -53,23 +53,33 @@ __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_CONTEXT", "DEFAULT_MINIMAL", "OMITTED_
            "uri_to_path", "with_confidence", "with_resolution"]
 
 
-# minimalContext is CPU-bound Python (the legs, the graph stage, packing): requests beyond the
-# cores do not run sooner side by side, they slow each other (the GIL changes hands at each of
-# their SQLite reads). At most as many rank at once as there are cores; the others wait their
-# turn, in the order they came. stdlib, 100 tasks at concurrency 8 (issue 16 #6: p95 <= 400 ms),
-# p50 / p95: all at once 372 / 580 ms; a semaphore of 2 places 309 / 418 (it wakes waiters in
-# no set order, and a request arriving later can take a freed place first); turns in order,
-# 2 places, 251-316 / 329-397 ms; 1 place 324-331 / 388-396 ms
+# A graph request on the embedded store is CPU-bound Python (SQLite's reads are short, in
+# process): requests beyond the cores do not run sooner side by side, they slow each other (the
+# GIL changes hands at each of their SQLite reads, and a 2 ms card waits behind every other
+# request's slices). At most as many answer at once as there are cores; the others wait their
+# turn, in the order they came (``methods._answer`` takes the turn, outside the read snapshot).
+# minimalContext, stdlib, 100 tasks at concurrency 8 (issue 16 #6: p95 <= 400 ms), p50 / p95:
+# all at once 372 / 580 ms; a semaphore of 2 places 309 / 418 (it wakes waiters in no set order,
+# and a request arriving later can take a freed place first); turns in order, 2 places,
+# 251-316 / 329-397 ms; 1 place 324-331 / 388-396 ms. On a server backend (Neo4j, HugeGraph) a
+# request mostly waits on the network, so only minimalContext takes a turn there
+# (``CPU_BOUND_ON_SERVER``).
 class _Turns:
     """At most ``n`` holders at once; the others are served in the order they came (a place
-    is handed to the next waiter, so a request arriving later cannot take it first)."""
+    is handed to the next waiter, so a request arriving later cannot take it first). A thread
+    that holds a place and enters again keeps it (no deadlock on one core)."""
 
     def __init__(self, n: int) -> None:
         self._lock = threading.Lock()
         self._free = n
         self._waiting: deque[threading.Event] = deque()
+        self._held = threading.local()  # this thread's depth of entries
 
     def __enter__(self) -> _Turns:
+        depth = getattr(self._held, "depth", 0)
+        self._held.depth = depth + 1
+        if depth:
+            return self
         with self._lock:
             if self._free and not self._waiting:
                 self._free -= 1
@@ -80,6 +90,9 @@ class _Turns:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._held.depth -= 1
+        if self._held.depth:
+            return
         with self._lock:
             if self._waiting:
                 self._waiting.popleft().set()
@@ -87,7 +100,8 @@ class _Turns:
                 self._free += 1
 
 
-_RANKING = _Turns(max(1, os.cpu_count() or 1))
+CPU_TURNS = _Turns(max(1, os.cpu_count() or 1))
+CPU_BOUND_ON_SERVER = frozenset({"codesynapse/minimalContext"})
 
 
 class ContextService(ContextReader):
@@ -118,8 +132,7 @@ class ContextService(ContextReader):
         return self._search.search(prm)
 
     def minimal_context(self, prm: MinimalContextParams) -> dict[str, Any]:
-        with _RANKING:
-            return self._minimal.minimal_context(prm)
+        return self._minimal.minimal_context(prm)
 
     def pr_context(self, prm: PrContextParams) -> dict[str, Any]:
         return self._pr.pr_context(prm)
