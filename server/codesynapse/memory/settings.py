@@ -3,6 +3,7 @@ from user settings, warning on and replacing bad values."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any
@@ -54,6 +55,13 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
+@functools.cache
+def _field_names() -> frozenset[str]:
+    """MemorySettings' field names (msgspec evaluates the class's annotations each time it is
+    asked: ~1 ms, paid by every request that looks for the memory store)."""
+    return frozenset(f.name for f in msgspec.structs.fields(MemorySettings))
+
+
 def settings_from_dict(raw: dict[str, Any] | None) -> MemorySettings:
     """Typed settings from a plain dict (snake_case or camelCase keys, optionally under a
     ``memory`` key). Unknown keys and invalid values are logged and ignored."""
@@ -62,7 +70,7 @@ def settings_from_dict(raw: dict[str, Any] | None) -> MemorySettings:
     if isinstance(raw.get("memory"), dict):
         raw = raw["memory"]
     defaults = MemorySettings()
-    fields = {f.name: f for f in msgspec.structs.fields(MemorySettings)}
+    fields = _field_names()
     values: dict[str, Any] = {}
     for key, value in raw.items():
         name = _snake(str(key))
