@@ -37,3 +37,36 @@ def test_batch_symbol_reads_equal_the_one_key_reads(tmp_path: Path, monkeypatch)
     assert unresolved == {n: store.count_unresolved_named(n) for n in names}
     assert any(callers.values()) and any(callees.values())
     store.close()
+
+
+def _calls_repo(root: Path, callers_of_g: int) -> None:
+    root.mkdir(exist_ok=True)
+    (root / "lib.py").write_text("def g(x):\n    return x\n\n\ndef h(x):\n    return g(x)\n")
+    (root / "use.py").write_text("from lib import g\n\n\n"
+                                 + "".join(f"def u{i}(x):\n    return g(x)\n\n\n" for i in range(callers_of_g)))
+
+
+def test_relation_counts_read_once_and_follow_every_commit(tmp_path: Path) -> None:
+    """Counts already read are not counted again while the graph is unchanged, and a commit,
+    by this store or by another connection to the file, is seen at once."""
+    root = tmp_path / "repo"
+    _calls_repo(root, 3)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    assert store.relation_counts(["lib.g", "lib.h"])[0] == {"lib.g": 4, "lib.h": 0}
+    seen: list[str] = []
+    store._conn().set_trace_callback(seen.append)
+    assert store.relation_counts(["lib.g", "lib.h"]) == ({"lib.g": 4, "lib.h": 0}, {"lib.g": 0, "lib.h": 1}, {})
+    assert not [s for s in seen if "count(*)" in s]  # answered without counting again
+    store._conn().set_trace_callback(None)
+
+    _calls_repo(root, 5)  # this store writes: 5 callers in use.py, h's
+    Indexer(root, store, None, workers=1).index_tree()
+    assert store.relation_counts(["lib.g"])[0] == {"lib.g": 6} == {"lib.g": store.count_callers("lib.g")}
+
+    other = SqliteGraphStore(tmp_path / "g.db", "g")  # another connection writes
+    _calls_repo(root, 1)
+    Indexer(root, other, None, workers=1).index_tree()
+    assert store.relation_counts(["lib.g"])[0] == {"lib.g": 2} == {"lib.g": other.count_callers("lib.g")}
+    other.close()
+    store.close()
