@@ -133,10 +133,13 @@ ROLE_WORDS: dict[str, frozenset[str]] = {
 _ROLE_STEMS = {role: frozenset(lexical.stem(w) for w in ws) for role, ws in ROLE_WORDS.items()}
 
 
+@functools.lru_cache(maxsize=65_536)
 def role_of(path: str, is_test: bool = False, kind: str = "", language: str = "") -> str:
     """What a symbol's code is for, from its path, test flag, kind and language: ``test``,
     ``example``, ``docs``, ``config``, ``generated``, ``vendored`` or ``library`` (everything
-    else). One definition for ranking and for choosing among homonyms."""
+    else). One definition for ranking and for choosing among homonyms. Memoized: a request
+    asks it of the same rows again and again (~300 times per minimalContext), and up to six
+    path patterns are searched each time."""
     if _VENDOR_PATH.search(path):
         return VENDORED
     if is_test or kind == "test" or literals.is_test_path(path):
