@@ -100,3 +100,29 @@ def test_where_a_field_may_share_a_methods_name_a_read_is_not_the_methods(tmp_pa
         assert not readers.get(size.id) and not reads.get(fits.id)
     finally:
         a.close()
+
+
+class _WithoutMembersRead:
+    """The store without ``members_in_files`` (a backend that has no such read)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "members_in_files":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_the_kin_of_the_hits_are_the_same_with_and_without_the_stores_members_read(tmp_path):
+    a = _app(tmp_path)
+    try:
+        hits = [s for s in a.store.all_symbols() if s.qname in ("bar.Meter", "bar.Meter.eta")]
+        with_read = Retriever(a, a.store)._kin_in_files(hits)
+        without = Retriever(a, _WithoutMembersRead(a.store))._kin_in_files(hits)
+        assert with_read == without
+        assert [x.qname for x in with_read["meter/bar.py"]] == [
+            "bar.Meter.__init__", "bar.Meter.render_line", "bar.Meter.eta", "bar.Meter.seconds_per_step",
+            "bar.Meter.unrelated"]
+    finally:
+        a.close()

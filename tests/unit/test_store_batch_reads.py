@@ -70,3 +70,26 @@ def test_relation_counts_read_once_and_follow_every_commit(tmp_path: Path) -> No
     assert store.relation_counts(["lib.g"])[0] == {"lib.g": 2} == {"lib.g": other.count_callers("lib.g")}
     other.close()
     store.close()
+
+
+def test_members_in_files_are_the_file_symbols_of_those_parents_in_file_order(tmp_path: Path, monkeypatch) -> None:
+    """``members_in_files``: what ``symbols_in_files`` reads of those files, only the symbols
+    whose parent is one of the given ones, in each file's order, across chunk boundaries."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in range(4):
+        (root / f"m{f}.py").write_text("".join(
+            f"class C{i}:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n\n\n"
+            f"def f{i}():\n    return 0\n\n\n" for i in range(6)))
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    monkeypatch.setattr(sqlite_graph, "_KEYS_PER_QUERY", 4)  # paths and parents over several reads
+    paths = ["m3.py", "m0.py", "none.py", "m2.py"]
+    parents = ["m0.C5", "m0.C1", "m3.C2", "m2.C0", "m2.C4", "m0.C3", "m1.C1", "nothing"]
+    got = store.members_in_files(paths, parents)
+    assert list(got) == ["m3.py", "m0.py", "m2.py"]
+    assert [x.qname for x in got["m0.py"]] == ["m0.C1.a", "m0.C1.b", "m0.C3.a", "m0.C3.b", "m0.C5.a", "m0.C5.b"]
+    every = store.symbols_in_files(paths)
+    assert got == {p: [x for x in rows if x.parent in parents] for p, rows in every.items()}
+    assert store.members_in_files(paths, []) == {} == store.members_in_files([], parents)
+    store.close()

@@ -804,8 +804,7 @@ class Retriever:
         # the neighbours of every hit, then the symbols they name, each in one batch read
         qs = [rows[h].qname for h in top]
         callees_of, callers_of = store.callees_many(qs, limit=200), store.callers_many(qs, limit=200)
-        in_files = store.symbols_in_files(rows[h].path for h in top
-                                          if rows[h].kind in TYPE_KINDS or _member_sep(rows[h]) is not None)
+        in_files = self._kin_in_files([rows[h] for h in top])
         reads, readers = self._member_reads([rows[h] for h in top], in_files)
         hops: list[tuple[int, list[list[Any]], list[float]]] = []  # a neighbour: a qname, or an id
         for h in top:
@@ -871,6 +870,22 @@ class Retriever:
                                 got = sent.setdefault(i, {})
                                 got[h] = got.get(h, 0.0) + g
         return gain, sent
+
+    def _kin_in_files(self, hits: list[SymbolRow]) -> dict[str, list[SymbolRow]]:
+        """For the types and members among ``hits``, the symbols of their files that are a
+        type's members or a member's siblings (whose parent is the type, or the member's
+        parent), by path, in each file's order (``symbols_in_files``): what ``_push`` and
+        ``_member_reads`` look for there. One read, the parent checked by the store when it
+        can (``members_in_files``)."""
+        kin = [r for r in hits if r.kind in TYPE_KINDS or _member_sep(r) is not None]
+        paths = list(dict.fromkeys(r.path for r in kin))
+        parents = list(dict.fromkeys(r.qname if r.kind in TYPE_KINDS else r.parent for r in kin))
+        fn = getattr(self.store, "members_in_files", None)
+        if fn is not None:
+            return fn(paths, parents)
+        wanted = set(parents)
+        found = {p: [x for x in got if x.parent in wanted] for p, got in self.store.symbols_in_files(paths).items()}
+        return {p: got for p, got in found.items() if got}
 
     def _member_reads(self, hits: list[SymbolRow], in_files: dict[str, list[SymbolRow]]
                       ) -> tuple[dict[int, list[str]], dict[int, list[str]]]:

@@ -1208,6 +1208,30 @@ class SqliteGraphStore(SqliteDepsMixin):
                 out.setdefault(r["path"], []).append(self._sym(r))
         return {p: out[p] for p in keys if p in out}
 
+    def members_in_files(self, paths: Iterable[str], parents: Iterable[str]) -> dict[str, list[SymbolRow]]:
+        """``symbols_in_files`` of ``paths`` with only the symbols whose parent is one of
+        ``parents`` (a type's members, a member's siblings), in the same order: the parent is
+        checked in the query, so the other symbols of a large file (a test module's hundreds of
+        methods) are never built."""
+        out: dict[str, list[SymbolRow]] = {}
+        keys = list(dict.fromkeys(paths))
+        tops = list(dict.fromkeys(parents))
+        if not keys or not tops:
+            return out
+        step = max(1, _KEYS_PER_QUERY // 2)
+        for k in range(0, len(keys), step):
+            chunk = keys[k:k + step]
+            for j in range(0, len(tops), step):
+                these = tops[j:j + step]
+                for r in self._q("SELECT * FROM symbols INDEXED BY symbols_path WHERE graph_id=? AND path IN "
+                                 f"({','.join('?' * len(chunk))}) AND parent IN ({','.join('?' * len(these))}) "
+                                 "ORDER BY path, start_line, start_col, qname", (self._gk, *chunk, *these)):
+                    out.setdefault(r["path"], []).append(self._sym(r))
+        if len(tops) > step:  # rows of one file came from several reads: back in the file's order
+            for rows in out.values():
+                rows.sort(key=lambda x: (x.start_line, x.start_col, x.qname))
+        return {p: out[p] for p in keys if p in out}
+
     def symbol_table_rows(self) -> Iterator[tuple[FileRow, list[tuple[str, str, str, str]], list[ImportRef]]]:
         """What the resolver's symbol table (index/resolve.py) needs of every indexed file, in
         path order, streamed: (file row, its symbols as (qname, kind, parent, signature) by
