@@ -622,6 +622,9 @@ def test_a_signatures_parameters_are_the_parentheses_after_its_name():
     assert _params("fn get<T: Clone>(x: T, y: Gate) -> T", "get") == "x: T, y: Gate"
     assert _params("func Map[K comparable](m K) K", "Map") == "m K"
     assert _params("VersionGate", "admit") == "VersionGate"  # no parameter list: all of it
+    # the name whole, the first place followed by its parameter list
+    assert _params("def ff(a) -> f  # f (b)", "f") == "b"
+    assert _params("$f(a) _f(b) f [T] (c)", "f") == "c"
 
 
 def test_the_takers_read_is_bound_to_its_graph_before_its_limit(tmp_path):
