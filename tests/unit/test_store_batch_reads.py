@@ -93,3 +93,29 @@ def test_members_in_files_are_the_file_symbols_of_those_parents_in_file_order(tm
     assert got == {p: [x for x in rows if x.parent in parents] for p, rows in every.items()}
     assert store.members_in_files(paths, []) == {} == store.members_in_files([], parents)
     store.close()
+
+
+def test_the_lexical_terms_document_counts_are_read_once_and_follow_every_commit(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """``_distinctive`` leaves out a term more than ``LEX_COMMON_MIN`` symbols hold: the counts
+    it reads are not read again while the file is unchanged, and a commit by another
+    connection is seen at once."""
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_MIN", 2)
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_SHARE", 0.0)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def alpha_one():\n    pass\n\n\ndef beta_one():\n    pass\n")
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    assert store._distinctive(["alpha", "beta"]) == ["alpha", "beta"]
+    seen: list[str] = []
+    store._conn().set_trace_callback(seen.append)
+    assert store._distinctive(["alpha", "beta"]) == ["alpha", "beta"]
+    assert not [s for s in seen if "lex_vocab" in s or "docsize" in s]  # counted once
+    store._conn().set_trace_callback(None)
+    other = SqliteGraphStore(tmp_path / "g.db", "g")  # another connection: alpha in 3 symbols
+    (root / "b.py").write_text("def alpha_two():\n    pass\n\n\ndef alpha_three():\n    pass\n")
+    Indexer(root, other, None, workers=1).index_tree()
+    assert store._distinctive(["alpha", "beta"]) == ["beta"]
+    other.close()
+    store.close()

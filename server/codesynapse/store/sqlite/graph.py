@@ -1017,11 +1017,29 @@ class SqliteGraphStore(SqliteDepsMixin):
         terms = list(dict.fromkeys(terms))
         if len(terms) < 2:
             return terms
-        df = {r["term"]: r["doc"] for r in self._q(
-            f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(terms))})", terms)}
-        n = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
+        df = self._lex_df(terms)
+        n = df[""]
         keep = [t for t in terms if df.get(t, 0) <= max(LEX_COMMON_SHARE * n, LEX_COMMON_MIN)]
         return keep or [min(terms, key=lambda t: df.get(t, 0))]
+
+    def _lex_df(self, terms: list[str]) -> dict[str, int]:
+        """How many symbols (of every graph in the file) hold each of ``terms``, and under
+        ``""`` how many there are: the vocabulary counts a term's rows by walking its whole
+        document list, and a task's plain words come back request after request, so what was
+        read is kept while the file is unchanged (``_known_counts``)."""
+        known = self._known_counts("lex_vocab")
+        if known is None:
+            known = {}
+        todo = [t for t in terms if t not in known]
+        if todo:
+            got = {r["term"]: r["doc"] for r in self._q(
+                f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(todo))})", todo)}
+            if len(known) + len(todo) > _COUNTS_KEPT:
+                known.clear()
+            known.update((t, got.get(t, 0)) for t in todo)
+        if "" not in known:
+            known[""] = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
+        return {t: known[t] for t in ("", *terms)}
 
     def signature_mentions(self, names: Sequence[str], limit: int) -> dict[str, list[SymbolRow]]:
         """For each name (a type's), symbols of this graph whose signature holds its words in a
