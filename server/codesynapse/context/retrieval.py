@@ -326,6 +326,7 @@ class Retriever:
         # the tested leg's candidates' scores, normalized to its best (``fuse``)
         self.tested_weight: dict[int, float] = {}
         self._support: frozenset[str] | None = None
+        self._lines: dict[str, list[str]] = {}  # the files _member_reads read, by path (both rounds of _expand)
 
     def support_paths(self) -> frozenset[str]:
         """``find_test_support`` of the store (``test_support_of``), read once per request."""
@@ -897,7 +898,7 @@ class Retriever:
         followed by ``(``, in a member's lines is a read of it (a call is a call edge already).
         Not in the languages where a field may share a method's name (``FIELD_METHOD_HOMONYMS``:
         Java's ``this.size = size`` beside ``size()``, Rust's ``self.len``): there a name read
-        is a field's as often as not. One read per file."""
+        is a field's as often as not. One read per file and request (``_lines``)."""
         reads: dict[int, list[str]] = {}
         readers: dict[int, list[str]] = {}
         members = [r for r in hits if _member_sep(r) is not None and r.path in in_files
@@ -905,7 +906,7 @@ class Retriever:
         if not members:
             return reads, readers
         root = self.app.workspace.root
-        lines_of: dict[str, list[str]] = {}
+        lines_of = self._lines
         for r in members:
             if r.path not in lines_of:
                 try:
