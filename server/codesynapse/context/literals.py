@@ -22,6 +22,7 @@ it found, counting the files it did not read.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -151,7 +152,8 @@ def _confirm(path: str, data: bytes, found, redact_extra, comment_starts: tuple[
                 continue  # prose, not where the code writes it
             if text is None:
                 text = data.decode("utf-8", "replace")
-                starts = [0] + [j + 1 for j, ch in enumerate(text) if ch == "\n"]
+                # where each line starts (a loop over the characters cost ~14 ms for a large file)
+                starts = [0, *itertools.accumulate(len(ln) + 1 for ln in text.split("\n")[:-1])]
             line = data.count(b"\n", 0, m.start()) + 1
             # the redactor looks at the lines around the hit; a secret overlapping it drops it
             lo = starts[max(0, line - 1 - _WINDOW)]
