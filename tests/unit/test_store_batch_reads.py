@@ -119,3 +119,24 @@ def test_the_lexical_terms_document_counts_are_read_once_and_follow_every_commit
     assert store._distinctive(["alpha", "beta"]) == ["beta"]
     other.close()
     store.close()
+
+
+def test_a_term_in_more_than_lex_common_max_symbols_is_left_out_whatever_its_share(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """On a kernel-size tree 10% of the symbols is a posting list of 250,000 rows: past
+    ``LEX_COMMON_MAX`` symbols a term is left out even when its share is under
+    ``LEX_COMMON_SHARE``; the rarest term stays when every one is that common."""
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_MIN", 1)
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_SHARE", 1.0)  # the share alone keeps every term
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("".join(f"def alpha_{i}():\n    pass\n\n\n" for i in range(3))
+                               + "def beta_one():\n    pass\n\n\ndef beta_two():\n    pass\n")
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    assert store._distinctive(["alpha", "beta"]) == ["alpha", "beta"]
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_MAX", 2)
+    assert store._distinctive(["alpha", "beta"]) == ["beta"]  # alpha is in 3 symbols
+    monkeypatch.setattr(sqlite_graph, "LEX_COMMON_MAX", 1)
+    assert store._distinctive(["alpha", "beta"]) == ["beta"]  # both over: the rarest stays
+    store.close()

@@ -156,6 +156,10 @@ _FTS_ALL = 1 << 30
 SEARCH_POOL = 4096
 LEX_COMMON_SHARE = 0.1  # a lexical query term in more than this share of the symbols ...
 LEX_COMMON_MIN = 1000  # ... and in more than this many is left out (_distinctive)
+# ... and so is a term in more than this many symbols, whatever the share (a kernel-size tree:
+# 10% of 2.58 M symbols kept terms with posting lists of 250,000 rows, all ranked by BM25 for a
+# pool of 40; minimalContext p95 1,146 -> 253 ms there). Below 200,000 symbols the share is lower.
+LEX_COMMON_MAX = 20_000
 _SYMBOL_COLS = ("graph_id", "path", "qname", "name", "kind", "signature", "start_line", "end_line", "start_col",
                 "end_col", "hash", "summary", "parent", "is_test", "exported", "language")
 _CALL_COLS = ("graph_id", "path", "caller", "callee", "name", "head", "hint", "hint_name", "line", "col", "kind",
@@ -1011,15 +1015,17 @@ class SqliteGraphStore(SqliteDepsMixin):
 
     def _distinctive(self, terms: Sequence[str]) -> list[str]:
         """``terms`` without those in more than ``LEX_COMMON_SHARE`` of the symbols and more
-        than ``LEX_COMMON_MIN`` ("self", "def", "test" in a standard library): BM25 gives them
-        almost no weight, and ranking every symbol that holds them is what a query costs (a
-        short list costs little and still tells). When all are that common, the rarest stays."""
+        than ``LEX_COMMON_MIN`` ("self", "def", "test" in a standard library), or in more than
+        ``LEX_COMMON_MAX`` symbols: BM25 gives them little weight, and ranking every symbol
+        that holds them is what a query costs (a short list costs little and still tells).
+        When all are that common, the rarest stays."""
         terms = list(dict.fromkeys(terms))
         if len(terms) < 2:
             return terms
         df = self._lex_df(terms)
         n = df[""]
-        keep = [t for t in terms if df.get(t, 0) <= max(LEX_COMMON_SHARE * n, LEX_COMMON_MIN)]
+        most = min(max(LEX_COMMON_SHARE * n, LEX_COMMON_MIN), LEX_COMMON_MAX)
+        keep = [t for t in terms if df.get(t, 0) <= most]
         return keep or [min(terms, key=lambda t: df.get(t, 0))]
 
     def _lex_df(self, terms: list[str]) -> dict[str, int]:
