@@ -176,6 +176,8 @@ def run_requests_bench(args) -> dict[str, Any]:
                "policyFingerprint": status.get("policyFingerprint", ""), "loadBefore": load_before,
                "loadAfter": load_average(), "whatIfAnalyze": analyzed}
     section = "requests_whatif" if analyzed else "requests"
+    if corpus.name != "python-stdlib":  # another corpus's figures never replace the stdlib's section
+        section += f"_{corpus.name}"
     write_perf_section(Path(args.out), section, requests_markdown(results, machine_info()))
     save_raw(section, results)
     return results
