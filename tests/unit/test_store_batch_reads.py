@@ -140,3 +140,24 @@ def test_a_term_in_more_than_lex_common_max_symbols_is_left_out_whatever_its_sha
     monkeypatch.setattr(sqlite_graph, "LEX_COMMON_MAX", 1)
     assert store._distinctive(["alpha", "beta"]) == ["beta"]  # both over: the rarest stays
     store.close()
+
+
+def test_kept_counts_stay_right_when_the_kept_set_overflows(tmp_path: Path, monkeypatch) -> None:
+    """Past ``_COUNTS_KEPT`` the kept counts start again; a key kept before that and asked in
+    the same call keeps its count (relation counts, and the terms' document counts)."""
+    monkeypatch.setattr(sqlite_graph, "_COUNTS_KEPT", 2)
+    root = tmp_path / "repo"
+    _calls_repo(root, 3)
+    (root / "words.py").write_text("def alpha_one():\n    pass\n\n\ndef beta_one():\n    pass\n\n\n"
+                                   "def beta_two():\n    pass\n")
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    Indexer(root, store, None, workers=1).index_tree()
+    assert store.relation_counts(["lib.g"])[0] == {"lib.g": 4}
+    assert store.relation_counts(["lib.g", "lib.h", "nothing.x"])[0] == {"lib.g": 4, "lib.h": 0, "nothing.x": 0}
+    assert store.relation_counts(["lib.g", "lib.h"])[1] == {"lib.g": 0, "lib.h": 1}
+    df = store._lex_df(["alpha"])
+    assert df["alpha"] == 1 and df[""] > 3
+    again = store._lex_df(["alpha", "beta", "one"])  # alpha and the total kept, then the set overflows
+    assert (again["alpha"], again["beta"], again["one"], again[""]) == (1, 2, 2, df[""])
+    assert store._lex_df(["beta", "alpha"]) == {"": df[""], "beta": 2, "alpha": 1}
+    store.close()

@@ -1036,16 +1036,18 @@ class SqliteGraphStore(SqliteDepsMixin):
         known = self._known_counts("lex_vocab")
         if known is None:
             known = {}
-        todo = [t for t in terms if t not in known]
+        out = {t: known[t] for t in ("", *terms) if t in known}
+        todo = [t for t in terms if t not in out]
         if todo:
             got = {r["term"]: r["doc"] for r in self._q(
                 f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(todo))})", todo)}
-            if len(known) + len(todo) > _COUNTS_KEPT:
-                known.clear()
-            known.update((t, got.get(t, 0)) for t in todo)
-        if "" not in known:
-            known[""] = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
-        return {t: known[t] for t in ("", *terms)}
+            out.update((t, got.get(t, 0)) for t in todo)
+        if "" not in out:
+            out[""] = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
+        if len(known) + len(todo) + 1 > _COUNTS_KEPT:
+            known.clear()
+        known.update(out)
+        return out
 
     def signature_mentions(self, names: Sequence[str], limit: int) -> dict[str, list[SymbolRow]]:
         """For each name (a type's), symbols of this graph whose signature holds its words in a
@@ -1328,18 +1330,24 @@ class SqliteGraphStore(SqliteDepsMixin):
     def _counts(self, sql: str, keys: list[str]) -> dict[str, int]:
         out = dict.fromkeys(keys, 0)
         known = self._known_counts(sql)
-        todo = [k for k in keys if k not in known] if known is not None else keys
+        todo = keys
+        if known is not None:
+            todo = []
+            for k in keys:
+                n = known.get(k)
+                if n is None:
+                    todo.append(k)
+                else:
+                    out[k] = n
         for k in range(0, len(todo), _KEYS_PER_QUERY):
             chunk = todo[k:k + _KEYS_PER_QUERY]
             for r in self._q(sql.format(",".join("?" * len(chunk))), (self._gk, *chunk)):
                 out[r["k"]] = r["n"]
         if known is not None:
             if len(known) + len(todo) > _COUNTS_KEPT:
-                known.clear()
+                known.clear()  # the counts kept are bounded: start again (out already holds them)
             for k in todo:
                 known[k] = out[k]
-            for k in keys:
-                out[k] = known.get(k, out[k])
         return out
 
     def _known_counts(self, sql: str) -> dict[str, int] | None:
