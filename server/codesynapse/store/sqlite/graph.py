@@ -1032,22 +1032,18 @@ class SqliteGraphStore(SqliteDepsMixin):
         """How many symbols (of every graph in the file) hold each of ``terms``, and under
         ``""`` how many there are: the vocabulary counts a term's rows by walking its whole
         document list, and a task's plain words come back request after request, so what was
-        read is kept while the file is unchanged (``_known_counts``)."""
-        known = self._known_counts("lex_vocab")
-        if known is None:
-            known = {}
-        out = {t: known[t] for t in ("", *terms) if t in known}
-        todo = [t for t in terms if t not in out]
-        if todo:
+        read is kept while the file is unchanged (``_kept_counts``)."""
+
+        def read(todo: list[str]) -> dict[str, int]:
+            words = [t for t in todo if t]
             got = {r["term"]: r["doc"] for r in self._q(
-                f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(todo))})", todo)}
-            out.update((t, got.get(t, 0)) for t in todo)
-        if "" not in out:
-            out[""] = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
-        if len(known) + len(todo) + 1 > _COUNTS_KEPT:
-            known.clear()
-        known.update(out)
-        return out
+                f"SELECT term, doc FROM lex_vocab WHERE term IN ({','.join('?' * len(words))})", words)} \
+                if words else {}
+            if "" in todo:
+                got[""] = self._q("SELECT count(*) AS n FROM symbols_lex_docsize")[0]["n"]
+            return got
+
+        return self._kept_counts("lex_vocab", ["", *terms], read)
 
     def signature_mentions(self, names: Sequence[str], limit: int) -> dict[str, list[SymbolRow]]:
         """For each name (a type's), symbols of this graph whose signature holds its words in a
@@ -1328,26 +1324,31 @@ class SqliteGraphStore(SqliteDepsMixin):
         return callers, callees, unresolved
 
     def _counts(self, sql: str, keys: list[str]) -> dict[str, int]:
-        out = dict.fromkeys(keys, 0)
-        known = self._known_counts(sql)
-        todo = keys
-        if known is not None:
-            todo = []
-            for k in keys:
-                n = known.get(k)
-                if n is None:
-                    todo.append(k)
-                else:
-                    out[k] = n
-        for k in range(0, len(todo), _KEYS_PER_QUERY):
-            chunk = todo[k:k + _KEYS_PER_QUERY]
-            for r in self._q(sql.format(",".join("?" * len(chunk))), (self._gk, *chunk)):
-                out[r["k"]] = r["n"]
-        if known is not None:
+        def read(todo: list[str]) -> dict[str, int]:
+            got: dict[str, int] = {}
+            for k in range(0, len(todo), _KEYS_PER_QUERY):
+                chunk = todo[k:k + _KEYS_PER_QUERY]
+                for r in self._q(sql.format(",".join("?" * len(chunk))), (self._gk, *chunk)):
+                    got[r["k"]] = r["n"]
+            return got
+
+        return self._kept_counts(sql, keys, read)
+
+    def _kept_counts(self, kind: str, keys: list[str], read) -> dict[str, int]:
+        """The count of each key (0 when ``read`` gives none): those this connection read
+        before from ``_known_counts(kind)``, the others by ``read(keys not kept)``, then kept
+        (at most ``_COUNTS_KEPT`` per kind: past it the kept ones start again)."""
+        known = self._known_counts(kind)
+        if known is None:
+            known = {}
+        out = {k: known[k] for k in keys if k in known}
+        todo = [k for k in dict.fromkeys(keys) if k not in out]
+        if todo:
+            got = read(todo)
             if len(known) + len(todo) > _COUNTS_KEPT:
-                known.clear()  # the counts kept are bounded: start again (out already holds them)
+                known.clear()  # out already holds what was kept
             for k in todo:
-                known[k] = out[k]
+                out[k] = known[k] = got.get(k, 0)
         return out
 
     def _known_counts(self, sql: str) -> dict[str, int] | None:
