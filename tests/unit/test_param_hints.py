@@ -312,3 +312,69 @@ def test_live_updates_follow_the_call_sites(tmp_path, saved_before):
         assert target() == "pkg.bank.Account.withdraw"
     finally:
         store.close()
+
+
+class _CountingStore(SqliteGraphStore):
+    """The real SQLite store, counting the reads of every stored call."""
+
+    full_reads = 0
+
+    def all_calls(self):
+        type(self).full_reads += 1
+        return super().all_calls()
+
+
+def test_a_bulk_live_update_moves_parameters_without_reading_every_call(tmp_path):
+    """A live update of more files than LIVE_BATCH is written in bulk (its calls held back and
+    resolved after the write). Its parameter pass reads the stored calls of its own files and
+    of the names they moved, as a small update's does, not every call of the tree (a 1,000-file
+    branch switch on the kernel: 4.5 M rows per batch); the bindings it leaves are a full
+    index's of the same text."""
+    from codesynapse.index.indexer import LIVE_BATCH, Candidate
+
+    src = tmp_path / "src"
+    files = {"pkg/__init__.py": "", "pkg/bank.py": BANK, "pkg/use.py": USE,
+             "pkg/other.py": "from pkg.bank import Account, transfer\n\n\ndef other():\n    transfer(Account(), 1, 2)\n"}
+    for k in range(LIVE_BATCH + 6):  # the rest of a branch switch: files of their own
+        files[f"pkg/extra{k}.py"] = f"def extra{k}(x):\n    return x.strip()\n"
+    for rel, body in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+
+    def target(store) -> str:
+        return next(c.target for c in store.all_calls() if c.caller == "pkg.bank.transfer"
+                    and c.callee == "source.withdraw")
+
+    store = _CountingStore(tmp_path / "g.db", "g")
+    try:
+        ix = Indexer(src, store, None, workers=1)
+        ix.index_tree()
+        assert target(store) == "pkg.bank.Account.withdraw"
+        # the switch: every extra file changes, and other.py now passes a second class
+        changed = {rel: body + "\n# switched\n" for rel, body in files.items() if rel.startswith("pkg/extra")}
+        changed["pkg/other.py"] = files["pkg/other.py"] + "\n\ndef more():\n    transfer(Savings(), 1, 2)\n"
+        changed["pkg/other.py"] = changed["pkg/other.py"].replace("import Account,", "import Account, Savings,")
+        for rel, body in changed.items():
+            (src / rel).write_text(body)
+        _CountingStore.full_reads = 0
+        ix.update([Candidate(rel, "python", len(body), 0) for rel, body in sorted(changed.items())], [])
+        assert _CountingStore.full_reads == 0
+        assert target(store) == ""  # Account and Savings: unbound, as a full index says
+        # and back: the binding returns
+        for rel in changed:
+            (src / rel).write_text(files[rel])
+        _CountingStore.full_reads = 0
+        ix.update([Candidate(rel, "python", len(files[rel]), 0) for rel in sorted(changed)], [])
+        assert _CountingStore.full_reads == 0
+        assert target(store) == "pkg.bank.Account.withdraw"
+    finally:
+        store.close()
+    # a full index of the switched text binds as the live updates did
+    for rel, body in changed.items():
+        (src / rel).write_text(body)
+    fresh = SqliteGraphStore(tmp_path / "full.db", "g")
+    try:
+        Indexer(src, fresh, None, workers=1).index_tree()
+        assert target(fresh) == ""
+    finally:
+        fresh.close()
