@@ -270,14 +270,22 @@ def test_parameters_typed_by_every_call_site(tmp_path):
     assert calls[("pkg.bank.rebound", "a.withdraw")][:2] == ("", "unresolved")
 
 
+@pytest.mark.parametrize("by_statement", [False, True])
 @pytest.mark.parametrize("saved_before", [False, True])
-def test_live_updates_follow_the_call_sites(tmp_path, saved_before):
+def test_live_updates_follow_the_call_sites(tmp_path, saved_before, by_statement, monkeypatch):
     """One long-lived indexer (the language server's): unsaved buffers of another file hand
     the function on as a value, then pass another class, then go back; each update moves the
     parameter's binding as a full index of the same text would. ``saved_before``: the file
     was written live once before (its resolutions are re-used); the value handed on was then
-    counted twice, and taking it back left the parameter unbound."""
+    counted twice, and taking it back left the parameter unbound. ``by_statement``: every
+    file is re-extracted a statement at a time and written by its delta (as large files are),
+    and the parameter pass counts the delta's calls instead of reading the file's."""
+    from codesynapse.extract import incremental
     from codesynapse.index.indexer import Candidate
+
+    if by_statement:
+        monkeypatch.setattr(incremental, "MIN_BYTES", 0)
+        incremental.forget()
 
     src = tmp_path / "src"
     files = {"pkg/__init__.py": "", "pkg/bank.py": BANK, "pkg/use.py": USE,
@@ -310,6 +318,22 @@ def test_live_updates_follow_the_call_sites(tmp_path, saved_before):
         assert target() == ""  # another class
         edit(base)
         assert target() == "pkg.bank.Account.withdraw"
+        # a function with a parameter-hinted call comes into bank.py, then a caller of it
+        bank = files["pkg/bank.py"] + "\n\ndef extra(acct):\n    acct.deposit(2)\n"
+        ix.update([Candidate("pkg/bank.py", "python", len(bank), 0)], [], overlays={"pkg/bank.py": bank.encode()})
+
+        def extra() -> tuple[str, str]:
+            return next((c.target, c.resolution) for c in store.all_calls() if c.caller == "pkg.bank.extra")
+
+        assert extra() == ("", "unresolved")  # no caller yet
+        edit(base.replace("import Account,", "import Account, extra,") + "\n\ndef more():\n    extra(Account())\n")
+        assert extra() == ("pkg.bank.Account.deposit", "inferred")
+        assert target() == "pkg.bank.Account.withdraw"
+        bank2 = bank.replace("acct.deposit(2)", "acct.deposit(3)")  # the call's line rewritten
+        ix.update([Candidate("pkg/bank.py", "python", len(bank2), 0)], [], overlays={"pkg/bank.py": bank2.encode()})
+        assert extra() == ("pkg.bank.Account.deposit", "inferred")
+        edit(base)
+        assert extra() == ("", "unresolved")
     finally:
         store.close()
 

@@ -1116,6 +1116,12 @@ class SqliteGraphStore(SqliteDepsMixin):
                 "SELECT * FROM calls WHERE graph_id=? AND path=?" + self._CALL_ORDER, (self._gk, p)))
         return out
 
+    def calls_in_lines(self, path: str, first: int, last: int) -> list[CallRow]:
+        """The calls of ``path`` on lines ``first``..``last`` (what a delta wrote: write_delta)."""
+        return [self._call(r) for r in self._q(
+            "SELECT * FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?" + self._CALL_ORDER,
+            (self._gk, path, first, last))]
+
     def calls_touching(self, names: Iterable[str]) -> list[CallRow]:
         names = sorted(set(names))
         out: dict[int, CallRow] = {}
