@@ -44,6 +44,20 @@ def _state(idx: SymbolIndex) -> dict:
             "ref_parts": dict(idx.ref_parts), "files": files}
 
 
+def _scan_returning(idx: SymbolIndex, names: set[str]) -> set[str]:
+    """names_returning as a scan of every declared result and field (its rule, spelt out)."""
+    out = set()
+    for qname, by_path in idx.results.items():
+        if any(t and ({t.lstrip("[]").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for res in by_path.values()
+               for t in res):
+            out.add(qname.rsplit(".", 1)[-1])
+    for qname, by_path in idx.fields.items():
+        if any({t.lstrip("*").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names for flds in by_path.values()
+               for t in flds.values()):
+            out.add(qname.rsplit(".", 1)[-1])
+    return out
+
+
 @pytest.mark.parametrize("language", ["python", "go"])
 @pytest.mark.parametrize("seed", range(6))
 def test_a_patched_file_leaves_the_table_a_remove_then_add_leaves(language: str, seed: int,
@@ -90,6 +104,15 @@ def test_a_patched_file_leaves_the_table_a_remove_then_add_leaves(language: str,
         assert _state(patched) == _state(whole), f"step {step}"
         for q in {r[0] for r in rows[:50]}:
             assert patched.result_of(q, 0) == whole.result_of(q, 0)
+        # the result names' index (kept across edits that change no declared type)
+        for names in ({"T0"}, {"T1", "U"}, {"T2", "pkg"}, {"error", "nothing"}):
+            assert patched.names_returning(names) == whole.names_returning(names) == _scan_returning(patched, names)
+        if step % 5 == 4:  # a small file comes and goes
+            patched.remove_file("o0.x")
+            whole.remove_file("o0.x")
+            assert patched.names_returning({"T0", "T1", "T2"}) == _scan_returning(patched, {"T0", "T1", "T2"})
+            for idx in (patched, whole):
+                idx.add_file("o0.x", "m", language, list(others["o0.x"]), _imports(random.Random(seed)))
         big = rows
     # the imports differ from the last version's in about a third of the edits: those go the
     # whole way; the others are patched

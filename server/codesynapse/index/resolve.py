@@ -357,6 +357,9 @@ class SymbolIndex:
         self.bases: dict[str, list[str]] = {}  # class qname → resolved base qnames (in order)
         self.results: dict[str, dict[str, tuple[str, ...]]] = {}  # qname → {path: declared result types}
         self.fields: dict[str, dict[str, dict[str, str]]] = {}  # struct qname → {path: {field: type}}
+        # names_returning's index of results and fields (a type's head or last segment → the
+        # short names declaring it), made when asked after they changed
+        self._returning: dict[str, set[str]] | None = None
         # resolve_qname's answers that neither its cycle guard nor its depth limit shaped:
         # qname -> (answer, room); a star search's (module, name, sep) -> (answer, room) and
         # (component, name, sep) -> (None, room); under None the star graph (_Stars) these
@@ -420,6 +423,8 @@ class SymbolIndex:
             if parent:
                 self.parents[qname] = _intern(parent)
         fi.sym_qnames, fi.sym_kinds = tuple(qnames), tuple(kinds)
+        if fi.results or fi.fields:
+            self._returning = None
         _bind(fi, imports)
         self.files[path] = fi
         if module:
@@ -498,6 +503,8 @@ class SymbolIndex:
             _drop_path(self.fields, q, path)
         for q, flds in fi.fields.items():
             self.fields.setdefault(q, {})[path] = flds
+        if fi.results != old.results or fi.fields != old.fields:
+            self._returning = None
         fi.sym_qnames, fi.sym_kinds = qnames, kinds
         self.files[path] = fi
         names = self._names
@@ -574,6 +581,8 @@ class SymbolIndex:
         fi = self.files.pop(path, None)
         if fi is None:
             return None
+        if fi.results or fi.fields:
+            self._returning = None
         self._count_stars(fi, -1)
         for qname in fi.fields:
             f = self.fields.get(qname)
@@ -702,21 +711,37 @@ class SymbolIndex:
 
     def names_returning(self, names: set[str]) -> set[str]:
         """Short names of the functions and methods whose declared results name one of
-        ``names`` (its head or last segment): what a return hint reads changes with them."""
+        ``names`` (its head or last segment): what a return hint reads changes with them.
+        Looked up in an index of every declared result and field type, made again only after
+        one changed (a scan of them all on every save cost 6.5 ms on the stdlib)."""
+        index = self._returning
+        if index is None:
+            index = self._returning = self._returning_index()
         out: set[str] = set()
+        for n in names:
+            hit = index.get(n)
+            if hit:
+                out |= hit
+        return out
+
+    def _returning_index(self) -> dict[str, set[str]]:
+        index: dict[str, set[str]] = {}
         for qname, by_path in self.results.items():
+            short = _names_last(qname)
             for res in by_path.values():
-                if any(t and ({t.lstrip("[]").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names) for t in res):
-                    out.add(_names_last(qname))
-                    break
+                for t in res:
+                    if t:
+                        index.setdefault(t.lstrip("[]").split(".", 1)[0], set()).add(short)
+                        index.setdefault(t.rsplit(".", 1)[-1], set()).add(short)
         # and of the Go structs whose fields' declared types name one (field hints read them;
         # their rows are stored under the struct's name)
         for qname, by_path in self.fields.items():
+            short = _names_last(qname)
             for flds in by_path.values():
-                if any({t.lstrip("*").split(".", 1)[0], t.rsplit(".", 1)[-1]} & names for t in flds.values()):
-                    out.add(_names_last(qname))
-                    break
-        return out
+                for t in flds.values():
+                    index.setdefault(t.lstrip("*").split(".", 1)[0], set()).add(short)
+                    index.setdefault(t.rsplit(".", 1)[-1], set()).add(short)
+        return index
 
     def module_bindings(self, module: str) -> Iterable[FileInfo]:
         for p in sorted(self.module_files.get(module, ())):
