@@ -420,3 +420,45 @@ def test_a_patched_files_listeners_hear_the_names_its_edit_touched(tmp_path: Pat
     assert "f5" not in heard[-1] and len(heard[-1]) < 10
     assert store.symbols_by_name("added", limit=5)[0].start_line == 202 * 4 + 1
     store.close()
+
+
+def test_a_delta_the_store_refuses_is_written_whole(tmp_path: Path, monkeypatch) -> None:
+    """A statement-level extraction is made against the version kept in memory; when the store
+    holds another (an update that failed to write left the keep ahead of the store), the store
+    refuses the delta and the file is written whole, as a full index would have it."""
+    from codesynapse.errors import StoreError
+    from codesynapse.extract import incremental
+    from codesynapse.index.indexer import Candidate
+
+    monkeypatch.setattr(incremental, "MIN_BYTES", 0)
+    incremental.forget()
+    root = tmp_path / "repo"
+    root.mkdir()
+    base = "".join(f"def f{j}(x):\n    return g(x) + {j}\n\n" for j in range(40)) + "def g(x):\n    return x\n"
+    (root / "big.py").write_text(base)
+    store = SqliteGraphStore(tmp_path / "inc.db", "g")
+    try:
+        ix = Indexer(root, store, None, workers=1)
+        ix.index_tree()
+
+        def update(text: str) -> None:
+            ix.update([Candidate("big.py", "python", len(text), -1)], [], overlays={"big.py": text.encode()})
+
+        update(base + "\n\ndef warm(x):\n    return g(x)\n")  # kept in memory now
+        conn = store._conn()
+        conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
+        grown = base + "\n\ndef warm(x):\n    return g(x)\n" + "".join(
+            f"def grown_{j}(x):\n    return g(x) + {j}\n\n" for j in range(400))
+        with pytest.raises(StoreError):
+            update(grown)  # the disk is full: nothing stored, the keep has this version
+        conn.execute("PRAGMA max_page_count=1073741823")
+        final = grown + "def last(x):\n    return g(x)\n"
+        update(final)
+        (root / "big.py").write_text(final)
+        inc = store.dump()
+        full = _full_dump(root, tmp_path)
+        assert any(row[1] == "big.last" for row in full["symbols"])
+        for table in full:
+            assert inc[table] == full[table], table
+    finally:
+        store.close()

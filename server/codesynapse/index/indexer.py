@@ -880,6 +880,8 @@ class Indexer:
                     if fx.path in run.calls_read:
                         run.deltas[fx.path] = (d.first_line, d.last_line, d.shift,
                                                [_site_key(fx.path, c, targets[i].target) for i, c in enumerate(d.calls)])
+            else:  # the store does not hold the delta's base: the file is written whole
+                whole.append((fx, mtime))
         return whole
 
     def _count_deltas(self, fresh: set[str], run: _UpdateRun, now: Counter, rows: dict[int, CallRow],
