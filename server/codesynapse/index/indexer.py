@@ -852,8 +852,7 @@ class Indexer:
         if path not in run.stored or run.stored[path].status == "skipped":
             return {}
         rows = run.stored_calls[path] if path in run.stored_calls else self._calls_of([path])
-        return {(c.caller, c.callee, c.hint): Resolution(c.target, c.resolution, c.confidence)
-                for c in rows if not c.hint.startswith(PARAM_HINT)}
+        return dict(_memo_entry(c) for c in rows if not c.hint.startswith(PARAM_HINT))
 
     def _write_deltas(self, run: _UpdateRun, imp_targets, inh_targets) -> list[tuple[FileExtraction, int]]:
         """An incremental extraction of a file stored as its base version: only the lines it
@@ -1235,8 +1234,8 @@ class Indexer:
             if keep:
                 run.stored_calls.setdefault(c.path, []).append(c)
             elif room > 0 and not c.hint.startswith(PARAM_HINT):  # (the parameter pass sets those)
-                res.setdefault(c.path, {})[(c.caller, c.callee, c.hint)] = \
-                    Resolution(c.target, c.resolution, c.confidence)
+                key, r = _memo_entry(c)
+                res.setdefault(c.path, {})[key] = r
                 room -= 1
         return out
 
@@ -1316,6 +1315,12 @@ class Indexer:
             res._param_cache = {}
         self.store.update_call_targets(updates)
         return rewritten
+
+
+def _memo_entry(c: CallRow) -> tuple[tuple[str, str, str], Resolution]:
+    """A stored call's resolution, keyed as a written call site looks it up (caller, callee,
+    hint): what a later write of its file re-uses unless the call names what changed."""
+    return (c.caller, c.callee, c.hint), Resolution(c.target, c.resolution, c.confidence)
 
 
 def _site_key(path: str, c: CallSite, target: str) -> tuple:
