@@ -375,6 +375,27 @@ def test_delete_files(g):
     g.delete_files([])
 
 
+def test_restamp_files_moves_the_mtime_of_rows_that_hold_the_hash_only(g):
+    g.write_files([], [FileRow(path="bin.py", language="python", hash="hz", size=9, mtime_ns=5, status="skipped",
+                               reason="binary (NUL byte)")])
+    before = {f.path: f for f in g.files()}
+    symbols = g.symbols_in_file("pkg/a.py")
+    g.restamp_files([("pkg/a.py", "ha", 9_001),  # holds "ha": restamped
+                     ("bin.py", "hz", 9_002),  # skipped for its bytes, which it holds: restamped
+                     ("pkg/b.py", "not-its-hash", 9_003),  # another hash: left as it is
+                     ("big.py", "", 9_004),  # skipped by its stat, no hash: left as it is
+                     ("never-there.py", "ha", 9_005)])
+    after = {f.path: f for f in g.files()}
+    assert list(after) == ["big.py", "bin.py", "pkg/a.py", "pkg/b.py"]
+    assert (after["pkg/a.py"].mtime_ns, after["bin.py"].mtime_ns) == (9_001, 9_002)
+    assert msgspec.structs.replace(after["pkg/a.py"], mtime_ns=101) == before["pkg/a.py"]
+    assert msgspec.structs.replace(after["bin.py"], mtime_ns=5) == before["bin.py"]
+    assert after["pkg/b.py"] == before["pkg/b.py"] and after["big.py"] == before["big.py"]
+    assert g.symbols_in_file("pkg/a.py") == symbols
+    g.restamp_files([])
+    assert g.file("pkg/a.py").mtime_ns == 9_001
+
+
 def test_written_without_calls_then_insert_calls(graph_store):
     graph_store.write_files([(A, 1), (B, 2)], with_calls=False)
     assert graph_store.stats().calls == 0

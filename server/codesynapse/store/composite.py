@@ -276,6 +276,20 @@ class CompositeGraphStore:
         self.overlay.insert_calls(items)
         self._invalidate()
 
+    def restamp_files(self, stamps: Sequence[tuple[str, str, int]]) -> None:
+        """A path the overlay holds is restamped there. A base path whose base row holds the
+        hash is clean (the checkout has it as committed): it joins ``clean`` with the new
+        stamp, and nothing is written to the overlay (which holds only what differs)."""
+        sh = self._shadow()
+        mine = [s for s in stamps if s[0] in sh.paths]
+        if mine:
+            self.overlay.restamp_files(mine)
+        theirs = {p: (h, m) for p, h, m in stamps if p not in sh.paths}
+        for p, f in self.base.files_by_paths(list(theirs)).items() if theirs else ():
+            h, m = theirs[p]
+            if h and f.hash == h:
+                self.clean[p] = (f.size, int(m))
+
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
         self.overlay.delete_files(paths)

@@ -251,6 +251,20 @@ graph.tx().commit()
 'ok'
 """ % _q(_FILE_KEYS)
 
+# GraphStore.restamp_files: rows [file vertex id, hash, mtime_ns]; a file row that holds
+# another hash is left as it is
+RESTAMP_FILES = _LOCK + """
+for (r in rows) {
+  def v = g.V(r[0]).hasLabel('cs_file').has('graph_id', gid).toList()
+  if (!v.isEmpty() && v[0].value('hash') == r[1]) {
+    v[0].property('mtime_ns', r[2])
+  }
+}
+graph.tx().commit()
+}
+'ok'
+"""
+
 # Update properties of rows found by id (one lookup for the batch, bound to the graph and
 # the label; an id of another graph or label finds nothing).
 _UPDATE = _LOCK + """
@@ -589,6 +603,10 @@ class HugeGraphStore(HugeGraphDepsMixin):
         rows = [self._call_row(path, c, r) for path, c, r in items]
         for part in _chunks(rows, TX_ROWS, MAX_REQUEST_BYTES):
             self._step("insert_calls", calls=part)
+
+    def restamp_files(self, stamps: Sequence[tuple[str, str, int]]) -> None:
+        """GraphStore.restamp_files: the mtime of rows that still hold the given hash."""
+        self._update("restamp_files", RESTAMP_FILES, [[self._file_id(p), h, int(m)] for p, h, m in stamps if h])
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(dict.fromkeys(paths))

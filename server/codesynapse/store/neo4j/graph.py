@@ -131,6 +131,8 @@ def _props(names: Sequence[str]) -> str:
     return ", ".join(f"{k}: r[{i}]" for i, k in enumerate(names))
 
 
+_RESTAMP_FILES = ("UNWIND $rows AS r MATCH (f:CsFile {graph_id: $g, path: r[0]}) "
+                  "WHERE f.hash = r[1] SET f.mtime_ns = r[2]")
 _MERGE_FILES = ("UNWIND $rows AS r MERGE (f:CsFile {graph_id: $g, path: r[0]}) SET "
                 + ", ".join(f"f.{k} = r[{i}]" for i, k in enumerate(_FILE_PROPS) if k != "path"))
 _INSERT_SYMBOLS = ("UNWIND $rows AS r MATCH (f:CsFile {graph_id: $g, path: r[0]}) "
@@ -408,6 +410,12 @@ class Neo4jGraphStore(Neo4jDepsMixin):
         for i in range(0, len(rows), CALLS_PER_TX):
             part = rows[i:i + CALLS_PER_TX]
             self._write("insert_calls", lambda tx, part=part: self._insert_tx(tx, [], part, [], []))
+
+    def restamp_files(self, stamps: Sequence[tuple[str, str, int]]) -> None:
+        """GraphStore.restamp_files: the mtime of rows that still hold the given hash."""
+        rows = [[p, h, int(m)] for p, h, m in stamps if h]
+        if rows:
+            self._write("restamp_files", lambda tx: self._send(tx, _RESTAMP_FILES, rows, g=self.graph_id))
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(dict.fromkeys(paths))

@@ -794,13 +794,15 @@ class SqliteGraphStore(SqliteDepsMixin):
             conn.executemany(_INSERT_INHERITS, inh_rows)
 
     def write_delta(self, fx: FileExtraction, mtime: int, call_targets: dict[int, Resolution],
-                    inherit_targets: dict[int, Resolution], import_targets: dict[int, str]) -> bool:
+                    inherit_targets: dict[int, Resolution], import_targets: dict[int, str],
+                    replaced: list[CallRow] | None = None) -> bool:
         """Store ``fx`` by its ``delta`` (an incremental extraction): only the definitions and
         call sites of the lines it replaced are deleted and inserted, those after them move
         by its shift, the stored rows before them stay. ``call_targets`` resolve the delta's
         own calls (by index in ``fx.delta.calls``); imports and bases are written whole, as
         write_files does. False (nothing written) unless the stored file is the delta's base
-        version, indexed: the caller then writes the file whole."""
+        version, indexed: the caller then writes the file whole. ``replaced``: gets the call
+        rows of the replaced lines as they were stored (read by the delete itself)."""
         d = fx.delta
         if d is None:
             return False
@@ -814,7 +816,11 @@ class SqliteGraphStore(SqliteDepsMixin):
             # extracted whole) is written anew; other module-kind rows (C++ namespaces) are lines
             delete_symbols(conn, "graph_id=? AND path=? AND ((kind='module' AND qname=?) OR start_line BETWEEN ? AND ?)",
                             [(g, path, fx.module, a, b)])
-            conn.execute("DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?", (g, path, a, b))
+            gone = "DELETE FROM calls WHERE graph_id=? AND path=? AND line BETWEEN ? AND ?"
+            if replaced is None:
+                conn.execute(gone, (g, path, a, b))
+            else:
+                replaced.extend(self._call(r) for r in conn.execute(gone + " RETURNING *", (g, path, a, b)))
             if d.shift:
                 conn.execute("UPDATE symbols SET start_line=start_line+?, end_line=end_line+? "
                              "WHERE graph_id=? AND path=? AND start_line>?", (d.shift, d.shift, g, path, b))
@@ -835,6 +841,12 @@ class SqliteGraphStore(SqliteDepsMixin):
     def insert_calls(self, items: Sequence[tuple[str, CallSite, Resolution]]) -> None:
         """Add call sites (with their resolution) for files written with ``with_calls=False``."""
         self._update(_INSERT_CALLS, [_call_row(self._gk, path, c, r) for path, c, r in items])
+
+    def restamp_files(self, stamps: Sequence[tuple[str, str, int]]) -> None:
+        """(path, hash, mtime_ns): the file row of ``path`` takes ``mtime_ns`` when it holds
+        ``hash`` (GraphStore.restamp_files)."""
+        self._update("UPDATE files SET mtime_ns=? WHERE graph_id=? AND path=? AND hash=?",
+                     [(int(m), self._gk, p, h) for p, h, m in stamps if h])
 
     def delete_files(self, paths: Iterable[str]) -> None:
         paths = list(paths)
