@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from codesynapse.index.indexer import COUNTS_META, Indexer
+from codesynapse.index.indexer import COUNTS_META, Candidate, Indexer
 from codesynapse.store.sqlite.graph import SqliteGraphStore
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_repo"
@@ -64,3 +64,114 @@ def test_the_kept_counts_are_counted_again_once_the_index_changes(tmp_path):
         assert report.symbols == store.stats().symbols and report.symbols > 1
     finally:
         store.close()
+
+
+def _touch(path: Path, seconds: int = 5) -> int:
+    """A new mtime, the same bytes (``touch``, or a checkout writing a file back as it was)."""
+    st = path.stat()
+    mtime = st.st_mtime_ns + seconds * 10**9
+    os.utime(path, ns=(mtime, mtime))
+    return mtime
+
+
+def test_a_touched_file_is_stamped_and_the_next_catch_up_is_stat_only(tmp_path):
+    root = _tree(tmp_path)
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        Indexer(root, store).index_tree()
+        before = store.dump()
+        mtime = _touch(root / "shop" / "cart.py")
+
+        again = Indexer(root, store)  # a daemon started again, one file touched meanwhile
+        report = again.index_tree()
+        assert (report.parsed, report.unchanged) == (0, 1)
+        assert not again._loaded and not again.index.files  # hashed, not extracted, nothing resolved
+        assert store.file("shop/cart.py").mtime_ns == mtime
+        assert store.dump() == before  # only the stamp moved (the dump holds no mtime)
+
+        third = Indexer(root, store)
+        report = third.index_tree()
+        assert (report.parsed, report.unchanged) == (0, 0) and not third._loaded
+    finally:
+        store.close()
+
+
+def test_a_file_touched_under_a_live_update_is_stamped_too(tmp_path):
+    root = _tree(tmp_path)
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        live = Indexer(root, store)
+        live.index_tree()
+        cart = root / "shop" / "cart.py"
+        mtime = _touch(cart)
+        # as the watcher hands a touched file over: extracted, found as stored, stamped
+        report = live.update([Candidate("shop/cart.py", "python", cart.stat().st_size, mtime)], [])
+        assert (report.parsed, report.unchanged) == (0, 1)
+        assert store.file("shop/cart.py").mtime_ns == mtime
+
+        restarted = Indexer(root, store)
+        report = restarted.index_tree()
+        assert (report.parsed, report.unchanged) == (0, 0) and not restarted._loaded
+    finally:
+        store.close()
+
+
+def test_an_edit_that_keeps_the_size_is_still_extracted(tmp_path):
+    root = _tree(tmp_path)
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        Indexer(root, store).index_tree()
+        cart = root / "shop" / "cart.py"
+        text = cart.read_text()
+        assert "def " in text
+        edited = text.replace("def ", "def X", 1)[:-1]  # one byte in, one out: the same size
+        assert len(edited.encode()) == len(text.encode()) and edited != text
+        cart.write_text(edited)
+        _touch(cart)
+
+        again = Indexer(root, store)
+        report = again.index_tree()
+        assert (report.parsed, report.unchanged) == (1, 0) and again._loaded
+        fresh = SqliteGraphStore(tmp_path / "fresh.db", "g")
+        try:
+            Indexer(root, fresh).index_tree()
+            assert store.dump() == fresh.dump()
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
+def test_touched_skipped_files_are_caught_up_without_the_symbol_table(tmp_path):
+    root = _tree(tmp_path)
+    (root / "blob.py").write_bytes(b"x = 1\x00\x01\x02\n")  # skipped for its bytes (binary)
+    (root / "huge.py").write_text("x = 1\n" * 300_000)  # skipped by its size (walk)
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        first = Indexer(root, store).index_tree()
+        assert {f.path: f.status for f in store.files() if f.status == "skipped"} == {
+            "blob.py": "skipped", "huge.py": "skipped"}
+        blob, huge = _touch(root / "blob.py"), _touch(root / "huge.py")
+
+        again = Indexer(root, store)
+        report = again.index_tree()
+        assert report.parsed == 0 and not again._loaded
+        assert (store.file("blob.py").mtime_ns, store.file("huge.py").mtime_ns) == (blob, huge)
+        assert report.skipped == first.skipped
+        third = Indexer(root, store)
+        assert third.index_tree().unchanged == 0 and not third._loaded
+    finally:
+        store.close()
+
+
+def test_a_files_language_is_its_suffix_as_pathlib_reads_it():
+    from pathlib import PurePosixPath
+
+    from codesynapse.extract.languages import _BY_EXT, detect
+
+    names = ["a.py", "pkg/mod.PY", "x.tar.gz", "src/.hidden.c", ".py", "pkg/.py", "notes.", "a.b/c", "a.b/c.h",
+             "dir.py/readme", "..", "a/..c", "Makefile", "x.d.ts", "docs/index.md", "a/b.c.yml", "ç/é.rs", ""]
+    names += [f"dir/f{ext}" for ext in _BY_EXT] + [f"dir/f{ext.upper()}" for ext in _BY_EXT]
+    for n in names:
+        want = _BY_EXT.get(PurePosixPath(n).suffix.lower()) if n else None
+        assert detect(n) is want, n

@@ -74,6 +74,35 @@ def test_unchanged_checkout_parses_nothing_and_equals_a_full_index(tmp_path, rep
     comp.close()
 
 
+def test_a_touched_clean_file_stays_in_the_base_and_is_caught_up_by_its_stat(tmp_path, repo):
+    import os
+
+    root, commit = repo
+    base = build_base(tmp_path, root, commit)
+    comp = composite(tmp_path, root, commit, base)
+    Indexer(root, comp, workers=1).index_tree()
+    cart = root / "shop" / "cart.py"
+    mtime = cart.stat().st_mtime_ns + 5 * 10**9
+    os.utime(cart, ns=(mtime, mtime))  # the bytes as committed, a new mtime
+    ix = Indexer(root, comp, workers=1)
+    report = ix.index_tree()
+    assert (report.parsed, report.unchanged) == (0, 1) and not ix._loaded
+    assert comp.overlay_files() == 0  # not written to the overlay: it differs from the base in no byte
+    assert comp.file("shop/cart.py").mtime_ns == mtime
+    again = Indexer(root, comp, workers=1)
+    assert again.index_tree().unchanged == 0 and not again._loaded
+    assert comp.dump() == full_dump(tmp_path, root)
+
+    # a file the overlay holds (edited) is restamped there
+    cart.write_text(cart.read_text() + "\n\ndef carol_probe(c):\n    return c\n")
+    assert again.index_tree().parsed == 1 and comp.overlay_files() == 1
+    mtime = cart.stat().st_mtime_ns + 5 * 10**9
+    os.utime(cart, ns=(mtime, mtime))
+    assert again.index_tree().unchanged == 1 and comp.overlay.file("shop/cart.py").mtime_ns == mtime
+    assert Indexer(root, comp, workers=1).index_tree().unchanged == 0
+    comp.close()
+
+
 def test_changes_shadow_the_base_and_equal_a_full_index(tmp_path, repo):
     root, commit = repo
     base = build_base(tmp_path, root, commit)

@@ -462,3 +462,99 @@ def test_a_delta_the_store_refuses_is_written_whole(tmp_path: Path, monkeypatch)
             assert inc[table] == full[table], table
     finally:
         store.close()
+
+
+# -- parameter types under edits ---------------------------------------------------------------
+# Functions whose parameter's calls are bound by what their callers hand them (the parameter
+# pass: extract/model.py ``param_hint``), callers that hand on instances and functions as
+# values, and edits that add, drop and move those calls inside files.
+_PARAM_CORE = """class A:
+    def run(self):
+        return 1
+
+    def stop(self):
+        return 2
+
+
+class B:
+    def run(self):
+        return 3
+
+
+def take(obj):
+    return obj.run()
+
+
+def hold(obj):
+    obj.stop()
+    return obj.run()
+
+
+def use(fn):
+    return fn(A())
+
+
+def helper(x):
+    return take(x)
+"""
+_PARAM_LINES = ["take(A())", "take(B())", "hold(A())", "hold(B())", "use(take)", "use(hold)", "helper(B())",
+                "x.run()", "x.stop()", "take(x)", "use(helper)"]
+
+
+def _param_module(rng: random.Random, n: int) -> str:
+    lines = ["from shop.pcore import A, B, take, hold, use, helper", ""]
+    for k in range(rng.randint(1, 3)):
+        lines += [f"def c{n}_{k}(x):"] + [f"    {rng.choice(_PARAM_LINES)}" for _ in range(rng.randint(1, 3))]
+        lines += ["    return x", ""]
+    return "\n".join(lines)
+
+
+def _param_step(root: Path, rng: random.Random, tick: list[int]) -> str:
+    """A call that hands on a value comes, goes or moves inside a file (the core one too:
+    its functions' own calls, and the definitions the callers name), or a file is rewritten."""
+    files = sorted(p for p in (root / "shop").glob("p*.py"))
+    victim = rng.choice(files)
+    if rng.random() < 0.2 and victim.name != "pcore.py":
+        _write(victim, _param_module(rng, rng.randint(0, 99)), tick)
+        return f"rewrite {victim.name}"
+    lines = victim.read_text().split("\n")
+    bodies = [i for i, line in enumerate(lines) if line.startswith("    ") and not line.startswith("        ")]
+    op = rng.choice(["add", "add", "delete", "duplicate", "rename_def"])
+    at = rng.choice(bodies) if bodies else len(lines) - 1
+    if op == "add":
+        lines.insert(at, f"    {rng.choice(_PARAM_LINES)}")
+    elif op == "delete":
+        del lines[at]
+    elif op == "duplicate":
+        lines.insert(at, lines[at])
+    else:  # a definition another file names comes or goes
+        defs = [i for i, line in enumerate(lines) if line.startswith("def ")]
+        if not defs:
+            return "noop"
+        i = rng.choice(defs)
+        name = lines[i][4:lines[i].index("(")]
+        new = rng.choice(["take", "hold", "use", "helper", "gone"])
+        lines[i] = lines[i].replace(f"def {name}(", f"def {new}(", 1)
+        op = f"rename_def {name}->{new}"
+    _write(victim, "\n".join(lines), tick)
+    return f"{op} {victim.name}:{at + 1}"
+
+
+@pytest.mark.parametrize("by_statement", [True, False])
+@pytest.mark.parametrize("seed", range(1, int(os.environ.get("CODESYNAPSE_FUZZ_SEEDS", "8")) + 1))
+def test_parameter_types_equal_full_under_edits(tmp_path: Path, seed: int, by_statement: bool, monkeypatch) -> None:
+    """The parameter pass after live updates: every call bound through a parameter equals a
+    full index's, with every file written by its delta (``by_statement``: the pass counts the
+    lines a delta replaced, not the file's calls) or whole."""
+    from codesynapse.extract import incremental
+
+    monkeypatch.setattr(incremental, "MIN_BYTES", 0 if by_statement else 1 << 30)
+    incremental.forget()
+    fixture = tmp_path / "fixture"
+    rng = random.Random(seed * 7919)
+    (fixture / "shop").mkdir(parents=True)
+    (fixture / "shop" / "__init__.py").write_text("")
+    (fixture / "shop" / "pcore.py").write_text(_PARAM_CORE)
+    for n in range(3):
+        (fixture / "shop" / f"p{n}.py").write_text(_param_module(rng, n))
+    _check_steps(tmp_path, seed, 24, lambda root, rng, tick, _k: _param_step(root, rng, tick), fixture=fixture)

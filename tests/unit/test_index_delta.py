@@ -93,3 +93,31 @@ def test_a_one_file_workspace_drops_a_call_target_its_edit_removed(tmp_path):
         [("", "unresolved")]
     assert store.dump() == _full_dump(tmp_path, root)
     store.close()
+
+
+def test_a_delta_write_hands_back_the_call_rows_it_replaced(tmp_path, monkeypatch):
+    """write_delta's ``replaced``: the stored call rows of the lines the delta replaces, as a
+    read just before the write finds them (the parameter pass counts them: index/indexer.py)."""
+    incremental.forget()
+    body = "".join(f"static int step_{i}(int x)\n{{\n\treturn helper_{i % 5}(x) + {i};\n}}\n\n" for i in range(900))
+    root, store, ix = _indexed(tmp_path, "drv.c", body)
+    seen = []
+    original = store.write_delta
+
+    def write_delta(fx, mtime, call_targets, inherit_targets, import_targets, replaced=None):
+        d = fx.delta
+        before = store.calls_in_lines(fx.path, d.first_line, d.last_line)
+        ok = original(fx, mtime, call_targets, inherit_targets, import_targets, replaced=replaced)
+        seen.append((before, replaced))
+        return ok
+
+    monkeypatch.setattr(store, "write_delta", write_delta)
+    edited = body.replace("\treturn helper_3(x) + 448;", "\treturn other(x) + helper_1(x) + 448;")
+    (root / "drv.c").write_text(edited)
+    ix.index_tree()
+    assert len(seen) == 1
+    before, replaced = seen[0]
+    assert [c.callee for c in before] == ["helper_3"]  # the one line edited
+    assert sorted(replaced, key=lambda c: c.id) == before
+    assert store.dump() == _full_dump(tmp_path, root)
+    store.close()

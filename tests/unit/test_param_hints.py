@@ -338,6 +338,47 @@ def test_live_updates_follow_the_call_sites(tmp_path, saved_before, by_statement
         store.close()
 
 
+def test_a_file_saved_unchanged_keeps_the_values_it_hands_on(tmp_path):
+    """A live update of a file whose bytes did not change (saved as it was, touched) writes
+    nothing, so the calls it holds stay as they are: the values they hand on stay counted.
+    (They were once counted as gone: ``transfer``, handed on there, then looked passed
+    nowhere else, and a later caller typed its parameter.)"""
+    from codesynapse.index.indexer import Candidate
+
+    src = tmp_path / "src"
+    files = {"pkg/__init__.py": "", "pkg/bank.py": BANK,
+             "pkg/hands.py": "from pkg.bank import transfer\n\n\ndef later(fn):\n    return fn\n\n\n"
+                             "def hand():\n    later(transfer)\n",
+             "pkg/other.py": "from pkg.bank import Account, transfer\n\n\ndef other():\n    pass\n"}
+    for rel, body in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+    store = SqliteGraphStore(tmp_path / "g.db", "g")
+    try:
+        ix = Indexer(src, store, None, workers=1)
+        ix.index_tree()
+        hands = src / "pkg" / "hands.py"
+        ix.update([Candidate("pkg/hands.py", "python", hands.stat().st_size, hands.stat().st_mtime_ns + 10**9)], [])
+        body = files["pkg/other.py"].replace("    pass", "    transfer(Account(), 1, 2)")
+        (src / "pkg" / "other.py").write_text(body)
+        ix.update([Candidate("pkg/other.py", "python", len(body), 0)], [])
+
+        def withdraw(s: SqliteGraphStore) -> tuple[str, str]:
+            return next((c.target, c.resolution) for c in s.all_calls()
+                        if c.caller == "pkg.bank.transfer" and c.callee == "source.withdraw")
+
+        full = SqliteGraphStore(tmp_path / "full.db", "g")
+        try:
+            Indexer(src, full, None, workers=1).index_tree()
+            assert withdraw(full) == ("", "unresolved")  # handed on: it may be called with anything
+            assert withdraw(store) == withdraw(full)
+            assert store.dump() == full.dump()
+        finally:
+            full.close()
+    finally:
+        store.close()
+
+
 class _CountingStore(SqliteGraphStore):
     """The real SQLite store, counting the reads of every stored call."""
 

@@ -11,7 +11,6 @@ import threading
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import PurePosixPath
 
 from tree_sitter import Language, Parser, Query
 
@@ -53,8 +52,12 @@ _BY_EXT = {ext: spec for spec in LANGUAGES for ext in spec.extensions}
 
 
 def detect(relpath: str) -> LanguageSpec | None:
-    p = PurePosixPath(relpath)
-    return _BY_EXT.get(p.suffix.lower())
+    """The language of a path by its suffix, as ``PurePosixPath(relpath).suffix`` (a leading
+    or trailing dot is no suffix), without building a path object: a walk asks for every file
+    of a tree (a kernel: 78 k names, ~1.5 s of a catch-up's walk as a path object)."""
+    name = relpath.rsplit("/", 1)[-1]
+    i = name.rfind(".")
+    return _BY_EXT.get(name[i:].lower()) if 0 < i < len(name) - 1 else None
 
 
 def available(name: str) -> bool:

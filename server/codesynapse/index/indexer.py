@@ -143,19 +143,23 @@ class _UpdateRun:
     # every file is new (nothing stored, nothing indexed before): every edge is resolved from
     # scratch, so no name is "affected" (on a kernel, the set of all names: ~120 MB)
     whole: bool = False
-    # the stored calls of the update's files as read before it wrote (a small update's:
-    # Indexer._stored_call_names); a file without calls has no entry
+    # the stored calls of a live update's files, read whole before the write that replaces
+    # them (Indexer._count_before, Indexer._diffed)
     stored_calls: dict[str, list] = field(default_factory=dict)
     # a bulk update's: its files' stored call resolutions by (caller, callee, hint), read with
     # their calls (Indexer._stored_call_names); their held-back calls re-use them (_resolve)
     stored_res: dict[str, dict[tuple[str, str, str], Resolution]] = field(default_factory=dict)
-    # files written by their delta (SqliteGraphStore.write_delta) whose stored calls were read
-    # before the update (stored_calls): the base lines it replaced (first, last), the lines
+    # files written by their delta (SqliteGraphStore.write_delta), counted by the lines it
+    # replaced (Indexer._write_deltas): the base lines it replaced (first, last), the lines
     # the rows below them moved by, and the _call_key of each call it wrote; the parameter
     # pass counts the file's calls from these instead of reading them all again (a
     # 4,100-call file: ~45 ms of each save)
     deltas: dict[str, tuple[int, int, int, list[tuple]]] = field(default_factory=dict)
-    calls_read: set[str] = field(default_factory=set)  # files whose stored calls stored_calls holds
+    # a live update's stored files whose calls the parameter pass's "before" count
+    # (Indexer._param_names) has yet to take: taken as each is written (all its stored calls,
+    # or a delta's replaced lines only: the rest are stored again as they were) and never for
+    # a file whose bytes did not change (nothing of it is written)
+    calls_lazy: set[str] = field(default_factory=set)
     # files the symbol table patched (SymbolIndex._patch): the names of the symbols their
     # update added, removed or re-extracted, which is all the listeners are told of them
     touched_names: dict[str, set[str]] = field(default_factory=dict)
@@ -543,6 +547,38 @@ class Indexer:
         return bases
 
     # -- planning ----------------------------------------------------------------------
+    def _same_bytes(self, changed: list[Candidate], stored: dict[str, FileRow], skip: Iterable[str] = ()
+                    ) -> tuple[list[Candidate], list[tuple[str, str, int]]]:
+        """Of a catch-up's changed files, those of their stored size whose bytes hash as
+        stored (touched, or written back as they were by a checkout): (the files still to
+        extract, (path, hash, mtime_ns) to restamp). A read and a hash per such file, before
+        anything loads the symbol table; a file whose stored version came from an unsaved
+        buffer, or whose resolution is suspect, or in ``skip``, is extracted as before. A
+        file skipped for its bytes (binary, not UTF-8) is the same file again: skipped for the
+        same reason."""
+        if not changed:
+            return changed, []
+        skip = set(skip)
+        keep: list[Candidate] = []
+        same: list[tuple[str, str, int]] = []
+        for c in changed:
+            f = stored.get(c.path)
+            if f is None or not f.hash or f.size != c.size \
+                    or c.path in self._suspect or c.path in self._overlaid or c.path in skip:
+                keep.append(c)
+                continue
+            try:
+                with open(self.root / c.path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                keep.append(c)  # the extraction says why
+                continue
+            if content_hash(data) == f.hash:
+                same.append((c.path, f.hash, c.mtime_ns))
+            else:
+                keep.append(c)
+        return keep, same
+
     def plan(self, walked: WalkResult, rows: Sequence[FileRow] | None = None
              ) -> tuple[list[Candidate], list[str], list[FileRow]]:
         """(changed or new candidates, deleted paths, skipped rows to store); ``rows``: the
@@ -551,8 +587,10 @@ class Indexer:
         changed = []
         for c in walked.candidates:
             f = stored.get(c.path)
-            if f is not None and f.status != "skipped" and f.size == c.size and f.mtime_ns == c.mtime_ns \
-                    and c.path not in self._suspect:
+            # a row skipped for its bytes holds their hash (binary, not UTF-8): the same bytes
+            # are skipped again; one without (unreadable) is tried again
+            if f is not None and (f.status != "skipped" or f.hash) and f.size == c.size \
+                    and f.mtime_ns == c.mtime_ns and c.path not in self._suspect:
                 continue
             changed.append(c)
         present = {c.path for c in walked.candidates} | {s.path for s in walked.skipped}
@@ -573,6 +611,16 @@ class Indexer:
             walked = walk(self.root, self.policy)
             rows = self.store.files()
             changed, deleted, skipped = self.plan(walked, rows)
+            wanted = {c.path for c in changed}
+            changed, same = self._same_bytes(changed, {f.path: f for f in rows if f.path in wanted})
+            if same:  # touched, not changed: stamped, and the symbol table stays unread
+                self.store.restamp_files([x for x in same if x[2] > 0])
+            if skipped:  # a file skipped before and now moves no edge: its row is written as it is
+                was = {f.path for f in rows if f.status == "skipped"}
+                if quiet := [s for s in skipped if s.path in was]:
+                    self.store.write_files([], quiet)
+                    skipped = [s for s in skipped if s.path not in was]
+                    rows = self.store.files()  # the report counts their reasons as written
             self._in_tree = True
             try:
                 if changed or deleted or skipped:
@@ -582,6 +630,7 @@ class Indexer:
                 else:  # the tree is as stored (stat-only): no symbol table read, nothing written
                     report = IndexReport()
                     self.last_overlays = {}
+                report.unchanged += len(same)
             finally:
                 self._in_tree = False
             deps.sync_manifests(self.store, self.root, walked.manifests, self.policy)
@@ -697,6 +746,9 @@ class Indexer:
             self._follow_store()
             self.load()
             run = self._plan_update(changed, deleted, skipped, overlays)
+            same: list = []
+            if not self._in_tree:  # (index_tree looked already) a file touched, not changed: not extracted
+                run.changed, same = self._same_bytes(run.changed, run.stored, run.force | set(run.overlays))
             self._param_names = self._stored_call_names(run)
             self.store.set_meta({"resolution_pending": "1"})
             self._drop_removed(run, deleted, skipped)
@@ -718,11 +770,14 @@ class Indexer:
             # after resolving: the names of a whole tree's symbols are not held beside its peak
             self._note_touched(run)
             self._remember_resolutions(run, rewritten)
+            if same:  # their rows take the new mtime: a catch-up stats them unchanged
+                self.store.restamp_files([x for x in same if x[2] > 0])
             self._suspect -= {c.path for c in run.changed} | set(run.removed)
             if not self._suspect:
                 self.store.set_meta({"resolution_pending": "0"})
             if run.removed or report.unchanged < len(run.changed):  # something was written
                 self._stamp()
+            report.unchanged += len(same)
         return report
 
     def _plan_update(self, changed, deleted, skipped, overlays) -> _UpdateRun:
@@ -823,6 +878,8 @@ class Indexer:
         inh_targets = {(fx.path, i): res.resolve_base(fx.path, ih.child, ih.base)
                        for fx, _ in run.batch for i, ih in enumerate(fx.inherits)}
         whole = self._write_deltas(run, imp_targets, inh_targets)
+        for f in [fx for fx, _ in whole] + run.late_skips:  # (what the write replaces)
+            self._count_before(run, f.path)
         targets: dict[tuple[str, int], Resolution] = {}
         for fx, _ in whole:
             before = {} if fx.path in run.unsettled else \
@@ -854,6 +911,21 @@ class Indexer:
         rows = run.stored_calls[path] if path in run.stored_calls else self._calls_of([path])
         return dict(_memo_entry(c) for c in rows if not c.hint.startswith(PARAM_HINT))
 
+    def _count_before(self, run: _UpdateRun, path: str, rows: Sequence[CallRow] | None = None) -> None:
+        """The parameter pass's "before" count takes a lazily counted file (``calls_lazy``),
+        once, before the write that replaces its rows: ``rows`` (a delta's replaced lines), or
+        all its stored calls, kept for ``_stored_resolutions``."""
+        if path not in run.calls_lazy:
+            return
+        run.calls_lazy.discard(path)
+        if rows is None:
+            rows = run.stored_calls.get(path)
+            if rows is None:
+                rows = run.stored_calls[path] = list(self._calls_of([path]))
+        if self._param_names is not None:
+            for c in rows:
+                self._param_names[_call_key(c, c.target)] += 1
+
     def _write_deltas(self, run: _UpdateRun, imp_targets, inh_targets) -> list[tuple[FileExtraction, int]]:
         """An incremental extraction of a file stored as its base version: only the lines it
         replaced are written (its other calls keep their stored resolution; _resolve
@@ -861,6 +933,7 @@ class Indexer:
         res = self.resolver
         whole: list[tuple[FileExtraction, int]] = []
         write_delta = getattr(self.store, "write_delta", None)
+        in_lines = getattr(self.store, "calls_in_lines", None)
         for fx, mtime in run.batch:
             if fx.delta is None and write_delta is not None:
                 fx = self._diffed(fx, run)
@@ -868,15 +941,25 @@ class Indexer:
                 whole.append((fx, mtime))
                 continue
             d = fx.delta
+            settled = fx.path not in run.unsettled  # else _resolve re-resolves (and counts) all its calls
+            # the stored calls of the lines it replaces, as the write deletes them
+            replaced: list[CallRow] | None = None
+            if fx.path in run.calls_lazy:
+                if settled and in_lines is not None:
+                    replaced = []
+                else:
+                    self._count_before(run, fx.path)
             targets = {i: res.resolve_call(fx.path, c.caller, c.callee, c.receiver_hint) for i, c in enumerate(d.calls)}
             if write_delta(fx, mtime, targets,
                            {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
-                           {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))}):
+                           {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))},
+                           **({} if replaced is None else {"replaced": replaced})):
                 self._resolved.pop(fx.path, None)
-                if fx.path not in run.unsettled:  # else _resolve re-resolves all its calls
+                if settled:
                     run.reused.add(fx.path)
                     run.fresh.add(fx.path)
-                    if fx.path in run.calls_read:
+                    if replaced is not None:  # counted by its delta: the rows it kept cancel out
+                        self._count_before(run, fx.path, replaced)
                         run.deltas[fx.path] = (d.first_line, d.last_line, d.shift,
                                                [_site_key(fx.path, c, targets[i].target) for i, c in enumerate(d.calls)])
             else:  # the store does not hold the delta's base: the file is written whole
@@ -886,19 +969,17 @@ class Indexer:
     def _count_deltas(self, fresh: set[str], run: _UpdateRun, now: Counter, rows: dict[int, CallRow],
                       retargeted: Sequence[tuple[tuple, tuple]]) -> set[str]:
         """The parameter pass's count of the calls of ``fresh`` files written by their delta
-        (``_UpdateRun.deltas``), as a read of all their calls would give it: the stored calls
-        read before the update outside the lines the delta replaced, the calls it wrote, and
-        the rewrites of ``_resolve`` (``retargeted``); their calls bound through a parameter
-        hint are read from the written lines only (the rest keep the pass's stored answer,
-        and a call elsewhere that moves one is found by its function's name). Returns the
-        fresh files to read whole."""
+        (``_UpdateRun.deltas``), as its "before" count took them (the lines the delta
+        replaced: the rows it kept are in neither count, so they cancel out): the calls it
+        wrote, and the rewrites of ``_resolve`` (``retargeted``: a kept row's key before goes
+        below zero here, which the pass's difference of the counts reads as gone); their calls
+        bound through a parameter hint are read from the written lines only (the rest keep
+        the pass's stored answer, and a call elsewhere that moves one is found by its
+        function's name). Returns the fresh files to read whole."""
         in_lines = getattr(self.store, "calls_in_lines", None)
         counted = {p for p in fresh if p in run.deltas} if in_lines is not None else set()
         for p in sorted(counted):
             first, last, shift, keys = run.deltas[p]
-            for c in run.stored_calls.get(p, ()):
-                if not first <= c.line <= last:
-                    now[_call_key(c, c.target)] += 1
             now.update(keys)
             if any(k[5].startswith(PARAM_HINT) for k in keys):
                 for c in in_lines(p, first, last + shift):
@@ -917,7 +998,7 @@ class Indexer:
             return fx
         calls = run.stored_calls.get(fx.path)
         if calls is None:
-            calls = run.stored_calls[fx.path] = list(self._calls_of([fx.path]))  # as _stored_call_names keeps them
+            calls = run.stored_calls[fx.path] = list(self._calls_of([fx.path]))  # as _count_before keeps them
         d = delta_mod.diff(fx, prev.hash, prev.lines, self.store.symbols_in_file(fx.path), calls)
         return fx if d is None else msgspec.structs.replace(fx, delta=d)
 
@@ -927,6 +1008,9 @@ class Indexer:
         run.flushed = True
         for fx, _ in run.batch:
             self._resolved.pop(fx.path, None)
+            self._count_before(run, fx.path)
+        for f in run.late_skips:
+            self._count_before(run, f.path)
         if run.batch or run.late_skips:
             defer = run.deferred_n < self.limits.deferred_calls
             self.store.write_files(run.batch, run.late_skips, with_calls=not defer)
@@ -1223,17 +1307,16 @@ class Indexer:
         if len(paths) > PARAM_NAMES_FILES:
             return None
         out: Counter = Counter()
-        keep = len(paths) <= LIVE_BATCH  # a live update's rows: _stored_resolutions reads them
-        if keep:
-            run.calls_read = set(paths)
+        live = len(paths) <= LIVE_BATCH
+        if live:  # the changed files are counted as they are written (calls_lazy); the removed now
+            run.calls_lazy = set(paths) - set(run.removed)
+            paths = [p for p in paths if p not in run.calls_lazy]
         # a bulk update's resolutions (fewer than the held call sites the memory budget allows)
-        room = 0 if keep else self.limits.deferred_calls
+        room = 0 if live else self.limits.deferred_calls
         res = run.stored_res
         for c in self._calls_of(paths):
             out[_call_key(c, c.target)] += 1
-            if keep:
-                run.stored_calls.setdefault(c.path, []).append(c)
-            elif room > 0 and not c.hint.startswith(PARAM_HINT):  # (the parameter pass sets those)
+            if room > 0 and not c.hint.startswith(PARAM_HINT):  # (the parameter pass sets those)
                 key, r = _memo_entry(c)
                 res.setdefault(c.path, {})[key] = r
                 room -= 1
