@@ -175,3 +175,93 @@ def test_a_files_language_is_its_suffix_as_pathlib_reads_it():
     for n in names:
         want = _BY_EXT.get(PurePosixPath(n).suffix.lower()) if n else None
         assert detect(n) is want, n
+
+
+def _policy(root: Path):
+    from codesynapse.policy import load_policy
+
+    policy, diagnostics = load_policy(root, None)
+    assert not [d for d in diagnostics if d.severity == "error"], diagnostics
+    return policy
+
+
+def _fresh_dump(root: Path, tmp_path: Path, name: str) -> dict:
+    fresh = SqliteGraphStore(tmp_path / f"{name}.db", "g")
+    try:
+        Indexer(root, fresh, _policy(root)).index_tree()
+        return fresh.dump()
+    finally:
+        fresh.close()
+
+
+def _summary(store: SqliteGraphStore, name: str) -> str:
+    return next(s.summary for s in store.symbols_by_name(name))
+
+
+def test_a_redaction_pattern_added_reaches_what_was_stored_before_it(tmp_path):
+    """A ``redact`` pattern added to the policy redacts the files indexed before it, although
+    none of them changed on disk; taken out again, the text comes back. Each time the index
+    equals a full index under the policy in force."""
+    root = _tree(tmp_path)
+    (root / "shop" / "tickets.py").write_text(
+        'def settle(order):\n    """Settle order ticket ACME-12345678 with the bank."""\n    return order\n')
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        Indexer(root, store, _policy(root)).index_tree()
+        assert "ACME-12345678" in _summary(store, "settle")
+
+        (root / ".codesynapse.yaml").write_text('redact: ["ACME-[0-9]{8}"]\n')
+        report = Indexer(root, store, _policy(root)).index_tree()
+        assert report.parsed >= 6  # every file, not only the policy file
+        assert "ACME-12345678" not in _summary(store, "settle") and "REDACTED" in _summary(store, "settle")
+        assert store.dump() == _fresh_dump(root, tmp_path, "redacted")
+        again = Indexer(root, store, _policy(root))
+        assert again.index_tree().parsed == 0 and not again._loaded  # recorded: stat-only again
+
+        (root / ".codesynapse.yaml").write_text("version: 1\n")
+        Indexer(root, store, _policy(root)).index_tree()
+        assert "ACME-12345678" in _summary(store, "settle")
+        assert store.dump() == _fresh_dump(root, tmp_path, "plain")
+    finally:
+        store.close()
+
+
+def test_an_index_that_does_not_say_its_redaction_is_extracted_again_once_patterns_are_in_force(tmp_path):
+    from codesynapse.index.indexer import REDACTION_META
+
+    root = _tree(tmp_path)
+    (root / "shop" / "tickets.py").write_text(
+        'def settle(order):\n    """Settle order ticket ACME-12345678 with the bank."""\n    return order\n')
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        Indexer(root, store, _policy(root)).index_tree()
+        # an index written before the indexer kept its redaction key
+        store._conn().execute("DELETE FROM meta WHERE key=?", (REDACTION_META,))
+        store._conn().commit()
+        quiet = Indexer(root, store, _policy(root))
+        assert quiet.index_tree().parsed == 0 and not quiet._loaded  # no pattern in force: nothing to redact
+        store._conn().execute("DELETE FROM meta WHERE key=?", (REDACTION_META,))
+        store._conn().commit()
+        (root / ".codesynapse.yaml").write_text('redact: ["ACME-[0-9]{8}"]\n')
+        Indexer(root, store, _policy(root)).index_tree()
+        assert "ACME-12345678" not in _summary(store, "settle")
+        assert store.dump() == _fresh_dump(root, tmp_path, "redacted")
+    finally:
+        store.close()
+
+
+def test_a_language_the_policy_now_gives_a_file_is_extracted_again(tmp_path):
+    root = _tree(tmp_path)
+    (root / "native").mkdir()
+    (root / "native" / "codec.h").write_text("namespace codec {\nint encode_frame(int x) { return x; }\n}\n")
+    store = SqliteGraphStore(tmp_path / "graph.db", "g")
+    try:
+        Indexer(root, store, _policy(root)).index_tree()
+        assert store.file("native/codec.h").language == "c"  # a .h file is C by default
+        (root / ".codesynapse.yaml").write_text('languages: {"*.h": cpp}\n')
+        Indexer(root, store, _policy(root)).index_tree()
+        assert store.file("native/codec.h").language == "cpp"
+        assert [s.qname.endswith("codec::encode_frame") for s in store.symbols_by_name("encode_frame")] == [True]
+        assert store.dump() == _fresh_dump(root, tmp_path, "cpp")
+    finally:
+        store.close()

@@ -12,6 +12,7 @@ rebuilds its in-memory SymbolIndex from the store before it resolves anything.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -62,6 +63,9 @@ MAX_DEFERRED_CALLS = 1_500_000  # at most this many call sites held for resoluti
 DEFAULT_MEMORY_BUDGET_MB = 1024  # index.memoryBudget
 STREAM_FILES = 256  # files whose stored calls (or symbols, imports) are read and resolved at a time
 COUNTS_META = "index_counts"  # meta key: the report's symbol and edge counts, with the generation counted
+# meta key: a digest of the policy's redaction patterns the stored text was extracted under
+# (summaries and signatures hold what they redact): another digest re-extracts every file
+REDACTION_META = "redaction_patterns"
 GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
 
 
@@ -163,6 +167,12 @@ class _UpdateRun:
     # files the symbol table patched (SymbolIndex._patch): the names of the symbols their
     # update added, removed or re-extracted, which is all the listeners are told of them
     touched_names: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _redaction_key(policy) -> str:
+    """A digest of the redaction patterns ``policy`` adds (the order and repeats aside)."""
+    pats = sorted({getattr(p, "pattern", p) for p in getattr(policy, "redact_patterns", ())}) if policy else []
+    return hashlib.sha256(json.dumps(pats).encode()).hexdigest()[:32]
 
 
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
@@ -563,7 +573,7 @@ class Indexer:
         same: list[tuple[str, str, int]] = []
         for c in changed:
             f = stored.get(c.path)
-            if f is None or not f.hash or f.size != c.size \
+            if f is None or not f.hash or f.size != c.size or f.language != c.language \
                     or c.path in self._suspect or c.path in self._overlaid or c.path in skip:
                 keep.append(c)
                 continue
@@ -588,9 +598,10 @@ class Indexer:
         for c in walked.candidates:
             f = stored.get(c.path)
             # a row skipped for its bytes holds their hash (binary, not UTF-8): the same bytes
-            # are skipped again; one without (unreadable) is tried again
+            # are skipped again; one without (unreadable) is tried again; a file whose language
+            # the policy now says otherwise is extracted again
             if f is not None and (f.status != "skipped" or f.hash) and f.size == c.size \
-                    and f.mtime_ns == c.mtime_ns and c.path not in self._suspect:
+                    and f.mtime_ns == c.mtime_ns and f.language == c.language and c.path not in self._suspect:
                 continue
             changed.append(c)
         present = {c.path for c in walked.candidates} | {s.path for s in walked.skipped}
@@ -610,6 +621,14 @@ class Indexer:
                 self.load()  # (a recovery re-resolves, and names the files to extract again)
             walked = walk(self.root, self.policy)
             rows = self.store.files()
+            redaction = _redaction_key(self.policy)
+            kept = self.store.get_meta(REDACTION_META)
+            if rows and kept != redaction and (kept is not None or redaction != _redaction_key(None)):
+                # the stored text was extracted under other redaction patterns (or unknown
+                # ones, and some are in force now): every file is extracted again, whatever its
+                # stat (a pattern added must reach what was stored before it)
+                log.info("the redaction patterns changed: every file is extracted again")
+                self._suspect |= {f.path for f in rows if f.status != "skipped"}
             changed, deleted, skipped = self.plan(walked, rows)
             wanted = {c.path for c in changed}
             changed, same = self._same_bytes(changed, {f.path: f for f in rows if f.path in wanted})
@@ -633,6 +652,8 @@ class Indexer:
                 report.unchanged += len(same)
             finally:
                 self._in_tree = False
+            if kept != redaction:
+                self.store.set_meta({REDACTION_META: redaction})
             deps.sync_manifests(self.store, self.root, walked.manifests, self.policy)
             sync_policy_findings(self.store, self.root, self.policy)
         self._notify()  # committed
@@ -825,7 +846,8 @@ class Indexer:
                                               reason=r.reason))
                 continue
             prev = run.stored.get(r.path)
-            if prev is not None and prev.hash == r.hash and prev.status != "skipped" and r.path not in run.force \
+            if prev is not None and prev.hash == r.hash and prev.status != "skipped" and prev.language == r.language \
+                    and r.path not in run.force \
                     and not (overlays and r.path in overlays) and r.path not in self._overlaid \
                     and r.path not in self._suspect:
                 report.unchanged += 1
