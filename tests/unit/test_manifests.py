@@ -243,3 +243,32 @@ def test_a_live_update_of_a_lockfile_updates_resolved_versions(app):
     LiveUpdater(app)._apply({"web/package-lock.json": "disk"})
     lodash = [r for r in app.store.requirements() if r.name == "lodash"]
     assert [(r.constraint, r.resolved) for r in lodash] == [("^4.17.21", "4.17.22")]
+
+
+def test_a_redaction_pattern_added_later_reaches_manifests_read_before_it(tmp_path):
+    """A ``redact`` pattern added to the policy of an indexed tree: the manifests read before it
+    are read again (their stamp did not change on disk) and stored redacted, as the code's
+    summaries are (index/indexer.py)."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO, root)
+    (root / "requirements.txt").write_text("internal-lib @ https://pkgs.example.com/ACME-12345678/internal.tar.gz\n")
+    (root / "billing.py").write_text('def bill(x):\n    """Bill under contract ACME-87654321."""\n    return x\n')
+    settings = load_settings({"data_dir": str(tmp_path / "data"), "workers": 1})
+
+    def stored(app) -> str:
+        req = [r.constraint for r in app.store.requirements() if r.name == "internal-lib"]
+        return " ".join(req) + " " + " ".join(s.summary for s in app.store.symbols_by_name("bill"))
+
+    a = App(root, settings)
+    try:
+        a.index()
+        assert "ACME-12345678" in stored(a) and "ACME-87654321" in stored(a)
+    finally:
+        a.close()
+    (root / ".codesynapse.yaml").write_text('redact: ["ACME-[0-9]{8}"]\n')
+    a = App(root, settings)  # the daemon started again (a running one indexes on the policy change)
+    try:
+        a.index()
+        assert "ACME-" not in stored(a) and stored(a).count("REDACTED") == 2
+    finally:
+        a.close()

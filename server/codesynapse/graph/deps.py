@@ -26,6 +26,7 @@ from codesynapse.extract.manifests import (
     read_manifest,
 )
 from codesynapse.graph.depmodel import DependencyStore, ManifestRow
+from codesynapse.policy.model import redaction_key
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +48,16 @@ def _stat(root: str, rel: str) -> os.stat_result | None:
     return st if st_mod.S_ISREG(st.st_mode) else None
 
 
-def _stamp(root: str, rel: str) -> str:
-    """size:mtime of a manifest and of each lockfile beside it ("-" for an absent one)."""
+def _stamp(root: str, rel: str, policy=None) -> str:
+    """size:mtime of a manifest and of each lockfile beside it ("-" for an absent one), and
+    the key of the redaction patterns in force when there are some (what is read of it is
+    redacted: another set of patterns reads it again)."""
     parts = []
     for p in [rel, *lockfiles_for(rel)]:
         st = _stat(root, p)
         parts.append(f"{st.st_size}:{st.st_mtime_ns}" if st else "-")
+    if getattr(policy, "redact_patterns", ()):
+        parts.append("r:" + redaction_key(policy))
     return "|".join(parts)
 
 
@@ -124,7 +129,7 @@ def sync_manifests(store, root, found: Iterable[str], policy=None) -> int:
     stored = {m.path: m for m in store.manifests()}
     items = []
     for rel in sorted(wanted):
-        stamp = _stamp(root, rel)
+        stamp = _stamp(root, rel, policy)
         old = stored.get(rel)
         if old is not None and old.stamp == stamp:
             continue
@@ -161,7 +166,7 @@ def sync_paths(store, root, paths: Iterable[str], policy=None) -> int:
             if rel in stored:
                 gone.append(rel)
             continue
-        stamp = _stamp(root, rel)
+        stamp = _stamp(root, rel, policy)
         if rel in stored and stored[rel].stamp == stamp:
             continue
         items.append(_read(root, rel, stamp, policy))

@@ -12,7 +12,6 @@ rebuilds its in-memory SymbolIndex from the store before it resolves anything.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -48,6 +47,7 @@ from codesynapse.index.resolve import Resolver, SymbolIndex
 from codesynapse.index.state import IndexState
 from codesynapse.index.workers import WorkerOutput
 from codesynapse.index.workers import start as start_worker
+from codesynapse.policy.model import redaction_key
 from codesynapse.store.graph import VALUE_REFS_META, GraphStore, base_keys, module_keys
 from codesynapse.store.text import callee_head
 
@@ -167,12 +167,6 @@ class _UpdateRun:
     # files the symbol table patched (SymbolIndex._patch): the names of the symbols their
     # update added, removed or re-extracted, which is all the listeners are told of them
     touched_names: dict[str, set[str]] = field(default_factory=dict)
-
-
-def _redaction_key(policy) -> str:
-    """A digest of the redaction patterns ``policy`` adds (the order and repeats aside)."""
-    pats = sorted({getattr(p, "pattern", p) for p in getattr(policy, "redact_patterns", ())}) if policy else []
-    return hashlib.sha256(json.dumps(pats).encode()).hexdigest()[:32]
 
 
 def _policy_excluded(policy, rel: str, is_dir: bool) -> str | None:
@@ -621,9 +615,9 @@ class Indexer:
                 self.load()  # (a recovery re-resolves, and names the files to extract again)
             walked = walk(self.root, self.policy)
             rows = self.store.files()
-            redaction = _redaction_key(self.policy)
+            redaction = redaction_key(self.policy)
             kept = self.store.get_meta(REDACTION_META)
-            if rows and kept != redaction and (kept is not None or redaction != _redaction_key(None)):
+            if rows and kept != redaction and (kept is not None or redaction != redaction_key(None)):
                 # the stored text was extracted under other redaction patterns (or unknown
                 # ones, and some are in force now): every file is extracted again, whatever its
                 # stat (a pattern added must reach what was stored before it)

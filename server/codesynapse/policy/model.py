@@ -151,6 +151,14 @@ DEFAULT_EXCLUDES: Final[tuple[str, ...]] = (
 _NEVER_INCLUDED: Final[tuple[str, ...]] = (".git", ".codesynapse-data/")
 
 
+def redaction_key(policy: Any) -> str:
+    """A digest of the redaction patterns ``policy`` adds (order and repeats aside; None: the
+    default policy's, none). What was stored under another key may hold what the patterns in
+    force redact (index/indexer.py, graph/deps.py)."""
+    pats = sorted({getattr(p, "pattern", p) for p in getattr(policy, "redact_patterns", ())}) if policy else []
+    return hashlib.sha256(json.dumps(pats).encode()).hexdigest()[:32]
+
+
 class PolicyDiagnostic(msgspec.Struct, frozen=True, kw_only=True):
     """A problem in ``.codesynapse.yaml``. Positions are 0-based (LSP convention) and point
     at the offending YAML node; ``key`` is its dotted path (``annotations[1].path``)."""
