@@ -316,6 +316,25 @@ def test_the_policy_findings_key_imports_watched_sarif_and_follows_it(app, tmp_p
     assert app.store.findings() == []
 
 
+def test_a_redaction_pattern_added_later_reaches_findings_imported_before_it(app):
+    """The policy's SARIF files are imported again when its ``redact`` patterns change (their
+    messages are stored redacted), though the files did not change on disk."""
+    from codesynapse.app import load_policy_for
+
+    root = app.workspace.root
+    (root / "reports").mkdir()
+    (root / "reports" / "scan.sarif").write_text(json.dumps(_log([_result(
+        message={"text": "token ACME-12345678 found in the config loader"})])))
+    (root / ".codesynapse.yaml").write_text("findings: ['reports/*.sarif']\n")
+    app.policy = app.indexer.policy = load_policy_for(root)[0]
+    app.index()
+    assert [f.message for f in app.store.findings()] == ["token ACME-12345678 found in the config loader"]
+    (root / ".codesynapse.yaml").write_text("findings: ['reports/*.sarif']\nredact: ['ACME-[0-9]{8}']\n")
+    app.policy = app.indexer.policy = load_policy_for(root)[0]
+    app.index()
+    assert [f.message for f in app.store.findings()] == ["token [REDACTED:custom] found in the config loader"]
+
+
 def test_a_findings_key_that_is_not_a_list_of_globs_is_a_policy_error():
     from codesynapse.policy import parse_policy
 

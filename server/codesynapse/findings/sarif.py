@@ -385,6 +385,15 @@ def _innermost(syms, line: int):
     return best
 
 
+def _stamp(st: os.stat_result, policy) -> str:
+    """size:mtime of a SARIF file, and the key of the redaction patterns in force when there
+    are some (its messages are stored redacted: other patterns import it again)."""
+    from codesynapse.policy.model import redaction_key
+
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    return stamp + ":r:" + redaction_key(policy) if getattr(policy, "redact_patterns", ()) else stamp
+
+
 def import_sarif(store, workspace, sarif: str | Path, policy=None, source: str | None = None) -> dict[str, Any]:
     """Read ``sarif`` and replace its tools' findings. Raises SarifError (nothing stored).
     Returns a summary per tool."""
@@ -398,7 +407,7 @@ def import_sarif(store, workspace, sarif: str | Path, policy=None, source: str |
         st = os.stat(sarif)
     except OSError as e:
         raise SarifError(str(sarif), "$", f"cannot be read ({e.strerror or e})") from e
-    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    stamp = _stamp(st, policy)
     extra = tuple(getattr(policy, "redact_patterns", ())) if policy is not None else ()
     rows: list[FindingRow] = []
     per_tool: dict[str, dict[str, Any]] = {}
@@ -509,7 +518,7 @@ def sync_policy_findings(store, root, policy, paths: Iterable[str] | None = None
             st = os.stat(root / rel)
         except OSError:
             continue
-        if stamps.get(rel) == f"{st.st_size}:{st.st_mtime_ns}":
+        if stamps.get(rel) == _stamp(st, policy):
             continue
         try:
             import_sarif(store, ws, root / rel, policy, source=rel)
