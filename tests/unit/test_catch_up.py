@@ -104,7 +104,7 @@ def test_a_file_touched_under_a_live_update_is_stamped_too(tmp_path):
         live.index_tree()
         cart = root / "shop" / "cart.py"
         mtime = _touch(cart)
-        # as the watcher hands a touched file over: extracted, found as stored, stamped
+        # as the watcher hands a touched file over: hashed, found as stored, not extracted, stamped
         report = live.update([Candidate("shop/cart.py", "python", cart.stat().st_size, mtime)], [])
         assert (report.parsed, report.unchanged) == (0, 1)
         assert store.file("shop/cart.py").mtime_ns == mtime
