@@ -103,6 +103,34 @@ def test_a_touched_clean_file_stays_in_the_base_and_is_caught_up_by_its_stat(tmp
     comp.close()
 
 
+def test_a_checkout_under_the_bases_redaction_extracts_nothing_and_under_another_everything(tmp_path, repo):
+    """The redaction a base's text was extracted under is the checkout's until it extracts
+    the tree under its own: the same patterns parse nothing; other patterns extract every file
+    into the overlay (the base's text was redacted otherwise), as a full index would have it."""
+    from codesynapse.policy import parse_policy
+
+    root, commit = repo
+    redacting, _ = parse_policy('redact: ["pay_[a-z]+"]\n')
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    export_commit(root, commit, tree)
+    base = SqliteGraphStore(tmp_path / "base.db", "g@" + commit)
+    Indexer(tree, base, redacting, workers=1).index_tree()
+    same = composite(tmp_path, root, commit, base)
+    assert Indexer(root, same, redacting, workers=1).index_tree().parsed == 0
+    assert same.overlay_files() == 0
+    same.close()
+
+    base = SqliteGraphStore(tmp_path / "base.db", "g@" + commit)
+    (tmp_path / "overlay.db").unlink()
+    other = CompositeGraphStore(base, SqliteGraphStore(tmp_path / "overlay.db", "g"), base_commit=commit,
+                                clean=clean_paths(root, commit, base))
+    report = Indexer(root, other, None, workers=1).index_tree()  # no pattern in force here
+    assert report.parsed == len([f for f in base.files() if f.status != "skipped"])
+    assert other.dump() == full_dump(tmp_path, root)
+    other.close()
+
+
 def test_changes_shadow_the_base_and_equal_a_full_index(tmp_path, repo):
     root, commit = repo
     base = build_base(tmp_path, root, commit)

@@ -48,7 +48,9 @@ from codesynapse.index.state import IndexState
 from codesynapse.index.workers import WorkerOutput
 from codesynapse.index.workers import start as start_worker
 from codesynapse.policy.model import redaction_key
-from codesynapse.store.graph import VALUE_REFS_META, GraphStore, base_keys, module_keys
+# REDACTION_META: a digest of the policy's redaction patterns the stored text was extracted
+# under (summaries and signatures hold what they redact): another digest re-extracts every file
+from codesynapse.store.graph import REDACTION_META, VALUE_REFS_META, GraphStore, base_keys, module_keys
 from codesynapse.store.text import callee_head
 
 log = logging.getLogger(__name__)
@@ -63,9 +65,6 @@ MAX_DEFERRED_CALLS = 1_500_000  # at most this many call sites held for resoluti
 DEFAULT_MEMORY_BUDGET_MB = 1024  # index.memoryBudget
 STREAM_FILES = 256  # files whose stored calls (or symbols, imports) are read and resolved at a time
 COUNTS_META = "index_counts"  # meta key: the report's symbol and edge counts, with the generation counted
-# meta key: a digest of the policy's redaction patterns the stored text was extracted under
-# (summaries and signatures hold what they redact): another digest re-extracts every file
-REDACTION_META = "redaction_patterns"
 GENERATION = "index_generation"  # meta key: a new random value after every update that wrote
 
 
@@ -616,7 +615,7 @@ class Indexer:
             walked = walk(self.root, self.policy)
             rows = self.store.files()
             redaction = redaction_key(self.policy)
-            kept = self.store.get_meta(REDACTION_META)
+            kept = self.store.get_meta(REDACTION_META) or None
             if rows and kept != redaction and (kept is not None or redaction != redaction_key(None)):
                 # the stored text was extracted under other redaction patterns (or unknown
                 # ones, and some are in force now): every file is extracted again, whatever its

@@ -43,7 +43,7 @@ from codesynapse.graph.model import (
     Resolution,
     SymbolRow,
 )
-from codesynapse.store.graph import VALUE_REFS_META, GraphStore, StoreCapabilities
+from codesynapse.store.graph import REDACTION_META, VALUE_REFS_META, GraphStore, StoreCapabilities
 from codesynapse.store.text import fold_tokens, name_terms, query_terms
 
 OVERLAY_IDS = 1 << 40  # the default id ceiling of a store: SQLite's and Neo4j's row ids stay below it
@@ -221,10 +221,12 @@ class CompositeGraphStore:
 
     def get_meta(self, key: str) -> str | None:
         raw = self.overlay.get_meta(key)
-        if key == VALUE_REFS_META and not raw:
+        if key in (VALUE_REFS_META, REDACTION_META) and not raw:
             # the counts the base's own pass kept: the view's until this checkout's first pass
             # (which applies its files' changes to them and keeps the result in the overlay;
-            # a move to another base clears it) — instead of a scan of every call of the base
+            # a move to another base clears it) — instead of a scan of every call of the base;
+            # and the redaction the base's text was extracted under, until the checkout
+            # extracts the tree again under its own (index/indexer.py)
             raw = self.base.get_meta(key)
         return raw
 
@@ -347,6 +349,7 @@ class CompositeGraphStore:
                 self.overlay.delete_files(paths)
             self.overlay.set_meta({_TOMBSTONES: "[]", _CALL_OVERRIDES: "{}", _INHERIT_OVERRIDES: "{}",
                                    _IMPORT_OVERRIDES: "{}", BASE_COMMIT: base_commit, VALUE_REFS_META: "",
+                                   REDACTION_META: "",
                                    GENERATION: uuid.uuid4().hex})
         old = self.base
         self.base, self.base_commit, self.clean = base, base_commit, dict(clean)

@@ -49,6 +49,9 @@ SCHEMA_VERSION = 8  # 3: import rows keep their module's first/last segment, inh
 # meta key: how many stored calls hand each name on as a value ({name: count} JSON), kept by
 # the indexer's parameter pass (index/indexer.py) so that a restart need not count again
 VALUE_REFS_META = "param_value_refs"
+# meta key (index/indexer.py): a digest of the redaction patterns the stored text was
+# extracted under; a composite view reads its base's until its overlay has its own
+REDACTION_META = "redaction_patterns"
 
 
 def module_keys(module: str) -> tuple[str, str]:
