@@ -43,6 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
+# This process forks its servers with a ``preexec_fn`` while milvus-lite's gRPC may be running
+# threads in it. gRPC's fork handlers would restart its poller in the child, where
+# ``close_fds`` then closes the poller's epoll descriptor and the child, now and then, aborts
+# before exec. The children run no gRPC: turn the handlers off before anything loads it.
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "0"
+
 logger = logging.getLogger(__name__)
 
 INFRA_DIR = Path(__file__).resolve().parent

@@ -235,3 +235,38 @@ def test_stop_is_idempotent(tmp_path: Path) -> None:
     assert server.stop() == 0  # SIGINT: milvus-lite closed its data dir and exited cleanly
     assert not server.alive()
     server.stop()  # again: no error
+
+
+def test_servers_start_from_a_process_with_grpc_in_use(tmp_path: Path) -> None:
+    """The harness forks (``preexec_fn``) from pytest, where milvus-lite's gRPC runs threads.
+
+    gRPC's fork handlers restart its poller in the child, where ``close_fds`` then closes the
+    poller's epoll descriptor: now and then the child aborted (SIGABRT, "epoll_wait error: Bad
+    file descriptor") before it could exec Neo4j. The harness turns those handlers off; the
+    children it forks run no gRPC.
+    """
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(INFRA_DIR.parent)!r})
+        from pathlib import Path
+        from infra.servers import _spawn
+        from pymilvus import MilvusClient
+        client = MilvusClient({str(tmp_path / "m.db")!r})
+        client.create_collection("c", dimension=4)
+        client.insert("c", [{{"id": 1, "vector": [0.5] * 4}}])
+        codes = []
+        for _ in range(20):
+            child = _spawn(["true"], Path({str(tmp_path / "child.log")!r}))
+            child.stdin.close()
+            codes.append(child.wait())
+        client.close()
+        print(codes)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRPC_")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str([0] * 20), done.stdout
+    # gRPC says, on every fork it handles, that it ran or skipped its handlers
+    assert "fork() handlers" not in done.stderr and "fork_posix" not in done.stderr, done.stderr[-2000:]
