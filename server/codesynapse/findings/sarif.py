@@ -388,10 +388,10 @@ def _innermost(syms, line: int):
 def _stamp(st: os.stat_result, policy) -> str:
     """size:mtime of a SARIF file, and the key of the redaction patterns in force when there
     are some (its messages are stored redacted: other patterns import it again)."""
-    from codesynapse.policy.model import redaction_key
+    from codesynapse.policy.model import redaction_stamp
 
-    stamp = f"{st.st_size}:{st.st_mtime_ns}"
-    return stamp + ":r:" + redaction_key(policy) if getattr(policy, "redact_patterns", ()) else stamp
+    stamp, redaction = f"{st.st_size}:{st.st_mtime_ns}", redaction_stamp(policy)
+    return f"{stamp}:{redaction}" if redaction else stamp
 
 
 def import_sarif(store, workspace, sarif: str | Path, policy=None, source: str | None = None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from codesynapse.extract.manifests import (
     read_manifest,
 )
 from codesynapse.graph.depmodel import DependencyStore, ManifestRow
-from codesynapse.policy.model import redaction_key
+from codesynapse.policy.model import redaction_stamp
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ def _stamp(root: str, rel: str, policy=None) -> str:
     for p in [rel, *lockfiles_for(rel)]:
         st = _stat(root, p)
         parts.append(f"{st.st_size}:{st.st_mtime_ns}" if st else "-")
-    if getattr(policy, "redact_patterns", ()):
-        parts.append("r:" + redaction_key(policy))
+    if redaction := redaction_stamp(policy):
+        parts.append(redaction)
     return "|".join(parts)
 
 

@@ -968,7 +968,7 @@ class Indexer:
             if write_delta(fx, mtime, targets,
                            {i: inh_targets[(fx.path, i)] for i in range(len(fx.inherits))},
                            {i: imp_targets[(fx.path, i)] for i in range(len(fx.imports))},
-                           **({} if replaced is None else {"replaced": replaced})):
+                           replaced=replaced):
                 self._resolved.pop(fx.path, None)
                 if settled:
                     run.reused.add(fx.path)

@@ -159,6 +159,13 @@ def redaction_key(policy: Any) -> str:
     return hashlib.sha256(json.dumps(pats).encode()).hexdigest()[:32]
 
 
+def redaction_stamp(policy: Any) -> str:
+    """``r:<redaction_key>`` when ``policy`` has redaction patterns in force, else empty: the
+    part of a source's stamp (a manifest's, a SARIF file's) that makes a change of patterns
+    read it again, and leaves the stamps of a policy without patterns as they were."""
+    return "r:" + redaction_key(policy) if getattr(policy, "redact_patterns", ()) else ""
+
+
 class PolicyDiagnostic(msgspec.Struct, frozen=True, kw_only=True):
     """A problem in ``.codesynapse.yaml``. Positions are 0-based (LSP convention) and point
     at the offending YAML node; ``key`` is its dotted path (``annotations[1].path``)."""
