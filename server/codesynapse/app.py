@@ -26,6 +26,7 @@ from codesynapse.services import Services
 from codesynapse.settings import Settings, load_settings
 from codesynapse.store.graph import GraphStore
 from codesynapse.store.sqlite.graph import open_sqlite_graph
+from codesynapse.sysmem import trim
 from codesynapse.workspace import Workspace, open_workspace
 
 log = logging.getLogger(__name__)
@@ -224,6 +225,7 @@ class App:
         fails (nothing committed: the last committed index keeps answering), the state says
         ``failed`` with the reason and the error is raised; ``retry_index`` tries again."""
         report = self.runner.run(progress)
+        trim()  # a full index or catch-up frees far more than the daemon then holds
         if self.symbol_vectors is not None:
             self.symbol_vectors.sync()  # in the background, once started
         return report

@@ -26,6 +26,7 @@ from codesynapse.extract.languages import detect
 from codesynapse.extract.manifests import is_dependency_file
 from codesynapse.findings.sarif import watched as sarif_watched
 from codesynapse.index.live import POLICY_FILE, LiveIndex
+from codesynapse.sysmem import trim
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +252,7 @@ class LiveUpdater:
         # make the resolver's star graph and tables (what a save's new calls are looked up in)
         if not self._stop.is_set():
             self._safe(self.app.indexer.warm_resolver)
+            trim()  # what reading the table allocated and freed (the kernel's: ~45 MB)
         self.ready.set()
         while not self._stop.is_set():
             try:
@@ -298,6 +300,11 @@ class LiveUpdater:
             with self.applied:
                 self.generation += 1
                 self.applied.notify_all()
+            if self.q.empty():
+                # idle: what the batch freed goes back to the system, after its answers are
+                # visible (a few ms on the kernel's index), so the daemon's resident size is
+                # what it holds, not the peak of its last update
+                trim()
 
     def _gate(self, batch: dict[str, str]):
         return self.gate(batch) if self.gate is not None else nullcontext()
