@@ -34,6 +34,7 @@ from typing import Any
 from codesynapse.bench import stats
 from codesynapse.bench.corpora import cache_dir
 from codesynapse.bench.machine import load_average, machine_info, machine_line
+from codesynapse.bench.proc import TreeSampler, rss_bytes, tree
 from codesynapse.bench.report import met, ms, num, save_raw, say, write_perf_section
 
 POLL_S = 0.002
@@ -300,6 +301,16 @@ def run_incremental_bench(args) -> dict[str, Any]:
     reused = (data / "graph.db").exists()
     app = open_app(root, data, corpus.exclude, corpus.include)
     rng = random.Random(7)
+    # resident memory of this process and its children (the extraction workers): the serving
+    # process is this one, so its steady state is what a daemon on this index holds
+    sampler = TreeSampler(os.getpid()).start()
+    memory: dict[str, dict[str, float]] = {}
+
+    def resident(label: str) -> None:
+        me = os.getpid()
+        sizes = {p: rss_bytes(p) for p in tree(me)}
+        memory[label] = {"all": sum(sizes.values()) / 1e6, "main": sizes[me] / 1e6, "children": len(sizes) - 1}
+
     try:
         t0 = time.perf_counter()
         app.index()
@@ -308,6 +319,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
 
         analyzed = what_if_analyze(app)
         say(f"  {'caught up the kept index' if reused else 'indexed the tree'} in {index_s:.1f} s")
+        resident("after the index")
         if language is None:  # a folder given by path: the language most of its indexed files are in
             counts: dict[str, int] = {}
             for f in app.store.files():
@@ -335,6 +347,7 @@ def run_incremental_bench(args) -> dict[str, Any]:
         live.ready.wait(900)
         results["workerReadySeconds"] = time.perf_counter() - t0
         say(f"  worker ready {results['workerReadySeconds']:.1f} s after it started")
+        resident("worker ready")
         for size, paths in (("small", small), ("large", large)):
             results["edits"][f"didSave/{size}"] = _edit_series(app, live, root, paths, samples, f"s{size[0]}", True,
                                                                counter, language=language)
@@ -368,19 +381,26 @@ def run_incremental_bench(args) -> dict[str, Any]:
         say(f"  disk write large, middle: {results['edits']['disk/large, middle']['latencyMs']}")
         same = sorted(f.path for f in app.store.files() if f.status == "indexed" and f.language == language)
         storm_paths = sorted(rng.sample(same, min(STORM, len(same))))
+        resident("after the edits")
         storm = _storm(app, live, root, storm_paths, None, rng, language, selectors)
         undo = storm.pop("undo")
         say(f"  storm of {len(storm_paths)} files absorbed in {storm['absorbSeconds']}")
         revert = _storm(app, live, root, storm_paths, undo, rng, language, selectors)
         revert.pop("undo")
         say(f"  revert storm absorbed in {revert['absorbSeconds']}")
+        resident("after the storms")
         live.stop()
         results["storm"] = storm
         results["stormRevert"] = revert
         results["loadBefore"] = load_before
         results["loadAfter"] = load_average()
     finally:
+        sampler.stop()
         app.close()
+    results["residentMB"] = memory
+    results["peakResidentMB"] = sampler.peak_total / 1e6
+    points = ", ".join(f"{k} {v['all']:,.0f} / {v['main']:,.0f}" for k, v in memory.items())
+    say(f"  resident MB (all / main): {points}; peak {results['peakResidentMB']:,.0f}")
     section = "incremental_whatif" if results.get("whatIfAnalyze") else "incremental"
     if corpus.name != "python-stdlib":
         section += f"_{corpus.name}"
@@ -456,7 +476,18 @@ def incremental_markdown(r: dict[str, Any], machine: dict[str, Any]) -> str:
     warm = [((v.get("laterEditsMs") or {}).get("p95") if k.startswith("disk/") else v["latencyMs"]["p95"], k)
             for k, v in r["edits"].items()]
     warm_worst = max(((p, k) for p, k in warm if p is not None), default=(None, ""))
-    issue = "issue 24, on a kernel-size index" if r["corpus"]["name"].startswith("linux") else "issue 3"
+    kernel = r["corpus"]["name"].startswith("linux")
+    issue = "issue 24, on a kernel-size index" if kernel else "issue 3"
+    resident = r.get("residentMB") or {}
+    if resident:
+        end = resident.get("after the storms") or {}
+        lines += ["", "Resident memory of the serving process (this one) and its children — the extraction "
+                  "workers, while they live — in MB, from /proc, all / main process: "
+                  + ", ".join(f"{k} **{v['all']:,.0f}** / {v['main']:,.0f}" for k, v in resident.items())
+                  + f"; peak over the run (all, sampled every 50 ms) {r['peakResidentMB']:,.0f}."
+                  + (f" Target (issue 24 #2): steady-state RSS ≤ 1 GB after the index — "
+                     f"{met(end.get('all', 1e9) <= 1000)} ({end.get('all', 0):,.0f} MB after the edits and "
+                     "storms)." if kernel else "")]
     lines += ["", f"Target ({issue}, benchmark): p95 ≤ 100 ms for a one-line edit — "
                   f"{met(worst[0] is not None and worst[0] <= 100)} over every sample (worst p95 {ms(worst[0])} ms, "
                   f"{worst[1]}); leaving out the first disk change of each file: "
