@@ -71,6 +71,31 @@ def test_a_bound_value_is_never_code(hugegraph_server):
     client.close()
 
 
+def test_a_threads_connection_is_closed_when_the_thread_ends(hugegraph_server):
+    """The daemon submits from short-lived threads too: each one's keep-alive connection was
+    kept (a socket per thread ever started) until the client closed."""
+    import gc
+    import os
+    import threading
+
+    client = GremlinClient(hugegraph_server.uri)
+    try:
+        assert client.submit("test", "x + 1", {"x": 1}) == [2]
+        gc.collect()
+        before = len(os.listdir("/proc/self/fd"))
+        got = []
+        for i in range(30):
+            t = threading.Thread(target=lambda i=i: got.append(client.submit("test", "x + 1", {"x": i})))
+            t.start()
+            t.join()
+        gc.collect()
+        assert got == [[i + 1] for i in range(30)]
+        assert len(os.listdir("/proc/self/fd")) - before <= 2  # 30 sockets more without it
+        assert client.submit("test", "x + 1", {"x": 41}) == [42]  # this thread's own still serves
+    finally:
+        client.close()
+
+
 def test_only_constant_labels_and_digests_in_set_indexes(hugegraph_server, hg_store):
     store = hg_store
     write_sample(store)

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from codesynapse.errors import StoreError, StoreUnavailable
+from codesynapse.store.threads import on_thread_end
 
 IN_CHUNK = 100  # values per within(...) lookup: HugeGraph allows at most 100 conditions per query
 
@@ -49,7 +50,7 @@ class GremlinClient:
             self.headers["Authorization"] = f"Basic {token}"
         self._local = threading.local()
         self._conns: set[http.client.HTTPConnection] = set()
-        self._conns_lock = threading.Lock()
+        self._conns_lock = threading.RLock()  # (an ended thread's connection is closed under it)
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -57,9 +58,19 @@ class GremlinClient:
             cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
             conn = cls(self.host, self.port, timeout=self.connect_timeout)
             self._local.conn = conn
+            on_thread_end(self._local, self._forget, conn)
             with self._conns_lock:
                 self._conns.add(conn)
         return conn
+
+    def _forget(self, conn: http.client.HTTPConnection) -> None:
+        """Close the connection of a thread that ended (store/threads.py)."""
+        with self._conns_lock:
+            self._conns.discard(conn)
+        try:
+            conn.close()
+        except OSError:
+            pass
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -30,6 +30,7 @@ except ImportError:  # not POSIX: writers of one process still serialize on the 
 from codesynapse.context.lexical import FIELD_WEIGHTS, fts_query, symbol_fields
 from codesynapse.context.lexical import words as lex_words
 from codesynapse.errors import StoreError, StoreUnavailable
+from codesynapse.store.threads import on_thread_end
 from codesynapse.extract.model import CallSite, FileExtraction, ImportRef
 from codesynapse.graph.model import (
     CallRow,
@@ -334,6 +335,19 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def _close_connection(conn: sqlite3.Connection, conns: list[sqlite3.Connection], lock: threading.RLock) -> None:
+    """Close the connection of a thread that ended (or of locals let go by ``close``)."""
+    with lock:
+        try:
+            conns.remove(conn)
+        except ValueError:  # close() took it already
+            pass
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
 def open_sqlite_graph(path: Path | str, graph_id: str) -> tuple[SqliteGraphStore, str]:
     """Open the graph store at ``path``; when its file is damaged, move it aside (with its
     ``-wal`` and ``-shm``) as ``<name>.corrupt-<UTC timestamp>`` and create a fresh one: the
@@ -407,7 +421,7 @@ class SqliteGraphStore(SqliteDepsMixin):
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
+        self._conns_lock = threading.RLock()  # (an ended thread's connection is closed under it)
         self._tx_lock = threading.RLock()  # one writing thread; held for a whole transaction()
         self._tx_owner: int | None = None  # the thread inside transaction(), if any
         try:
@@ -522,6 +536,7 @@ class SqliteGraphStore(SqliteDepsMixin):
             conn.execute("PRAGMA cache_size=-32000")
             conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
             self._local.conn = conn
+            on_thread_end(self._local, _close_connection, conn, self._conns, self._conns_lock)
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
