@@ -427,6 +427,29 @@ def test_a_warmed_star_graph_has_its_largest_components_tables_before_any_lookup
     assert stars.steps_taken < cold._cache[None].steps_taken, (stars.steps_taken, cold._cache[None].steps_taken)
 
 
+def test_warming_again_keeps_the_tables_within_the_symbol_tables_size():
+    # warm_stars makes definer tables while their entries add up to at most the symbol
+    # table's qnames. A second warm (a daemon's live worker started again) counted from zero
+    # beside the tables it had made and made the ones left out the first time: the memory
+    # bound doubled with each start.
+    from codesynapse.index import resolve
+
+    idx = SymbolIndex()
+    hub = [f"h{k}" for k in range(10)]
+    for k, h in enumerate(hub):  # a chain of headers, each defining 10 names
+        _c(idx, h, [f"n{k}_{j}" for j in range(10)], hub[k + 1:k + 2])
+    for i in range(20):  # 20 two-header cycles, each including the chain
+        _c(idx, f"a{i}", [f"x{i}"], [f"b{i}", "h0"])
+        _c(idx, f"b{i}", [], [f"a{i}"])
+    idx.warm_stars()
+    stars = idx._cache[None]
+    first = {k for k, t in stars.tables.items() if isinstance(t, resolve._Definers)}
+    assert 0 < len(first) < len(stars.members)  # the bound left some components out
+    idx.warm_stars()
+    again = {k for k, t in stars.tables.items() if isinstance(t, resolve._Definers)}
+    assert again == first
+
+
 def test_python_edits_keeping_the_star_graph_answer_as_a_fresh_index():
     # the same on Python modules with star imports and named imports (re-exports): after
     # each edit of a module's definitions or named imports, every lookup answers as an index

@@ -619,8 +619,9 @@ class SymbolIndex:
         load (a daemon that started on an index finds its tables only once its searches have
         paid for them): every module's component, the reachable-name map, and the definer
         tables of the components with the most modules (where a search is repeated from the
-        most entries), while their entries add up to at most the symbol table's qnames (one
-        more array pair per qname: 12 bytes each). The tables are made in one pass over the
+        most entries), while their entries, with those of the tables made before (by searches,
+        or an earlier warm), add up to at most the symbol table's qnames (one more array pair
+        per qname: 12 bytes each). The tables are made in one pass over the
         symbol table (``_Definers.build_many``)."""
         stars = self._cache.get(None)
         if stars is None:
@@ -636,7 +637,9 @@ class SymbolIndex:
                 for sep in _NAME_SEPS:
                     if sep in q:
                         per_module[q.rsplit(sep, 1)[0]] += 1
-            room = len(self.kinds)
+            # the tables already made (by an earlier warm, or by searches) count against it
+            room = len(self.kinds) - sum(sum(per_module[m] for m in t.mods)
+                                         for t in stars.tables.values() if t is not None)
             chosen: dict[str, list[tuple[int, list[str]]]] = {}
             for c in sorted(stars.members, key=lambda c: (-len(stars.members[c]), c)):
                 for sep in sorted({_sep(fi.language) for m in stars.members[c] for fi in self.module_bindings(m)}):
