@@ -64,7 +64,8 @@ class GremlinClient:
         return conn
 
     def _forget(self, conn: http.client.HTTPConnection) -> None:
-        """Close the connection of a thread that ended (store/threads.py)."""
+        """Close ``conn`` and stop tracking it: this thread's after a failure (``_drop``), or
+        the connection of a thread that ended (store/threads.py)."""
         with self._conns_lock:
             self._conns.discard(conn)
         try:
@@ -76,12 +77,7 @@ class GremlinClient:
         conn = getattr(self._local, "conn", None)
         self._local.conn = None
         if conn is not None:
-            with self._conns_lock:
-                self._conns.discard(conn)
-            try:
-                conn.close()
-            except OSError:
-                pass
+            self._forget(conn)
 
     def close(self) -> None:
         """Close every thread's connection (a thread that submits again reconnects)."""
