@@ -12,38 +12,19 @@ glibc only; elsewhere (musl, macOS) ``trim`` does nothing and says so.
 from __future__ import annotations
 
 import ctypes
-import logging
-import threading
-from typing import Callable
+from collections.abc import Callable
 
-log = logging.getLogger(__name__)
-
-_lock = threading.Lock()
-_trim: Callable[[int], int] | None | bool = False  # False: not looked up yet
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    global _trim
-    with _lock:
-        if _trim is False:
-            try:
-                fn = ctypes.CDLL(None).malloc_trim
-                fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
-                _trim = fn
-            except (OSError, AttributeError):
-                _trim = None
-        return _trim  # type: ignore[return-value]
+try:  # resolved once, at import
+    _TRIM: Callable[[int], int] | None = ctypes.CDLL(None).malloc_trim
+    _TRIM.argtypes, _TRIM.restype = [ctypes.c_size_t], ctypes.c_int
+except (OSError, AttributeError):
+    _TRIM = None
 
 
 def trim() -> bool:
     """Return freed heap pages to the system (glibc's ``malloc_trim(0)``). Costs a walk of
     the heap's free lists, with the GIL released. False where the allocator has no such call."""
-    fn = _malloc_trim()
-    if fn is None:
+    if _TRIM is None:
         return False
-    try:
-        fn(0)
-    except OSError:  # never fatal: the pages stay with the process
-        log.debug("malloc_trim failed", exc_info=True)
-        return False
+    _TRIM(0)
     return True

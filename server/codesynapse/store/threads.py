@@ -22,12 +22,11 @@ class _Token:
 
 
 def on_thread_end(local: threading.local, fn: Callable[..., Any], *args: Any) -> None:
-    """Call ``fn(*args)`` once the calling thread ends, or once ``local`` is let go (a store's
-    ``close`` replaces its locals). ``fn`` runs in whichever thread lets the locals go: it must
-    take only locks it can take there (re-entrant ones when it may run under them)."""
+    """Call ``fn(*args)`` once the calling thread ends, once ``local`` is let go (a store's
+    ``close`` replaces its locals), or once this is called again from the same thread on the
+    same ``local`` (the thread's connection was replaced: the old one is let go then). ``fn``
+    runs in whichever thread lets the token go: it must take only locks it can take there
+    (re-entrant ones when it may run under them)."""
     token = _Token()
-    tokens = getattr(local, "_end_tokens", None)
-    if tokens is None:
-        tokens = local._end_tokens = []
-    tokens.append(token)
     weakref.finalize(token, fn, *args)
+    local._end_token = token
