@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -336,8 +337,10 @@ class LedgerBook:
         self._worker: threading.Thread | None = None
         self._compute_lock = threading.Lock()  # one raw-estimate computation at a time
         self.totals_path = app.workspace.data_dir / TOTALS_FILE
-        self._texts: dict[str, tuple[tuple[int, int], str, int]] = {}  # path -> (stat key, text, bytes)
-        self._texts_bytes = [0]  # bytes of text in _texts
+        self._texts: dict[str, tuple[tuple[int, int], str, int, int]] = {}  # path -> (stat key, text, bytes, held)
+        self._texts_bytes = [0]  # memory the texts in _texts hold (their ``held``)
+        settings = getattr(app, "settings", None)
+        self.text_cache_max = text_cache_max(getattr(settings, "memory_budget_mb", DEFAULT_BUDGET_MB))
 
     # -- sessions ------------------------------------------------------------------------------
     def session(self, scope: Scope) -> SessionLedger:
@@ -469,7 +472,8 @@ class LedgerBook:
         """The files the index holds now, their texts from the book's cache while a file's
         size and modification time are those it was read with."""
         files = [(f.path, f.language) for f in self.app.store.files() if f.status != "skipped"]
-        return _cached_corpus(str(self.app.workspace.root), files, self._texts, self._texts_bytes)
+        return _cached_corpus(str(self.app.workspace.root), files, self._texts, self._texts_bytes,
+                              self.text_cache_max)
 
     def _estimate(self, req, corpus) -> tuple[int, int, int, int]:
         return estimate(self.app, req, corpus)
@@ -491,13 +495,32 @@ def _request(pending: tuple):
     return Request(method=method, params=params, kind=kind, requests=list(turns))
 
 
-TEXT_CACHE_MAX = 128 << 20  # bytes of file text the raw estimates keep between answers
+DEFAULT_BUDGET_MB = 1024  # index.memoryBudget's default (settings.memory_budget_mb)
+# The raw estimates' file-text cache holds at most this share of index.memoryBudget: 1/32, 32 MB at
+# the default 1 GB. The budget bounds the whole daemon (issue 24 #2), and on the kernel its symbol
+# table and resolver take ~780 MB of the 1 GB and a save's state ~100 MB; the cache only spares
+# re-reading files for the next answer's grep (on a tree larger than the cache every grep reads
+# files again anyway), so it gets a small share.
+TEXT_CACHE_SHARE = 32
 
 
-def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: list[int]):
+def text_cache_max(budget_mb: int) -> int:
+    """Bytes of memory the raw estimates' file texts may hold between answers."""
+    return (max(64, int(budget_mb)) << 20) // TEXT_CACHE_SHARE
+
+
+def _held(text: str) -> int:
+    """The memory a str takes: its characters at the width of its widest one (1, 2 or 4 bytes:
+    one emoji makes a mostly ASCII file 4 bytes a character, 4× its UTF-8 size) and the header."""
+    return sys.getsizeof(text)
+
+
+def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: list[int], bound: int):
     """``bench.baselines.CorpusText`` whose texts come from ``cache`` while the file's
     (size, mtime) are unchanged: each raw estimate greps the whole tree, and re-reading it for
-    every answer costs more than the answer."""
+    every answer costs more than the answer. The texts it keeps (the cache's and the corpus'
+    own, which are those of the cache) hold at most ``bound`` bytes of memory; a text that does
+    not fit is read again when asked again."""
     class Cached(CorpusText):
         def text(self, path: str) -> str:
             t = self._text.get(path)
@@ -515,15 +538,20 @@ def _cached_corpus(root: str, files: list[tuple[str, str]], cache: dict, total: 
                 t = self._text[path] = hit[1]
                 return t
             t = super().text(path)
-            if key is not None:
-                old = cache.pop(path, None)
-                if old is not None:
-                    total[0] -= old[2]
-                if total[0] + self._bytes[path] > TEXT_CACHE_MAX:
-                    cache.clear()
-                    total[0] = 0
-                cache[path] = (key, t, self._bytes[path])
-                total[0] += self._bytes[path]
+            del self._text[path]  # kept below only as the cache's own entry
+            old = cache.pop(path, None)
+            if old is not None:
+                total[0] -= old[3]
+            held = _held(t)
+            if key is None or held > bound:
+                return t
+            if total[0] + held > bound:
+                cache.clear()
+                self._text.clear()
+                total[0] = 0
+            cache[path] = (key, t, self._bytes[path], held)
+            total[0] += held
+            self._text[path] = t
             return t
 
     return Cached(root, files)

@@ -201,3 +201,32 @@ def test_raw_estimates_wait_while_the_index_has_changes_to_apply(repo, tmp_path)
         assert corpus.grep("total").files == ["shop/cart.py", "tests/test_cart.py"]
     finally:
         app.close()
+
+
+def test_the_file_text_cache_holds_at_most_its_share_of_the_memory_budget(tmp_path):
+    """The raw estimates keep file texts between answers within 1/32 of index.memoryBudget
+    (2 MB of a 64 MB budget), counted as the memory the texts take: a mostly ASCII file with
+    one emoji is a str of 4 bytes a character, four times its UTF-8 size. The corpus of one
+    estimate keeps no more than the cache (a grep reads every file)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    line = "# " + "x" * 76 + "\n"
+    for i in range(12):  # 200 kB each in UTF-8, ~800 kB as str
+        (root / f"m{i:02}.py").write_text(f"def f{i}():\n    return '\N{GRINNING FACE}'\n" + line * 2500
+                                          + ("needle = 1\n" if i % 2 else ""), encoding="utf-8")
+    app = App(root, Settings(data_dir=str(tmp_path / "data"), watch=False, embedder="none", memory_budget_mb=64))
+    try:
+        app.index()
+        book = app.services.ledger
+        bound = 2 << 20
+        assert book.text_cache_max == bound
+        for _ in range(2):
+            corpus = book._corpus()
+            assert corpus.grep("needle").files == [f"m{i:02}.py" for i in range(1, 12, 2)]
+            cached = [entry[1] for entry in book._texts.values()]
+            assert 0 < len(cached) < 12
+            assert sum(sys.getsizeof(t) for t in cached) <= bound
+            assert sum(sys.getsizeof(t) for t in corpus._text.values()) <= bound
+            assert corpus.nbytes("m01.py") == (root / "m01.py").stat().st_size
+    finally:
+        app.close()
