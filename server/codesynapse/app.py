@@ -65,7 +65,7 @@ def open_graph_store(settings: Settings, ws: Workspace, notices: list[str] | Non
 
         return HugeGraphStore(settings.hugegraph_url, ws.graph_id, graph=settings.hugegraph_graph,
                               user=settings.hugegraph_user, password=settings.hugegraph_password)
-    store, notice = open_sqlite_graph(ws.db_path, ws.graph_id)
+    store, notice = open_sqlite_graph(ws.db_path, ws.graph_id, settings.memory_budget_mb)
     if notice and notices is not None:
         notices.append(notice)
     return store

@@ -559,7 +559,7 @@ def open_team_store(settings, ws, notices: list[str] | None = None) -> GraphStor
 
     if not ws.git_head():
         return None
-    overlay, notice = open_sqlite_graph(ws.data_dir / "overlay.db", ws.graph_id)
+    overlay, notice = open_sqlite_graph(ws.data_dir / "overlay.db", ws.graph_id, settings.memory_budget_mb)
     if notice and notices is not None:
         notices.append(notice)
     if overlay.get_meta(CHECKOUT_ROOT) != str(ws.root):  # for expire_overlays

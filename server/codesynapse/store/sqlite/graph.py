@@ -20,6 +20,7 @@ import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 try:
@@ -335,9 +336,12 @@ def _statements(script: str) -> list[str]:
     return out
 
 
-def _close_connection(conn: sqlite3.Connection, conns: list[sqlite3.Connection], lock: threading.RLock) -> None:
-    """Close the connection of a thread that ended (or of locals let go by ``close``)."""
+def _close_connection(conn: sqlite3.Connection, conns: list[sqlite3.Connection], lock: threading.RLock,
+                      caches: dict[sqlite3.Connection, int]) -> None:
+    """Close the connection of a thread that ended (or of locals let go by ``close``); its
+    page cache goes back to the readers' share."""
     with lock:
+        caches.pop(conn, None)
         try:
             conns.remove(conn)
         except ValueError:  # close() took it already
@@ -348,14 +352,16 @@ def _close_connection(conn: sqlite3.Connection, conns: list[sqlite3.Connection],
         pass
 
 
-def open_sqlite_graph(path: Path | str, graph_id: str) -> tuple[SqliteGraphStore, str]:
+def open_sqlite_graph(path: Path | str, graph_id: str,
+                      memory_budget_mb: int | None = None) -> tuple[SqliteGraphStore, str]:
     """Open the graph store at ``path``; when its file is damaged, move it aside (with its
     ``-wal`` and ``-shm``) as ``<name>.corrupt-<UTC timestamp>`` and create a fresh one: the
     index is derived data, rebuilt by the next full index. Returns the store and, when a file
     was moved, a message for the user saying what happened and what to do ("" otherwise).
-    Raises StoreError when no store can be opened or created (the message names why)."""
+    Raises StoreError when no store can be opened or created (the message names why).
+    ``memory_budget_mb`` (index.memoryBudget) bounds its page caches (``PageCaches``)."""
     try:
-        return SqliteGraphStore(path, graph_id), ""
+        return SqliteGraphStore(path, graph_id, memory_budget_mb), ""
     except GraphStoreDamaged as e:
         damage = e.reason
     path = Path(path)
@@ -364,11 +370,11 @@ def open_sqlite_graph(path: Path | str, graph_id: str) -> tuple[SqliteGraphStore
         if fcntl is not None and lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be moving it aside right now
         try:  # it may be a fresh store already: another process recovered it first
-            return SqliteGraphStore(path, graph_id), ""
+            return SqliteGraphStore(path, graph_id, memory_budget_mb), ""
         except GraphStoreDamaged:
             pass
         moved = _move_aside(path)
-        store = SqliteGraphStore(path, graph_id)
+        store = SqliteGraphStore(path, graph_id, memory_budget_mb)
     finally:
         if lock is not None:
             os.close(lock)  # releases the flock
@@ -409,15 +415,48 @@ def _move_aside(path: Path) -> Path:
 WRITER_WAIT_S = 600.0  # how long a writer waits for another process' write of the same index
 WAL_KEEP_BYTES = 64 << 20  # the WAL is cut back to this after a checkpoint (a full index is one transaction)
 
+# SQLite's page caches (PRAGMA cache_size) over all of a store's connections hold at most
+# 1/16 of index.memoryBudget (64 MB at the default 1 GB), in two halves. The writing thread's
+# connection, for the length of its transaction, 1/32 (32 MB: the size every connection had;
+# a full index is one transaction). The reading connections — one per thread: up to 8 pygls
+# workers, the live worker, short-lived threads — share the other 1/32, each 1/128 (8 MB) while
+# the share has room, else what is left of it, never less than SQLite's own default (2 MB):
+# beyond the readers the share holds, each adds 2 MB. Before, every connection took 32 MB, up
+# to ~300 MB in a daemon whose budget is 1 GB (issue 24 #2); on the kernel the symbol table
+# alone takes ~680 MB of it, and the OS page cache keeps the file's pages anyway.
+PAGE_CACHE_SHARE = 16
+READER_CACHE_SHARE = 128
+READER_CACHE_MIN_KIB = 2048  # SQLite's default cache_size (-2000) in whole MiB
+UNBUDGETED_CACHE_KIB = 32000  # every connection of a store built without a budget (tests, tools)
+
+
+@dataclass(frozen=True, slots=True)
+class PageCaches:
+    """The page caches of a store's connections, in KiB, from index.memoryBudget (MB)."""
+
+    writer_kib: int  # the connection inside transaction()
+    readers_kib: int  # all the others together, while each takes no more than reader_kib
+    reader_kib: int
+
+    @classmethod
+    def of(cls, budget_mb: int) -> PageCaches:
+        budget_kib = max(64, int(budget_mb)) << 10
+        half = budget_kib // PAGE_CACHE_SHARE // 2
+        return cls(writer_kib=max(READER_CACHE_MIN_KIB, half), readers_kib=half,
+                   reader_kib=max(READER_CACHE_MIN_KIB, budget_kib // READER_CACHE_SHARE))
+
 
 class SqliteGraphStore(SqliteDepsMixin):
     """GraphStore on one SQLite file. Thread-safe: per-thread connections, one writer."""
 
     capabilities = FULL_CAPABILITIES  # atomic transactions, read snapshots, a writer lock across processes
 
-    def __init__(self, path: Path | str, graph_id: str):
+    def __init__(self, path: Path | str, graph_id: str, memory_budget_mb: int | None = None):
         self.path = str(path)
         self.graph_id = graph_id
+        # page caches bounded by index.memoryBudget; None: UNBUDGETED_CACHE_KIB each
+        self._caches = PageCaches.of(memory_budget_mb) if memory_budget_mb is not None else None
+        self._cache_kib: dict[sqlite3.Connection, int] = {}  # a reading connection's page cache
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
@@ -533,13 +572,30 @@ class SqliteGraphStore(SqliteDepsMixin):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA cache_size=-32000")
             conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
-            self._local.conn = conn
-            on_thread_end(self._local, _close_connection, conn, self._conns, self._conns_lock)
             with self._conns_lock:
+                kib = self._reader_cache_kib(conn)
                 self._conns.append(conn)
+            self._local.conn = conn
+            self._local.cache_kib = kib
+            on_thread_end(self._local, _close_connection, conn, self._conns, self._conns_lock, self._cache_kib)
+            conn.execute(f"PRAGMA cache_size=-{kib}")
         return conn
+
+    def _reader_cache_kib(self, conn: sqlite3.Connection) -> int:
+        """The page cache of a new reading connection (under ``_conns_lock``): its part of the
+        readers' share while the share has room (``PageCaches``)."""
+        if self._caches is None:
+            return UNBUDGETED_CACHE_KIB
+        left = self._caches.readers_kib - sum(self._cache_kib.values())
+        kib = self._cache_kib[conn] = max(READER_CACHE_MIN_KIB, min(self._caches.reader_kib, left))
+        return kib
+
+    def _set_cache(self, conn: sqlite3.Connection, kib: int) -> None:
+        try:
+            conn.execute(f"PRAGMA cache_size=-{kib}")  # a smaller one lets the pages beyond it go
+        except sqlite3.Error:
+            log.debug("PRAGMA cache_size failed", exc_info=True)
 
     def close(self) -> None:
         with self._conns_lock:
@@ -549,6 +605,7 @@ class SqliteGraphStore(SqliteDepsMixin):
                 except sqlite3.Error:
                     pass
             self._conns.clear()
+            self._cache_kib.clear()
         self._local = threading.local()
 
     # -- transactions ----------------------------------------------------------------------
@@ -566,6 +623,9 @@ class SqliteGraphStore(SqliteDepsMixin):
             reading = getattr(self._local, "snap", 0) > 0
             if reading:
                 self._end_read(conn)
+            writer_cache = self._caches is not None and self._caches.writer_kib != self._local.cache_kib
+            if writer_cache:  # the writer's page cache for the transaction, the reader's again after it
+                self._set_cache(conn, self._caches.writer_kib)
             try:
                 with self._file_lock():
                     try:
@@ -587,6 +647,8 @@ class SqliteGraphStore(SqliteDepsMixin):
                         self._rollback(conn)
                         raise StoreError(f"graph commit failed: {e}") from e
             finally:
+                if writer_cache:
+                    self._set_cache(conn, self._local.cache_kib)
                 if reading:
                     self._begin_read(conn)
 
